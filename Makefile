@@ -1,0 +1,66 @@
+# gpuslice — thin wrapper over meson. See README.md.
+#   make deps       install missing Debian packages (apt-get)
+#   make            build everything and stage it in dist/
+#   make test       deps + build + all tests (+ the same under ASan+UBSan); closing line "N passed, N failed"
+#   make test-slow  long-running accuracy tests (compute limiter matrix); CI runs it too
+#   make demo       the lab's story on a simulated GPU
+#   make bench      benchmarks with ratios against in-run baselines
+#   make lint       clang-format check + clang-tidy
+#   make fuzz       libFuzzer build (clang) in build-fuzz/
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+DIST       ?= dist
+JOBS       ?= $(shell nproc)
+PYTHON     ?= /usr/bin/python3
+MESON_OPTS ?=
+
+.PHONY: all deps build stage test test-slow demo bench lint fuzz clean asan
+
+all: stage
+
+deps:
+	@tools/install-deps.sh
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD) $(MESON_OPTS)
+
+$(ASAN_BUILD)/build.ninja:
+	meson setup $(ASAN_BUILD) -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debug $(MESON_OPTS)
+
+build: $(BUILD)/build.ninja
+	ninja -C $(BUILD) -j $(JOBS)
+
+stage: build
+	@rm -rf $(DIST).tmp
+	@mkdir -p $(DIST).tmp/bin $(DIST).tmp/lib/gpusim && DESTDIR=$(CURDIR)/$(DIST).tmp meson install -C $(BUILD) --no-rebuild --quiet
+	@rm -rf $(DIST) && mv $(DIST).tmp $(DIST)
+	@echo "staged into $(DIST)/"
+
+asan: $(ASAN_BUILD)/build.ninja
+	ninja -C $(ASAN_BUILD) -j $(JOBS)
+
+test: deps
+	@$(MAKE) --no-print-directory stage asan
+	@$(PYTHON) tools/run-tests.py --build $(BUILD) --build $(ASAN_BUILD) --no-suite slow --no-suite bench
+
+test-slow: deps
+	@$(MAKE) --no-print-directory stage
+	@$(PYTHON) tools/run-tests.py --build $(BUILD) --suite slow
+
+demo: stage
+	@tools/demo.sh
+
+bench: stage
+	@tools/bench.sh
+
+lint: $(BUILD)/build.ninja
+	@tools/lint.sh $(BUILD)
+
+fuzz:
+	@test -f $(FUZZ_BUILD)/build.ninja || CC=clang meson setup $(FUZZ_BUILD) -Dfuzzing=true -Db_sanitize=address,undefined -Db_lundef=false
+	ninja -C $(FUZZ_BUILD) -j $(JOBS)
+	@echo "libFuzzer targets in $(FUZZ_BUILD)/tests/fuzz/"
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(DIST) $(DIST).tmp
