@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The gpuslice CLI: one file per subcommand (cmd-<name>.c), dispatched from main.c. */
+#ifndef GS_CLI_COMMANDS_H
+#define GS_CLI_COMMANDS_H
+
+struct gs_command {
+    const char *name;
+    const char *summary;
+    /* argv[0] is the subcommand name; returns the process exit status. */
+    int (*run)(int argc, char **argv);
+};
+
+/* Each cmd-<name>.c defines one of these; add it to the table in main.c. */
+int cmd_version(int argc, char **argv);
+
+#endif /* GS_CLI_COMMANDS_H */

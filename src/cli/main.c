@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "common/log.h"
+
+static const struct gs_command commands[] = {
+    {"version", "print the version", cmd_version},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: gpuslice <command> [options] [-- args]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n'gpuslice <command> --help' describes a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+    gs_log_set_component("gpuslice");
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "gpuslice: unknown command '%s' (see 'gpuslice --help')\n", argv[1]);
+    return 2;
+}
