@@ -1,0 +1,376 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "cli/ledger.h"
+
+#include <errno.h>
+#include <ftw.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "common/log.h"
+
+struct ledger {
+    sqlite3 *db;
+    char path[4096];
+};
+
+#define BUSY_TIMEOUT_MS 30000
+
+static const char schema[] = "CREATE TABLE IF NOT EXISTS slices ("
+                             " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+                             " name TEXT NOT NULL,"
+                             " command TEXT NOT NULL,"
+                             " slice_dir TEXT NOT NULL,"
+                             " owner_pid INTEGER NOT NULL,"
+                             " owner_start INTEGER NOT NULL,"
+                             " boot_id TEXT NOT NULL,"
+                             " created INTEGER NOT NULL,"
+                             " claim TEXT NOT NULL,"
+                             " allocation TEXT NOT NULL);"
+                             "PRAGMA user_version = 1;";
+
+static int db_error(struct gs_error *err, struct ledger *l, const char *what)
+{
+    return gs_error_set(err, -EIO, "ledger %s: %s: %s", l->path, what, sqlite3_errmsg(l->db));
+}
+
+int ledger_open(const char *state_dir, struct ledger **out, struct gs_error *err)
+{
+    *out = NULL;
+    struct ledger *l = calloc(1, sizeof(*l));
+    if (!l)
+        return gs_error_set(err, -ENOMEM, "ledger: out of memory");
+    int n = snprintf(l->path, sizeof(l->path), "%s/%s", state_dir, LEDGER_FILE);
+    if (n < 0 || (size_t)n >= sizeof(l->path)) {
+        free(l);
+        return gs_error_set(err, -ENAMETOOLONG, "state dir %s: path too long", state_dir);
+    }
+    if (sqlite3_open_v2(l->path, &l->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+                                             SQLITE_OPEN_FULLMUTEX,
+                        NULL) != SQLITE_OK) {
+        int rc = gs_error_set(err, -EIO, "ledger %s: cannot open: %s", l->path,
+                              l->db ? sqlite3_errmsg(l->db) : "out of memory");
+        sqlite3_close(l->db);
+        free(l);
+        return rc;
+    }
+    sqlite3_busy_timeout(l->db, BUSY_TIMEOUT_MS);
+    char *msg = NULL;
+    /* WAL lets `gpuslice ls` read while a run allocates; synchronous=FULL keeps a committed slice
+     * across a crash. */
+    if (sqlite3_exec(l->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", NULL, NULL,
+                     &msg) != SQLITE_OK ||
+        sqlite3_exec(l->db, schema, NULL, NULL, &msg) != SQLITE_OK) {
+        int rc = gs_error_set(err, -EIO, "ledger %s: cannot initialise: %s", l->path,
+                              msg ? msg : "unknown error");
+        sqlite3_free(msg);
+        sqlite3_close(l->db);
+        free(l);
+        return rc;
+    }
+    *out = l;
+    return 0;
+}
+
+void ledger_close(struct ledger *l)
+{
+    if (!l)
+        return;
+    sqlite3_close(l->db);
+    free(l);
+}
+
+static int read_boot_id(char *buf, size_t len)
+{
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+    if (!f) {
+        snprintf(buf, len, "unknown");
+        return 0;
+    }
+    if (!fgets(buf, (int)len, f))
+        snprintf(buf, len, "unknown");
+    fclose(f);
+    buf[strcspn(buf, "\n")] = '\0';
+    return 0;
+}
+
+/* Field 22 of /proc/<pid>/stat; the command name (field 2) may hold spaces and parentheses, so
+ * parse from the last ')'. */
+static int read_start_time(pid_t pid, uint64_t *out)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -ESRCH;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return -EIO;
+    p++;
+    /* After ')' come fields 3..; start time is field 22, i.e. the 20th after ')'. */
+    for (int field = 3; field < 22; field++) {
+        p = strchr(p + 1, ' ');
+        if (!p)
+            return -EIO;
+    }
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(p + 1, &end, 10);
+    if (errno || end == p + 1)
+        return -EIO;
+    *out = v;
+    return 0;
+}
+
+int ledger_owner_of(pid_t pid, struct ledger_owner *out)
+{
+    if (pid == 0)
+        pid = getpid();
+    memset(out, 0, sizeof(*out));
+    int rc = read_start_time(pid, &out->start_time);
+    if (rc < 0)
+        return rc;
+    out->pid = pid;
+    read_boot_id(out->boot_id, sizeof(out->boot_id));
+    return 0;
+}
+
+int ledger_owner_alive(const struct ledger_owner *o)
+{
+    struct ledger_owner now;
+    if (o->pid <= 0 || ledger_owner_of(o->pid, &now) < 0)
+        return 0;
+    return now.start_time == o->start_time && strcmp(now.boot_id, o->boot_id) == 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    if (flag == FTW_DP)
+        rmdir(path);
+    else
+        unlink(path);
+    return 0;
+}
+
+static void remove_slice_dir(const char *dir)
+{
+    if (dir && *dir)
+        nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Inside a transaction: delete rows whose owner died. */
+static int reclaim_locked(struct ledger *l, int *count, struct gs_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    int removed = 0;
+    if (sqlite3_prepare_v2(l->db, "SELECT id, owner_pid, owner_start, boot_id, slice_dir, name FROM slices",
+                           -1, &st, NULL) != SQLITE_OK)
+        return db_error(err, l, "reclaim");
+    int64_t dead[256];
+    char dirs[256][512];
+    size_t n_dead = 0;
+    while (sqlite3_step(st) == SQLITE_ROW && n_dead < GS_ARRAY_SIZE(dead)) {
+        struct ledger_owner o = {0};
+        o.pid = (pid_t)sqlite3_column_int64(st, 1);
+        o.start_time = (uint64_t)sqlite3_column_int64(st, 2);
+        snprintf(o.boot_id, sizeof(o.boot_id), "%s", (const char *)sqlite3_column_text(st, 3));
+        if (!ledger_owner_alive(&o)) {
+            dead[n_dead] = sqlite3_column_int64(st, 0);
+            snprintf(dirs[n_dead], sizeof(dirs[n_dead]), "%s",
+                     (const char *)sqlite3_column_text(st, 4));
+            gs_info("reclaiming slice of a dead owner", "slice=%lld name=%s pid=%d",
+                    (long long)dead[n_dead], (const char *)sqlite3_column_text(st, 5), (int)o.pid);
+            n_dead++;
+        }
+    }
+    sqlite3_finalize(st);
+    for (size_t i = 0; i < n_dead; i++) {
+        if (sqlite3_prepare_v2(l->db, "DELETE FROM slices WHERE id = ?", -1, &st, NULL) !=
+            SQLITE_OK)
+            return db_error(err, l, "reclaim delete");
+        sqlite3_bind_int64(st, 1, dead[i]);
+        int rc = sqlite3_step(st);
+        sqlite3_finalize(st);
+        if (rc != SQLITE_DONE)
+            return db_error(err, l, "reclaim delete");
+        remove_slice_dir(dirs[i]);
+        removed++;
+    }
+    if (count)
+        *count = removed;
+    return 0;
+}
+
+static json_t *row_to_json(sqlite3_stmt *st)
+{
+    json_t *claim = json_loads((const char *)sqlite3_column_text(st, 8), 0, NULL);
+    json_t *alloc = json_loads((const char *)sqlite3_column_text(st, 9), 0, NULL);
+    json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:{s:i, s:I}, s:I, s:o, s:o}", "id",
+                          (json_int_t)sqlite3_column_int64(st, 0), "name",
+                          (const char *)sqlite3_column_text(st, 1), "command",
+                          (const char *)sqlite3_column_text(st, 2), "sliceDir",
+                          (const char *)sqlite3_column_text(st, 3), "owner", "pid",
+                          (int)sqlite3_column_int64(st, 4), "startTime",
+                          (json_int_t)sqlite3_column_int64(st, 5), "created",
+                          (json_int_t)sqlite3_column_int64(st, 7), "claim",
+                          claim ? claim : json_null(), "allocation", alloc ? alloc : json_null());
+    return o;
+}
+
+static int list_locked(struct ledger *l, json_t **out, struct gs_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(l->db,
+                           "SELECT id, name, command, slice_dir, owner_pid, owner_start, boot_id, "
+                           "created, claim, allocation FROM slices ORDER BY id",
+                           -1, &st, NULL) != SQLITE_OK)
+        return db_error(err, l, "list");
+    json_t *arr = json_array();
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        json_t *o = row_to_json(st);
+        if (o)
+            json_array_append_new(arr, o);
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        json_decref(arr);
+        return db_error(err, l, "list");
+    }
+    *out = arr;
+    return 0;
+}
+
+static int exec_simple(struct ledger *l, const char *sql, struct gs_error *err)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(l->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        int rc = gs_error_set(err, -EIO, "ledger %s: %s: %s", l->path, sql, msg ? msg : "error");
+        sqlite3_free(msg);
+        return rc;
+    }
+    return 0;
+}
+
+int ledger_reclaim(struct ledger *l, int *n, struct gs_error *err)
+{
+    int rc = exec_simple(l, "BEGIN IMMEDIATE", err);
+    if (rc < 0)
+        return rc;
+    rc = reclaim_locked(l, n, err);
+    if (rc < 0) {
+        exec_simple(l, "ROLLBACK", NULL);
+        return rc;
+    }
+    return exec_simple(l, "COMMIT", err);
+}
+
+int ledger_list(struct ledger *l, json_t **out, struct gs_error *err)
+{
+    *out = NULL;
+    int rc = ledger_reclaim(l, NULL, err);
+    if (rc < 0)
+        return rc;
+    return list_locked(l, out, err);
+}
+
+int ledger_allocate(struct ledger *l, struct ledger_entry *entry, ledger_decide_fn decide, void *ud,
+                    int64_t *id, struct gs_error *err)
+{
+    int rc = exec_simple(l, "BEGIN IMMEDIATE", err);
+    if (rc < 0)
+        return rc;
+    json_t *rows = NULL, *live = NULL, *alloc = NULL;
+    char *claim_s = NULL, *alloc_s = NULL;
+    sqlite3_stmt *st = NULL;
+    if ((rc = reclaim_locked(l, NULL, err)) < 0 || (rc = list_locked(l, &rows, err)) < 0)
+        goto fail;
+    live = json_array();
+    size_t i;
+    json_t *row;
+    json_array_foreach(rows, i, row)
+    {
+        json_t *claim = json_deep_copy(json_object_get(row, "claim"));
+        json_t *a = json_object_get(row, "allocation");
+        if (!json_is_object(claim)) {
+            json_decref(claim);
+            continue;
+        }
+        json_t *status = json_object();
+        json_object_set(status, "allocation", a);
+        json_object_set_new(claim, "status", status);
+        json_array_append_new(live, claim);
+    }
+    rc = decide(ud, live, &alloc, err);
+    if (rc < 0)
+        goto fail;
+    claim_s = json_dumps(entry->claim, JSON_COMPACT);
+    alloc_s = json_dumps(alloc, JSON_COMPACT);
+    if (!claim_s || !alloc_s) {
+        rc = gs_error_set(err, -ENOMEM, "ledger: cannot serialise the slice");
+        goto fail;
+    }
+    if (sqlite3_prepare_v2(l->db,
+                           "INSERT INTO slices (name, command, slice_dir, owner_pid, owner_start, "
+                           "boot_id, created, claim, allocation) VALUES (?,?,?,?,?,?,?,?,?)",
+                           -1, &st, NULL) != SQLITE_OK) {
+        rc = db_error(err, l, "insert");
+        goto fail;
+    }
+    sqlite3_bind_text(st, 1, entry->name ? entry->name : "", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, entry->command ? entry->command : "", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 3, entry->slice_dir ? entry->slice_dir : "", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 4, entry->owner.pid);
+    sqlite3_bind_int64(st, 5, (sqlite3_int64)entry->owner.start_time);
+    sqlite3_bind_text(st, 6, entry->owner.boot_id, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 7, (sqlite3_int64)time(NULL));
+    sqlite3_bind_text(st, 8, claim_s, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 9, alloc_s, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) != SQLITE_DONE) {
+        rc = db_error(err, l, "insert");
+        goto fail;
+    }
+    sqlite3_finalize(st);
+    st = NULL;
+    *id = sqlite3_last_insert_rowid(l->db);
+    rc = exec_simple(l, "COMMIT", err);
+    if (rc < 0)
+        goto fail;
+    entry->allocation = alloc;
+    json_decref(rows);
+    json_decref(live);
+    free(claim_s);
+    free(alloc_s);
+    return 0;
+fail:
+    sqlite3_finalize(st);
+    exec_simple(l, "ROLLBACK", NULL);
+    json_decref(rows);
+    json_decref(live);
+    json_decref(alloc);
+    free(claim_s);
+    free(alloc_s);
+    return rc;
+}
+
+int ledger_release(struct ledger *l, int64_t id, struct gs_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(l->db, "DELETE FROM slices WHERE id = ?", -1, &st, NULL) != SQLITE_OK)
+        return db_error(err, l, "release");
+    sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return db_error(err, l, "release");
+    return 0;
+}
