@@ -6,10 +6,14 @@
  * plus the format it was written in (the suffix family), which decides canonical formatting:
  *   BinarySI       Ki Mi Gi Ti Pi Ei         "4096Mi" -> "4Gi", "1.5Gi" -> "1536Mi"
  *   DecimalSI      n u m "" k M G T P E      "1000m" -> "1", "0.5" -> "500m"
- *   DecimalExponent  e.g. "1e3" -> "1e3", "1.5e3" -> "1500"? (see docs/internals/common.md)
+ *   DecimalExponent  "1e3" -> "1e3", "1.5e3" -> "1500", "1.5E-3" -> "1500e-6"
  * Parsing follows k8s.io/apimachinery/pkg/api/resource (quantity.go): sign, digits, optional
  * fraction, optional suffix; anything else is an error naming the input. Values whose magnitude
  * exceeds what int64 nanos-or-units can hold exactly are rejected with -ERANGE (never wrapped).
+ * Precisely: |value| <= INT64_MAX units, rounded away from zero to 1n like Kubernetes, and the
+ * normalised mantissa fits int64 (so 19 significant digits at most when there is a fraction).
+ * Stricter than Kubernetes on purpose: a quantity needs at least one digit ("Gi", "." and "-"
+ * are refused, Kubernetes reads them as 0), and more than 96 significant digits are refused.
  */
 #ifndef GS_COMMON_QUANTITY_H
 #define GS_COMMON_QUANTITY_H
@@ -39,6 +43,10 @@ struct gs_quantity {
 int gs_quantity_parse(const char *s, struct gs_quantity *out, struct gs_error *err);
 /* Canonical string, exactly as Kubernetes' Quantity.String(). Returns 0, or -ENOSPC. */
 int gs_quantity_format(const struct gs_quantity *q, char *buf, size_t len);
+
+/* gs_quantity_format into a GS_QUANTITY_STR_MAX buffer; returns buf ("(invalid)" for a struct
+ * that breaks the invariants). Handy in messages: gs_quantity_str(&q, (char[GS_QUANTITY_STR_MAX]){0}). */
+const char *gs_quantity_str(const struct gs_quantity *q, char buf[GS_QUANTITY_STR_MAX]);
 
 /* Construct from an integer number of units in the given format (e.g. bytes, BinarySI). */
 void gs_quantity_from_int64(int64_t v, enum gs_quantity_format fmt, struct gs_quantity *out);
