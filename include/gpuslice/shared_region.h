@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Contract: the per-claim shared region.
+ *
+ * A file (path from the claim's limits file `region` line, else CUDA_DEVICE_MEMORY_SHARED_CACHE,
+ * else GS_REGION_PATH_DEFAULT) mmap'd MAP_SHARED by every process of every container using the
+ * claim. Writer: libvgpu.so (src/vgpu/region.c) in each of those processes. Read-only readers: the
+ * monitor and `gpuslice ls`/`top` (open O_RDONLY, mmap PROT_READ, check magic/version/size, read
+ * the atomics with acquire loads; never take the lock).
+ *
+ * Layout rules: fixed size, native endianness (x86_64/aarch64 LP64), no pointers. A reader checks
+ * `magic`, `version` and `size` before trusting anything; a region whose header does not match is
+ * refused (libvgpu then uses a process-private region and logs it).
+ *
+ * Initialisation: the file is created (O_CREAT) and ftruncate'd to sizeof(struct gs_region); the
+ * first process to win the CAS of `init_state` 0 -> 1 fills the header and the lock, then stores 2.
+ * Others wait (bounded) for 2. A region stuck in state 1 (initialiser killed) is re-initialised
+ * after GS_REGION_INIT_TIMEOUT_MS by whichever process gets the flock(2) on the file.
+ *
+ * Accounting (all under `lock`, a process-shared ROBUST mutex; owner death is recovered with
+ * EOWNERDEAD: the survivor recomputes every device's `used` from the process slots):
+ *   devices[d].used            = sum over live process slots p of procs[p].used[d]
+ *   reservation                = check used + size <= limit, then add to both, under the lock,
+ *                                before the driver allocates; rolled back if the driver fails
+ *   release                    = after the driver freed, subtract from both
+ * Readers may see `used` lag the driver by one in-flight call, never exceed the limit.
+ *
+ * Process slots: a slot is free when `pid` is 0. `pid` + `start_time` (field 22 of
+ * /proc/<pid>/stat, clock ticks after boot) + `pidns` (inode of /proc/self/ns/pid) identify a
+ * process; a slot whose process is gone (or whose pid was reused: start time differs) is swept by
+ * any process of the same pid namespace: its usage is subtracted and the slot freed. Sweeps run on
+ * the out-of-memory path and at most every GS_REGION_SWEEP_INTERVAL_MS.
+ *
+ * Limiter (compute share, per device, shared by the claim's processes): a token bucket of GPU time.
+ *   budget_ns grows by (now - refill_ns) * cores / 100, capped at GS_REGION_BURST_NS * cores/100,
+ *   shrinks by the measured/estimated GPU time of each launch; launches wait while it is <= 0.
+ *   busy_ns counts all GPU time charged (monotonic, for monitors), launches counts launches.
+ */
+#ifndef GS_GPUSLICE_SHARED_REGION_H
+#define GS_GPUSLICE_SHARED_REGION_H
+
+#include <assert.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpuslice/limits.h"
+
+#define GS_REGION_MAGIC   0x4E4F494745525347ULL /* "GSREGION" little-endian */
+#define GS_REGION_VERSION 1
+
+#define GS_REGION_PATH_DEFAULT "/tmp/gpuslice-region"
+#define GS_REGION_MAX_DEVICES  GS_LIMITS_MAX_DEVICES
+#define GS_REGION_MAX_PROCS    1024
+#define GS_REGION_UUID_MAX     GS_LIMITS_UUID_MAX
+
+#define GS_REGION_INIT_TIMEOUT_MS   2000
+#define GS_REGION_SWEEP_INTERVAL_MS 1000
+#define GS_REGION_BURST_NS          100000000LL /* 100 ms of full-device time */
+
+enum gs_region_init_state {
+    GS_REGION_UNINIT = 0,
+    GS_REGION_INITIALISING = 1,
+    GS_REGION_READY = 2,
+};
+
+/* One GPU used by the claim, keyed by UUID. A slot is free while uuid[0] == '\0'; it is filled
+ * once (under the lock) and never moved, so readers may cache the index. */
+struct gs_region_device {
+    char uuid[GS_REGION_UUID_MAX];  /* "GPU-..." */
+    _Atomic uint64_t used;          /* bytes charged by all live processes */
+    _Atomic uint64_t memory_limit;  /* bytes, last limit a process applied; 0 = no cap */
+    _Atomic uint32_t cores;         /* percent, last cap a process applied; 0/100 = no cap */
+    uint32_t reserved0;
+    _Atomic int64_t budget_ns;      /* limiter: GPU time the claim may still use */
+    _Atomic uint64_t refill_ns;     /* limiter: CLOCK_MONOTONIC of the last refill */
+    _Atomic uint64_t busy_ns;       /* GPU time charged so far (monotonic counter) */
+    _Atomic uint64_t launches;      /* kernel/graph launches seen */
+    _Atomic uint64_t throttled_ns;  /* time launches spent waiting for budget */
+    _Atomic uint64_t oom_count;     /* allocations refused at the limit */
+    uint64_t reserved[4];
+};
+
+/* One process using the claim. */
+struct gs_region_proc {
+    _Atomic int32_t pid;            /* 0 = free slot */
+    uint32_t reserved0;
+    _Atomic uint64_t start_time;    /* /proc/<pid>/stat field 22 */
+    _Atomic uint64_t pidns;         /* inode of /proc/<pid>/ns/pid, 0 if unknown */
+    _Atomic uint64_t used[GS_REGION_MAX_DEVICES]; /* bytes, index = device slot */
+};
+
+struct gs_region {
+    uint64_t magic;                 /* GS_REGION_MAGIC */
+    uint32_t version;               /* GS_REGION_VERSION */
+    uint32_t size;                  /* sizeof(struct gs_region) */
+    _Atomic uint32_t init_state;    /* enum gs_region_init_state */
+    _Atomic uint32_t n_devices;     /* device slots in use (prefix of devices[]) */
+    _Atomic uint32_t n_procs_hint;  /* highest proc slot index ever used + 1 */
+    uint32_t reserved0;
+    _Atomic uint64_t sweep_ns;      /* CLOCK_MONOTONIC of the last sweep */
+    _Atomic uint64_t generation;    /* bumped on every slot claim/release (for monitors) */
+    uint64_t reserved1[2];
+    pthread_mutex_t lock;           /* PTHREAD_PROCESS_SHARED | PTHREAD_MUTEX_ROBUST */
+    uint8_t reserved2[64 - sizeof(pthread_mutex_t) % 64];
+    struct gs_region_device devices[GS_REGION_MAX_DEVICES];
+    struct gs_region_proc procs[GS_REGION_MAX_PROCS];
+};
+
+/* The layout is a contract: any change bumps GS_REGION_VERSION. */
+static_assert(sizeof(pthread_mutex_t) == 40, "glibc LP64 pthread_mutex_t");
+static_assert(sizeof(_Atomic uint64_t) == 8 && sizeof(_Atomic int32_t) == 4, "atomics unboxed");
+static_assert(sizeof(struct gs_region_device) == 200, "gs_region_device size");
+static_assert(offsetof(struct gs_region_device, used) == 96, "gs_region_device.used");
+static_assert(offsetof(struct gs_region_device, budget_ns) == 120, "gs_region_device.budget_ns");
+static_assert(sizeof(struct gs_region_proc) == 24 + 8 * GS_REGION_MAX_DEVICES, "proc slot size");
+static_assert(offsetof(struct gs_region_proc, used) == 24, "gs_region_proc.used");
+static_assert(offsetof(struct gs_region, lock) == 64, "gs_region.lock");
+static_assert(offsetof(struct gs_region, devices) == 128, "gs_region.devices");
+static_assert(offsetof(struct gs_region, procs) == 128 + 200 * GS_REGION_MAX_DEVICES,
+              "gs_region.procs");
+static_assert(sizeof(struct gs_region) ==
+                  128 + 200 * GS_REGION_MAX_DEVICES + (24 + 8 * GS_REGION_MAX_DEVICES) *
+                                                          GS_REGION_MAX_PROCS,
+              "gs_region size");
+
+#endif /* GS_GPUSLICE_SHARED_REGION_H */
