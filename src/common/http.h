@@ -69,12 +69,12 @@ bool gs_http_cancel_is_triggered(const struct gs_http_cancel *c);
 int gs_http_cancel_sleep(struct gs_http_cancel *c, uint64_t ms);
 
 /*
- * Streaming consumer: when a request has on_data, body bytes are handed to it as they arrive and
- * are not collected in the response (max_response_bytes does not apply; the consumer bounds
- * what it keeps). Return 0 to continue, a negative code to abort the transfer: gs_http_do() then
- * returns that code. Called only for the final response's body.
+ * Streaming consumer: when a request has on_data, body bytes are handed to it as they arrive, with
+ * the response's HTTP status, and are not collected in the response (max_response_bytes does not
+ * apply; the consumer bounds what it keeps). Return 0 to continue, a negative code to abort the
+ * transfer: gs_http_do() then returns that code. Called only for the final response's body.
  */
-typedef int (*gs_http_data_fn)(void *user, const char *data, size_t len);
+typedef int (*gs_http_data_fn)(void *user, long status, const char *data, size_t len);
 
 struct gs_http_request {
     const char *method;          /* "GET" (NULL), "POST", "PUT", "PATCH", "DELETE", ... */
