@@ -8,11 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <yaml.h>
 
 #include "common/macros.h"
-
-#define YAML_MAX_DEPTH 64
+#include "common/yaml.h"
 
 /* ---- small helpers -------------------------------------------------------------------------- */
 
@@ -144,84 +142,20 @@ int gs_base64_decode(const char *in, size_t in_len, char **out, size_t *out_len)
     return 0;
 }
 
-/* ---- YAML -> JSON tree (scalars become strings) --------------------------------------------- */
-
-static json_t *yaml_node_to_json(yaml_document_t *doc, yaml_node_t *node, int depth)
-{
-    json_t *j;
-
-    if (!node || depth > YAML_MAX_DEPTH)
-        return NULL;
-    switch (node->type) {
-    case YAML_SCALAR_NODE:
-        return json_stringn((const char *)node->data.scalar.value, node->data.scalar.length);
-    case YAML_SEQUENCE_NODE:
-        j = json_array();
-        for (yaml_node_item_t *it = node->data.sequence.items.start;
-             j && it < node->data.sequence.items.top; it++) {
-            json_t *v = yaml_node_to_json(doc, yaml_document_get_node(doc, *it), depth + 1);
-            if (!v || json_array_append_new(j, v) < 0) {
-                json_decref(j);
-                return NULL;
-            }
-        }
-        return j;
-    case YAML_MAPPING_NODE:
-        j = json_object();
-        for (yaml_node_pair_t *p = node->data.mapping.pairs.start;
-             j && p < node->data.mapping.pairs.top; p++) {
-            yaml_node_t *k = yaml_document_get_node(doc, p->key);
-            json_t *v;
-            if (!k || k->type != YAML_SCALAR_NODE) {
-                json_decref(j);
-                return NULL;
-            }
-            v = yaml_node_to_json(doc, yaml_document_get_node(doc, p->value), depth + 1);
-            if (!v) {
-                json_decref(j);
-                return NULL;
-            }
-            /* keys from YAML may hold NUL; jansson takes them up to the first one */
-            if (json_object_setn_new(j, (const char *)k->data.scalar.value,
-                                     k->data.scalar.length, v) < 0) {
-                json_decref(j);
-                return NULL;
-            }
-        }
-        return j;
-    default:
-        return NULL;
-    }
-}
-
 static json_t *parse_yaml(const char *text, size_t len, const char *name, struct gs_error *err)
 {
-    yaml_parser_t parser;
-    yaml_document_t doc;
     json_t *j = NULL;
+    int r;
 
-    if (!yaml_parser_initialize(&parser)) {
-        gs_error_set(err, -ENOMEM, "kubeconfig %s: out of memory", name);
-        return NULL;
-    }
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    if (!yaml_parser_load(&parser, &doc)) {
-        gs_error_set(err, -EINVAL, "kubeconfig %s: YAML error at line %zu: %s", name,
-                     parser.problem_mark.line + 1, parser.problem ? parser.problem : "unknown");
-        yaml_parser_delete(&parser);
-        return NULL;
-    }
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
-    if (!root) {
+    if (len == 0 || strspn(text, " \t\r\n") == len) {
         gs_error_set(err, -EINVAL, "kubeconfig %s: empty document", name);
-    } else {
-        j = yaml_node_to_json(&doc, root, 0);
-        if (!j)
-            gs_error_set(err, -EINVAL, "kubeconfig %s: unsupported YAML (aliases, complex keys or "
-                                       "nesting deeper than %d)", name, YAML_MAX_DEPTH);
+        return NULL;
     }
-    yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
+    r = gs_yaml_load_one(text, len, &j, err);
+    if (r < 0) {
+        gs_error_prefix(err, "kubeconfig %s: ", name);
+        return NULL;
+    }
     return j;
 }
 
@@ -251,9 +185,15 @@ static int get_str(struct ctx *x, json_t *obj, const char *where, const char *ke
 
 static int get_bool(struct ctx *x, json_t *obj, const char *where, const char *key, bool *out)
 {
+    json_t *v = json_object_get(obj, key);
     const char *s;
-    int r = get_str(x, obj, where, key, &s);
+    int r;
 
+    if (json_is_boolean(v)) {
+        *out = json_is_true(v);
+        return 0;
+    }
+    r = get_str(x, obj, where, key, &s);
     if (r < 0)
         return r;
     if (!s)
