@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Per-process table of tracked allocations, keyed by (device pointer or handle, kind).
+ * Open addressing with linear probing and backward-shift deletion (no tombstones), split into
+ * shards by hash so threads rarely contend; each shard grows at 1/2 load. O(1) expected per
+ * insert/remove/lookup, whatever the number of live allocations.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vgpu/vgpu-internal.h"
+
+#define SHARDS     16
+#define MIN_CAP    64
+
+struct shard {
+    pthread_mutex_t lock;
+    struct vgpu_alloc *slots; /* key 0 + kind 0 = empty */
+    size_t cap;               /* power of two */
+    size_t count;
+} __attribute__((aligned(64)));
+
+static struct shard shards[SHARDS] = {
+#define S {.lock = PTHREAD_MUTEX_INITIALIZER}
+    S, S, S, S, S, S, S, S, S, S, S, S, S, S, S, S,
+#undef S
+};
+
+static inline uint64_t mix(uint64_t key, uint32_t kind)
+{
+    uint64_t x = key ^ ((uint64_t)kind << 56);
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+static inline bool empty(const struct vgpu_alloc *a)
+{
+    return a->kind == 0;
+}
+
+static int grow(struct shard *s)
+{
+    size_t ncap = s->cap ? s->cap * 2 : MIN_CAP;
+    struct vgpu_alloc *ns = calloc(ncap, sizeof(*ns));
+    if (!ns)
+        return -1;
+    for (size_t i = 0; i < s->cap; i++) {
+        if (empty(&s->slots[i]))
+            continue;
+        size_t j = (mix(s->slots[i].key, s->slots[i].kind) >> 4) & (ncap - 1);
+        while (!empty(&ns[j]))
+            j = (j + 1) & (ncap - 1);
+        ns[j] = s->slots[i];
+    }
+    free(s->slots);
+    s->slots = ns;
+    s->cap = ncap;
+    return 0;
+}
+
+int vgpu_table_insert(const struct vgpu_alloc *a)
+{
+    uint64_t h = mix(a->key, a->kind);
+    struct shard *s = &shards[h & (SHARDS - 1)];
+    pthread_mutex_lock(&s->lock);
+    if ((s->count + 1) * 2 > s->cap && grow(s) < 0) {
+        pthread_mutex_unlock(&s->lock);
+        return -1;
+    }
+    size_t i = (h >> 4) & (s->cap - 1);
+    while (!empty(&s->slots[i])) {
+        if (s->slots[i].key == a->key && s->slots[i].kind == a->kind) {
+            s->slots[i] = *a; /* driver reused a key we did not see freed: replace */
+            pthread_mutex_unlock(&s->lock);
+            return 1;
+        }
+        i = (i + 1) & (s->cap - 1);
+    }
+    s->slots[i] = *a;
+    s->count++;
+    pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
+static ssize_t find(struct shard *s, uint64_t h, uint64_t key, uint32_t kind)
+{
+    if (!s->cap)
+        return -1;
+    size_t i = (h >> 4) & (s->cap - 1);
+    while (!empty(&s->slots[i])) {
+        if (s->slots[i].key == key && s->slots[i].kind == kind)
+            return (ssize_t)i;
+        i = (i + 1) & (s->cap - 1);
+    }
+    return -1;
+}
+
+bool vgpu_table_lookup(uint64_t key, uint32_t kind, struct vgpu_alloc *out)
+{
+    uint64_t h = mix(key, kind);
+    struct shard *s = &shards[h & (SHARDS - 1)];
+    pthread_mutex_lock(&s->lock);
+    ssize_t i = find(s, h, key, kind);
+    if (i >= 0 && out)
+        *out = s->slots[i];
+    pthread_mutex_unlock(&s->lock);
+    return i >= 0;
+}
+
+bool vgpu_table_remove(uint64_t key, uint32_t kind, struct vgpu_alloc *out)
+{
+    uint64_t h = mix(key, kind);
+    struct shard *s = &shards[h & (SHARDS - 1)];
+    pthread_mutex_lock(&s->lock);
+    ssize_t found = find(s, h, key, kind);
+    if (found < 0) {
+        pthread_mutex_unlock(&s->lock);
+        return false;
+    }
+    if (out)
+        *out = s->slots[found];
+    /* backward-shift deletion keeps probe chains intact */
+    size_t mask = s->cap - 1;
+    size_t i = (size_t)found;
+    size_t j = i;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (empty(&s->slots[j]))
+            break;
+        size_t home = (mix(s->slots[j].key, s->slots[j].kind) >> 4) & mask;
+        /* move j into the hole i if its home is not cyclically in (i, j] */
+        bool in_range = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+        if (!in_range) {
+            s->slots[i] = s->slots[j];
+            i = j;
+        }
+    }
+    memset(&s->slots[i], 0, sizeof(s->slots[i]));
+    s->count--;
+    pthread_mutex_unlock(&s->lock);
+    return true;
+}
+
+size_t vgpu_table_count(void)
+{
+    size_t n = 0;
+    for (int i = 0; i < SHARDS; i++) {
+        pthread_mutex_lock(&shards[i].lock);
+        n += shards[i].count;
+        pthread_mutex_unlock(&shards[i].lock);
+    }
+    return n;
+}
+
+void vgpu_table_reset(void)
+{
+    for (int i = 0; i < SHARDS; i++) {
+        pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+        memcpy(&shards[i].lock, &fresh, sizeof(fresh));
+        free(shards[i].slots);
+        shards[i].slots = NULL;
+        shards[i].cap = 0;
+        shards[i].count = 0;
+    }
+}

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Devices as this process sees them: CUDA ordinal -> UUID (from the driver, so
+ * CUDA_VISIBLE_DEVICES re-ordering by index or UUID cannot mis-assign limits) -> limits and the
+ * claim's region. And the ONE memory view every query hook reports.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "vgpu/vgpu-internal.h"
+
+static struct vgpu_device devices[VGPU_MAX_DEVICES];
+static int n_devices;
+static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
+static atomic_bool devices_done;
+atomic_bool vgpu_any_compute_cap;
+atomic_bool vgpu_any_tracked;
+
+static void format_uuid(const CUuuid *u, char *buf, size_t len)
+{
+    const unsigned char *b = (const unsigned char *)u->bytes;
+    snprintf(buf, len,
+             "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+             b[15]);
+}
+
+static void discover(void)
+{
+    vgpu_config_load();
+    if (!vgpu_cuda_ready())
+        return;
+    if (gs_real_cu.cuInit && gs_real_cu.cuInit(0) != CUDA_SUCCESS)
+        return;
+    int count = 0;
+    if (!gs_real_cu.cuDeviceGetCount || gs_real_cu.cuDeviceGetCount(&count) != CUDA_SUCCESS)
+        return;
+    if (count > VGPU_MAX_DEVICES)
+        count = VGPU_MAX_DEVICES;
+    bool any_cap = false, any_tracked = false;
+    for (int i = 0; i < count; i++) {
+        CUdevice dev = i;
+        if (gs_real_cu.cuDeviceGet && gs_real_cu.cuDeviceGet(&dev, i) != CUDA_SUCCESS)
+            continue;
+        if (dev < 0 || dev >= VGPU_MAX_DEVICES) {
+            VLOG(VGPU_LOG_WARN, "device ordinal %d has handle %d beyond the table; not tracked", i,
+                 dev);
+            continue;
+        }
+        struct vgpu_device *d = &devices[dev];
+        CUuuid u;
+        CUresult r = CUDA_ERROR_NOT_FOUND;
+        if (gs_real_cu.cuDeviceGetUuid_v2)
+            r = gs_real_cu.cuDeviceGetUuid_v2(&u, dev);
+        if (r != CUDA_SUCCESS && gs_real_cu.cuDeviceGetUuid)
+            r = gs_real_cu.cuDeviceGetUuid(&u, dev);
+        if (r != CUDA_SUCCESS)
+            d->uuid[0] = '\0';
+        else
+            format_uuid(&u, d->uuid, sizeof(d->uuid));
+        d->cu_dev = dev;
+        d->ordinal = i;
+        vgpu_config_for(i, d->uuid[0] ? d->uuid : NULL, &d->cfg);
+        size_t total = 0;
+        if (gs_real_cu.cuDeviceTotalMem_v2 &&
+            gs_real_cu.cuDeviceTotalMem_v2(&total, dev) == CUDA_SUCCESS)
+            d->physical_total = total;
+        d->slot = -1;
+        if (d->cfg.memory_limit || d->cfg.region_path[0]) {
+            d->region = vgpu_region_open(d->cfg.region_path);
+            if (d->region)
+                d->slot = vgpu_region_device(d->region, d->uuid, d->cfg.memory_limit,
+                                             d->cfg.cores);
+            if (d->slot < 0) {
+                VLOG(VGPU_LOG_ERROR, "device %s: no region slot; its process-local limit applies",
+                     d->uuid);
+                d->region = vgpu_region_open("");
+                d->slot = d->region ? vgpu_region_device(d->region, d->uuid, d->cfg.memory_limit,
+                                                         d->cfg.cores)
+                                    : -1;
+            }
+            any_tracked = true;
+        }
+        if (d->cfg.cores)
+            any_cap = true;
+        d->present = true;
+        n_devices = GS_MAX(n_devices, dev + 1);
+        VLOG(VGPU_LOG_INFO, "device %d %s: memory limit %llu, cores %u, region %s", i, d->uuid,
+             (unsigned long long)d->cfg.memory_limit, d->cfg.cores,
+             d->cfg.region_path[0] ? d->cfg.region_path : "(process)");
+    }
+    atomic_store(&vgpu_any_compute_cap, any_cap);
+    atomic_store(&vgpu_any_tracked, any_tracked);
+    atomic_store(&devices_done, true);
+}
+
+void vgpu_devices_init(void)
+{
+    if (GS_LIKELY(atomic_load_explicit(&devices_done, memory_order_acquire)))
+        return;
+    pthread_once(&devices_once, discover);
+}
+
+struct vgpu_device *vgpu_device_of(CUdevice dev)
+{
+    vgpu_devices_init();
+    if (dev < 0 || dev >= n_devices || !devices[dev].present)
+        return NULL;
+    return &devices[dev];
+}
+
+struct vgpu_device *vgpu_device_current(void)
+{
+    CUdevice dev;
+    if (!gs_real_cu.cuCtxGetDevice || gs_real_cu.cuCtxGetDevice(&dev) != CUDA_SUCCESS)
+        return NULL;
+    return vgpu_device_of(dev);
+}
+
+struct vgpu_device *vgpu_device_by_uuid(const char *uuid)
+{
+    vgpu_devices_init();
+    for (int i = 0; i < n_devices; i++)
+        if (devices[i].present && strcmp(devices[i].uuid, uuid) == 0)
+            return &devices[i];
+    return NULL;
+}
+
+int vgpu_device_index(const struct vgpu_device *d)
+{
+    return (int)(d - devices);
+}
+
+struct vgpu_device *vgpu_device_at(int index)
+{
+    if (index < 0 || index >= VGPU_MAX_DEVICES || !devices[index].present)
+        return NULL;
+    return &devices[index];
+}
+
+void vgpu_memory_view(const struct vgpu_device *d, struct vgpu_mem_view *v)
+{
+    uint64_t phys = d->physical_total;
+    uint64_t total = d->cfg.memory_limit ? GS_MIN(d->cfg.memory_limit, phys ? phys : UINT64_MAX)
+                                         : phys;
+    uint64_t used = d->region ? vgpu_region_used(d->region, d->slot) : 0;
+    if (used > total)
+        used = total;
+    v->total = total;
+    v->used = used;
+    v->free = total - used;
+}
+
+int vgpu_charge(struct vgpu_device *d, uint64_t size)
+{
+    if (!d || !d->region)
+        return 0;
+    static _Thread_local unsigned calls;
+    if (GS_UNLIKELY((++calls & 1023) == 0))
+        vgpu_region_sweep(d->region, false); /* periodic; rate-limited inside */
+    int r = vgpu_region_reserve(d->region, d->slot, size, d->cfg.memory_limit);
+    if (r == -ENOMEM || r == -ENOSPC) {
+        /* At the limit: reclaim what dead processes still hold, then try once more. */
+        if (vgpu_region_sweep(d->region, true) > 0)
+            r = vgpu_region_reserve(d->region, d->slot, size, d->cfg.memory_limit);
+    }
+    if (r < 0) {
+        atomic_fetch_add(&vgpu_region_dev(d->region, d->slot)->oom_count, 1);
+        VLOG(VGPU_LOG_INFO, "device %s: %llu bytes refused (used %llu of %llu)%s", d->uuid,
+             (unsigned long long)size, (unsigned long long)vgpu_region_used(d->region, d->slot),
+             (unsigned long long)d->cfg.memory_limit,
+             r == -ENOSPC ? ": no free process slot in the region" : "");
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+void vgpu_uncharge(struct vgpu_device *d, uint64_t size)
+{
+    if (d && d->region && size)
+        vgpu_region_release(d->region, d->slot, size);
+}

@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The claim's shared region (layout: include/gpuslice/shared_region.h): mapping, initialisation,
+ * process slots, atomic reservation under a robust process-shared mutex, dead-process sweep.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vgpu/vgpu-internal.h"
+
+#define MAX_REGIONS 8
+
+struct vgpu_region {
+    char path[GS_LIMITS_PATH_MAX]; /* "" = process-private */
+    struct gs_region *shm;
+    int proc;        /* our slot, -1 until the first charge */
+    pid_t owner_pid; /* process that claimed `proc` (fork detection) */
+};
+
+static struct vgpu_region regions[MAX_REGIONS];
+static int n_regions;
+static pthread_mutex_t regions_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t self_start, self_pidns;
+
+static void init_header(struct gs_region *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->magic = GS_REGION_MAGIC;
+    r->version = GS_REGION_VERSION;
+    r->size = sizeof(*r);
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(&r->lock, &a);
+    pthread_mutexattr_destroy(&a);
+    atomic_store(&r->init_state, GS_REGION_READY);
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static struct gs_region *map_file(const char *path)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd < 0) {
+        VLOG(VGPU_LOG_ERROR, "region %s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    fchmod(fd, 0666); /* processes of other containers/users of the claim share it */
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        close(fd);
+        return NULL;
+    }
+    if (st.st_size == 0 && ftruncate(fd, sizeof(struct gs_region)) < 0) {
+        VLOG(VGPU_LOG_ERROR, "region %s: cannot size: %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    if (st.st_size != 0 && st.st_size != (off_t)sizeof(struct gs_region)) {
+        VLOG(VGPU_LOG_ERROR, "region %s: size %lld is not %zu (other version?)", path,
+             (long long)st.st_size, sizeof(struct gs_region));
+        close(fd);
+        return NULL;
+    }
+    void *p = mmap(NULL, sizeof(struct gs_region), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        VLOG(VGPU_LOG_ERROR, "region %s: mmap: %s", path, strerror(errno));
+        close(fd);
+        return NULL;
+    }
+    struct gs_region *r = p;
+    uint32_t expect = GS_REGION_UNINIT;
+    if (atomic_compare_exchange_strong(&r->init_state, &expect, GS_REGION_INITIALISING)) {
+        init_header(r);
+    } else {
+        uint64_t deadline = vgpu_now_ns() + GS_REGION_INIT_TIMEOUT_MS * 1000000ULL;
+        while (atomic_load(&r->init_state) != GS_REGION_READY && vgpu_now_ns() < deadline)
+            sleep_ms(1);
+        if (atomic_load(&r->init_state) != GS_REGION_READY) {
+            /* Initialiser died half-way: re-initialise under an exclusive flock. */
+            if (flock(fd, LOCK_EX) == 0) {
+                if (atomic_load(&r->init_state) != GS_REGION_READY) {
+                    VLOG(VGPU_LOG_WARN, "region %s: stale initialisation, re-initialising", path);
+                    init_header(r);
+                }
+                flock(fd, LOCK_UN);
+            }
+        }
+    }
+    close(fd);
+    if (r->magic != GS_REGION_MAGIC || r->version != GS_REGION_VERSION ||
+        r->size != sizeof(struct gs_region)) {
+        VLOG(VGPU_LOG_ERROR, "region %s: bad magic/version/size (version %u)", path, r->version);
+        munmap(p, sizeof(struct gs_region));
+        return NULL;
+    }
+    return r;
+}
+
+static struct gs_region *map_private(void)
+{
+    void *p = mmap(NULL, sizeof(struct gs_region), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    init_header(p);
+    return p;
+}
+
+struct vgpu_region *vgpu_region_open(const char *path)
+{
+    pthread_mutex_lock(&regions_lock);
+    if (!self_start) {
+        self_start = vgpu_proc_start_time(getpid());
+        self_pidns = vgpu_self_pidns();
+    }
+    for (int i = 0; i < n_regions; i++) {
+        if (strcmp(regions[i].path, path) == 0) {
+            pthread_mutex_unlock(&regions_lock);
+            return &regions[i];
+        }
+    }
+    struct vgpu_region *res = NULL;
+    if (n_regions < MAX_REGIONS) {
+        struct gs_region *shm = path[0] ? map_file(path) : map_private();
+        if (!shm && path[0]) {
+            VLOG(VGPU_LOG_ERROR, "region %s unusable: limits of this process alone are enforced",
+                 path);
+            shm = map_private();
+        }
+        if (shm) {
+            res = &regions[n_regions++];
+            snprintf(res->path, sizeof(res->path), "%s", path);
+            res->shm = shm;
+            res->proc = -1;
+        }
+    }
+    pthread_mutex_unlock(&regions_lock);
+    return res;
+}
+
+/* Lock; on owner death recompute the device totals from the process slots. */
+static void region_lock(struct gs_region *r)
+{
+    int e = pthread_mutex_lock(&r->lock);
+    if (e == EOWNERDEAD) {
+        uint32_t nd = atomic_load(&r->n_devices);
+        uint32_t np = atomic_load(&r->n_procs_hint);
+        for (uint32_t d = 0; d < nd && d < GS_REGION_MAX_DEVICES; d++) {
+            uint64_t sum = 0;
+            for (uint32_t p = 0; p < np && p < GS_REGION_MAX_PROCS; p++)
+                if (atomic_load(&r->procs[p].pid))
+                    sum = gs_sat_add_u64(sum, atomic_load(&r->procs[p].used[d]));
+            atomic_store(&r->devices[d].used, sum);
+        }
+        pthread_mutex_consistent(&r->lock);
+        VLOG(VGPU_LOG_WARN, "region: lock owner died; usage recomputed from process slots");
+    }
+}
+
+static void region_unlock(struct gs_region *r)
+{
+    pthread_mutex_unlock(&r->lock);
+}
+
+int vgpu_region_device(struct vgpu_region *vr, const char *uuid, uint64_t limit, uint32_t cores)
+{
+    struct gs_region *r = vr->shm;
+    int slot = -1;
+    region_lock(r);
+    uint32_t nd = atomic_load(&r->n_devices);
+    for (uint32_t d = 0; d < nd && d < GS_REGION_MAX_DEVICES; d++)
+        if (strncmp(r->devices[d].uuid, uuid, GS_REGION_UUID_MAX) == 0)
+            slot = (int)d;
+    if (slot < 0 && nd < GS_REGION_MAX_DEVICES) {
+        slot = (int)nd;
+        struct gs_region_device *d = &r->devices[slot];
+        snprintf(d->uuid, sizeof(d->uuid), "%s", uuid);
+        atomic_store(&d->budget_ns, GS_REGION_BURST_NS * (int64_t)(cores ? cores : 100) / 100);
+        atomic_store(&d->refill_ns, vgpu_now_ns());
+        atomic_store(&r->n_devices, nd + 1);
+    }
+    if (slot >= 0) {
+        atomic_store(&r->devices[slot].memory_limit, limit);
+        atomic_store(&r->devices[slot].cores, cores);
+    }
+    region_unlock(r);
+    return slot;
+}
+
+struct gs_region_device *vgpu_region_dev(struct vgpu_region *r, int slot)
+{
+    return &r->shm->devices[slot];
+}
+
+/* Our process slot; claims one (under the lock, which the caller holds) if needed. */
+static int own_slot_locked(struct vgpu_region *vr)
+{
+    struct gs_region *r = vr->shm;
+    pid_t pid = getpid();
+    if (vr->proc >= 0 && vr->owner_pid == pid)
+        return vr->proc;
+    if (vr->owner_pid != pid) {
+        /* after fork: the child starts with nothing charged */
+        vr->proc = -1;
+        self_start = vgpu_proc_start_time(pid);
+    }
+    for (int p = 0; p < GS_REGION_MAX_PROCS; p++) {
+        if (atomic_load(&r->procs[p].pid) == 0) {
+            struct gs_region_proc *s = &r->procs[p];
+            for (int d = 0; d < GS_REGION_MAX_DEVICES; d++)
+                atomic_store(&s->used[d], 0);
+            atomic_store(&s->start_time, self_start);
+            atomic_store(&s->pidns, self_pidns);
+            atomic_store(&s->pid, pid);
+            if ((uint32_t)p + 1 > atomic_load(&r->n_procs_hint))
+                atomic_store(&r->n_procs_hint, (uint32_t)p + 1);
+            atomic_fetch_add(&r->generation, 1);
+            vr->proc = p;
+            vr->owner_pid = pid;
+            return p;
+        }
+    }
+    return -1;
+}
+
+static bool proc_dead(const struct gs_region_proc *s)
+{
+    int pid = atomic_load(&s->pid);
+    if (pid == 0)
+        return false;
+    if (atomic_load(&s->pidns) != self_pidns)
+        return false; /* another container's process: not ours to judge */
+    if (kill(pid, 0) < 0 && errno == ESRCH)
+        return true;
+    uint64_t st = vgpu_proc_start_time(pid);
+    return st == 0 || st != atomic_load(&s->start_time);
+}
+
+int vgpu_region_sweep(struct vgpu_region *vr, bool force)
+{
+    struct gs_region *r = vr->shm;
+    uint64_t now = vgpu_now_ns();
+    uint64_t last = atomic_load(&r->sweep_ns);
+    if (!force && now - last < GS_REGION_SWEEP_INTERVAL_MS * 1000000ULL)
+        return 0;
+    if (!atomic_compare_exchange_strong(&r->sweep_ns, &last, now) && !force)
+        return 0;
+    if (!self_pidns)
+        self_pidns = vgpu_self_pidns();
+    /* Find candidates without the lock (reading /proc is slow), reclaim under it. */
+    int dead[64];
+    uint64_t dead_start[64];
+    int n_dead = 0;
+    uint32_t np = atomic_load(&r->n_procs_hint);
+    for (uint32_t p = 0; p < np && p < GS_REGION_MAX_PROCS && n_dead < 64; p++) {
+        if ((int)p == vr->proc && vr->owner_pid == getpid())
+            continue;
+        if (proc_dead(&r->procs[p])) {
+            dead[n_dead] = (int)p;
+            dead_start[n_dead++] = atomic_load(&r->procs[p].start_time);
+        }
+    }
+    if (n_dead == 0)
+        return 0;
+    int reclaimed = 0;
+    region_lock(r);
+    uint32_t nd = atomic_load(&r->n_devices);
+    for (int i = 0; i < n_dead; i++) {
+        struct gs_region_proc *s = &r->procs[dead[i]];
+        if (atomic_load(&s->pid) == 0 || atomic_load(&s->start_time) != dead_start[i])
+            continue; /* reclaimed or reused meanwhile */
+        for (uint32_t d = 0; d < nd && d < GS_REGION_MAX_DEVICES; d++) {
+            uint64_t u = atomic_exchange(&s->used[d], 0);
+            uint64_t cur = atomic_load(&r->devices[d].used);
+            atomic_store(&r->devices[d].used, gs_sat_sub_u64(cur, u));
+        }
+        VLOG(VGPU_LOG_INFO, "region: reclaimed slot of dead process %d", atomic_load(&s->pid));
+        atomic_store(&s->pid, 0);
+        atomic_fetch_add(&r->generation, 1);
+        reclaimed++;
+    }
+    region_unlock(r);
+    return reclaimed;
+}
+
+int vgpu_region_reserve(struct vgpu_region *vr, int slot, uint64_t size, uint64_t limit)
+{
+    struct gs_region *r = vr->shm;
+    int rc = 0;
+    region_lock(r);
+    int p = own_slot_locked(vr);
+    struct gs_region_device *d = &r->devices[slot];
+    uint64_t used = atomic_load(&d->used);
+    uint64_t next = gs_sat_add_u64(used, size);
+    if (p < 0) {
+        rc = -ENOSPC;
+    } else if (limit && next > limit) {
+        rc = -ENOMEM;
+    } else {
+        atomic_store(&d->used, next);
+        struct gs_region_proc *s = &r->procs[p];
+        atomic_store(&s->used[slot], gs_sat_add_u64(atomic_load(&s->used[slot]), size));
+    }
+    region_unlock(r);
+    return rc;
+}
+
+void vgpu_region_release(struct vgpu_region *vr, int slot, uint64_t size)
+{
+    struct gs_region *r = vr->shm;
+    region_lock(r);
+    if (vr->proc >= 0 && vr->owner_pid == getpid()) {
+        struct gs_region_proc *s = &r->procs[vr->proc];
+        uint64_t mine = atomic_load(&s->used[slot]);
+        uint64_t give = GS_MIN(mine, size); /* never below what we charged */
+        atomic_store(&s->used[slot], mine - give);
+        struct gs_region_device *d = &r->devices[slot];
+        atomic_store(&d->used, gs_sat_sub_u64(atomic_load(&d->used), give));
+    }
+    region_unlock(r);
+}
+
+uint64_t vgpu_region_used(struct vgpu_region *vr, int slot)
+{
+    return atomic_load_explicit(&vr->shm->devices[slot].used, memory_order_acquire);
+}
+
+void vgpu_region_atfork_child(void)
+{
+    /* Slots are re-claimed lazily: own_slot_locked() notices getpid() changed. The regions_lock
+     * may have been held by another thread at fork time. */
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    memcpy(&regions_lock, &fresh, sizeof(fresh));
+}
+
+/* Normal exit: give our usage back now instead of waiting for a sweep. */
+__attribute__((destructor)) static void region_exit(void)
+{
+    for (int i = 0; i < n_regions; i++) {
+        struct vgpu_region *vr = &regions[i];
+        if (vr->proc < 0 || vr->owner_pid != getpid())
+            continue;
+        struct gs_region *r = vr->shm;
+        region_lock(r);
+        struct gs_region_proc *s = &r->procs[vr->proc];
+        uint32_t nd = atomic_load(&r->n_devices);
+        for (uint32_t d = 0; d < nd && d < GS_REGION_MAX_DEVICES; d++) {
+            uint64_t u = atomic_exchange(&s->used[d], 0);
+            atomic_store(&r->devices[d].used, gs_sat_sub_u64(atomic_load(&r->devices[d].used), u));
+        }
+        atomic_store(&s->pid, 0);
+        atomic_fetch_add(&r->generation, 1);
+        region_unlock(r);
+        vr->proc = -1;
+    }
+}
