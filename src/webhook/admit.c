@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* /mutate: decode -> translate -> ensure templates -> encode. One log line per admission. */
+#include "webhook/admit.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/macros.h"
+#include "webhook/review.h"
+
+static void text_reply(struct wh_admit_reply *out, unsigned status, const char *msg)
+{
+    size_t n = strlen(msg);
+    out->status = status;
+    out->content_type = "text/plain; charset=utf-8";
+    out->body = malloc(n + 2);
+    if (out->body) {
+        memcpy(out->body, msg, n);
+        out->body[n] = '\n';
+        out->body[n + 1] = '\0';
+        out->len = n + 1;
+    }
+}
+
+void wh_admit_reply_fini(struct wh_admit_reply *r)
+{
+    if (r) {
+        free(r->body);
+        r->body = NULL;
+    }
+}
+
+static const char *pod_name(const struct wh_review *rv)
+{
+    const json_t *meta = json_object_get(rv->object, "metadata");
+    const char *n = json_string_value(json_object_get(meta, "name"));
+    if (n && *n)
+        return n;
+    n = json_string_value(json_object_get(meta, "generateName"));
+    return n ? n : "";
+}
+
+static void log_admission(const struct wh_review *rv, const char *result, const char *detail)
+{
+    char q1[160], q2[160], q3[600];
+    gs_info("admission", "uid=%s pod=%s/%s result=%s detail=%s",
+            gs_log_quote(q1, sizeof(q1), rv->uid), rv->namespace,
+            gs_log_quote(q2, sizeof(q2), pod_name(rv)), result,
+            gs_log_quote(q3, sizeof(q3), detail));
+}
+
+void wh_admit(const struct wh_admit_ctx *ctx, const char *body, size_t len,
+              struct wh_admit_reply *out)
+{
+    struct wh_review rv;
+    struct gs_error err = {0};
+    struct wh_translation tr = {0};
+    struct wh_review_answer ans = {.allowed = true};
+    char msg[GS_ERROR_MSG_MAX + 64];
+
+    *out = (struct wh_admit_reply){0};
+    int r = wh_review_decode(body, len, &rv, &err);
+    if (r < 0) {
+        text_reply(out, r == -E2BIG ? 413 : 400, err.msg);
+        out->outcome = WH_OUTCOME_REJECTED;
+        goto done;
+    }
+    out->outcome = WH_OUTCOME_PASSED;
+    if (wh_review_is_pod_create(&rv)) {
+        r = wh_translate_pod(ctx->names, ctx->ops, rv.namespace, rv.object, &tr, &err);
+        size_t i;
+        json_t *tpl;
+        if (r == 0 && tr.patch && !rv.dry_run && ctx->ensure_template)
+            json_array_foreach (tr.templates, i, tpl)
+                if ((r = ctx->ensure_template(ctx->ensure_user, tpl, &err)) < 0)
+                    break;
+        if (r < 0) {
+            ans.allowed = false;
+            ans.code = r == -EINVAL ? 422 : 500;
+            ans.reason = r == -EINVAL ? "Invalid" : "InternalError";
+            ans.message = err.msg;
+            out->outcome = WH_OUTCOME_DENIED;
+            log_admission(&rv, "denied", err.msg);
+        } else if (tr.patch) {
+            ans.patch = tr.patch;
+            out->outcome = WH_OUTCOME_MUTATED;
+            snprintf(msg, sizeof(msg), "%zu claim template(s)%s", json_array_size(tr.templates),
+                     rv.dry_run ? ", dry run" : "");
+            log_admission(&rv, "mutated", msg);
+        }
+        ans.warnings = tr.warnings;
+    }
+    out->body = wh_review_encode(rv.uid, &ans, &out->len);
+    out->status = 200;
+    out->content_type = "application/json";
+    if (!out->body)
+        text_reply(out, 500, "out of memory");
+    wh_translation_fini(&tr);
+    wh_review_fini(&rv);
+done:
+    if (ctx->metrics)
+        wh_metrics_outcome(ctx->metrics, out->outcome);
+}

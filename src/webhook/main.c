@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* gpuslice-webhook: options, wiring, signals. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "common/k8s.h"
+#include "common/kubeconfig.h"
+#include "common/log.h"
+#include "webhook/admit.h"
+#include "webhook/cluster.h"
+#include "webhook/options.h"
+#include "webhook/server.h"
+#include "webhook/tls.h"
+
+static int ensure_template(void *user, const json_t *tpl, struct gs_error *err)
+{
+    return wh_cluster_ensure_template(user, tpl, err);
+}
+
+static void extra_metrics(void *user, struct wh_metrics_extra *out)
+{
+    struct wh_cluster_stats st;
+    wh_cluster_get_stats(user, &st);
+    *out = (struct wh_metrics_extra){st.templates_created, st.templates_existing,
+                                     st.template_cache_hits, st.api_errors};
+}
+
+static int fail(const char *what, const struct gs_error *err)
+{
+    char q[600];
+    gs_error_log(what, "error=%s", gs_log_quote(q, sizeof(q), err->msg));
+    fprintf(stderr, "gpuslice-webhook: %s: %s\n", what, err->msg);
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    struct wh_options o;
+    struct gs_error err = {0};
+    enum gs_log_level level;
+
+    gs_log_set_component("webhook");
+    if (wh_options_parse(&o, argc, argv, &err) < 0) {
+        fprintf(stderr, "gpuslice-webhook: %s\n", err.msg);
+        return 2;
+    }
+    if (o.help) {
+        wh_options_help(stdout, "gpuslice-webhook");
+        return 0;
+    }
+    if (o.print_config) {
+        wh_options_print(stdout, &o);
+        return 0;
+    }
+    if (gs_log_parse_level(o.log_level, &level) < 0) {
+        fprintf(stderr, "gpuslice-webhook: --log-level: \"%s\" is not error, warn, info or debug\n",
+                o.log_level);
+        return 2;
+    }
+    gs_log_set_level(level);
+
+    /* Signals are taken synchronously by sigwait() below; every thread inherits the mask. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct wh_names names = {
+        .device_class = o.device_class,
+        .driver = o.driver,
+        .gpu = o.resource_name,
+        .mem = o.resource_mem,
+        .mem_pct = o.resource_mem_percentage,
+        .cores = o.resource_cores,
+    };
+    struct wh_metrics metrics = {0};
+    struct gs_kube_config kc = {0};
+    if (gs_kube_config_load(o.kubeconfig, &kc, &err) < 0)
+        return fail("cannot load the API server configuration", &err);
+    struct gs_k8s_options ko = {
+        .qps = (double)o.kube_qps,
+        .burst = (unsigned)o.kube_burst,
+        .max_attempts = 3,
+        .backoff_max_ms = 1000,
+        .timeout_ms = (long)o.api_timeout_ms,
+        .connect_timeout_ms = (long)o.api_timeout_ms,
+        .user_agent = "gpuslice-webhook",
+    };
+    struct gs_k8s_client *client = gs_k8s_client_new_with(&kc, &ko, &err);
+    if (!client) {
+        gs_kube_config_fini(&kc);
+        return fail("cannot create the API client", &err);
+    }
+    char q1[300], q2[300];
+    gs_info("api server", "server=%s source=%s", gs_log_quote(q1, sizeof(q1), kc.server),
+            gs_log_quote(q2, sizeof(q2), kc.source ? kc.source : ""));
+    gs_kube_config_fini(&kc);
+    struct wh_cluster_config cc = {
+        .driver = o.driver,
+        .slice_ttl_ms = (uint64_t)o.slice_cache_ttl_ms,
+        .class_ttl_ms = (uint64_t)o.class_cache_ttl_ms,
+        .template_ttl_ms = (uint64_t)o.template_cache_ttl_ms,
+    };
+    struct wh_cluster *cluster = wh_cluster_new(client, &cc);
+    if (!cluster) {
+        err.code = -ENOMEM;
+        snprintf(err.msg, sizeof(err.msg), "out of memory");
+        return fail("cannot start", &err);
+    }
+    struct wh_tls *tls =
+        wh_tls_new(o.tls_cert_file, o.tls_key_file, (uint64_t)o.cert_check_interval_ms, &metrics,
+                   &err);
+    if (!tls) {
+        wh_cluster_free(cluster);
+        return fail("cannot load the serving certificate", &err);
+    }
+    struct wh_cluster_ops ops;
+    wh_cluster_ops(cluster, &ops);
+    struct wh_admit_ctx admit = {
+        .names = &names,
+        .ops = &ops,
+        .ensure_template = ensure_template,
+        .ensure_user = cluster,
+        .metrics = &metrics,
+    };
+    struct wh_server_config sc = {
+        .listen = o.listen,
+        .connection_limit = (unsigned)o.max_connections,
+        .admit = &admit,
+        .metrics = &metrics,
+        .tls = tls,
+        .extra_metrics = extra_metrics,
+        .extra_user = cluster,
+    };
+    struct wh_server *server = wh_server_start(&sc, &err);
+    if (!server) {
+        wh_tls_free(tls);
+        wh_cluster_free(cluster);
+        return fail("cannot serve", &err);
+    }
+    gs_info("serving", "listen=%s device_class=%s driver=%s",
+            gs_log_quote(q1, sizeof(q1), o.listen), o.device_class, o.driver);
+
+    int sig = 0;
+    while (sigwait(&sigs, &sig) != 0)
+        ;
+    gs_info("stopping", "signal=%d", sig);
+    wh_server_stop(server);
+    wh_tls_free(tls);
+    wh_cluster_free(cluster);
+    return 0;
+}

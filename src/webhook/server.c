@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* libmicrohttpd HTTPS server: routing, bounded bodies, health, readiness and metrics. */
+#include "webhook/server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/macros.h"
+#include "webhook/review.h"
+
+struct wh_server {
+    struct wh_server_config cfg;
+    struct MHD_Daemon *daemon;
+    atomic_bool draining;
+};
+
+struct req_state {
+    enum wh_route route;
+    uint64_t start_us;
+    char *body;
+    size_t len, cap;
+    bool too_big;
+    bool responded;
+};
+
+static uint64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+int wh_parse_listen(const char *listen, struct sockaddr_storage *out, struct gs_error *err)
+{
+    char host[256];
+    const char *colon, *port_s;
+    memset(out, 0, sizeof(*out));
+    if (!listen || !*listen)
+        return gs_error_set(err, -EINVAL, "--listen: empty address");
+    if (listen[0] == '[') {
+        const char *close = strchr(listen, ']');
+        if (!close || close[1] != ':')
+            return gs_error_set(err, -EINVAL, "--listen: \"%s\" is not [address]:port", listen);
+        if ((size_t)(close - listen - 1) >= sizeof(host))
+            return gs_error_set(err, -EINVAL, "--listen: address too long");
+        memcpy(host, listen + 1, (size_t)(close - listen - 1));
+        host[close - listen - 1] = '\0';
+        port_s = close + 2;
+    } else {
+        colon = strrchr(listen, ':');
+        if (!colon || (size_t)(colon - listen) >= sizeof(host))
+            return gs_error_set(err, -EINVAL, "--listen: \"%s\" is not host:port", listen);
+        memcpy(host, listen, (size_t)(colon - listen));
+        host[colon - listen] = '\0';
+        port_s = colon + 1;
+    }
+    char *end;
+    errno = 0;
+    long port = strtol(port_s, &end, 10);
+    if (!*port_s || *end || errno || port < 1 || port > 65535)
+        return gs_error_set(err, -EINVAL, "--listen: port \"%s\" is not within 1-65535", port_s);
+    if (!host[0]) {
+        struct sockaddr_in *in = (struct sockaddr_in *)out;
+        in->sin_family = AF_INET;
+        in->sin_addr.s_addr = htonl(INADDR_ANY);
+        in->sin_port = htons((uint16_t)port);
+        return 0;
+    }
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV}, *ai = NULL;
+    int g = getaddrinfo(host, port_s, &hints, &ai);
+    if (g != 0 || !ai)
+        return gs_error_set(err, -EINVAL, "--listen: cannot resolve \"%s\": %s", host,
+                            gai_strerror(g));
+    memcpy(out, ai->ai_addr, GS_MIN((size_t)ai->ai_addrlen, sizeof(*out)));
+    freeaddrinfo(ai);
+    return 0;
+}
+
+static enum wh_route route_of(const char *url)
+{
+    if (strcmp(url, "/mutate") == 0)
+        return WH_ROUTE_MUTATE;
+    if (strcmp(url, "/healthz") == 0)
+        return WH_ROUTE_HEALTHZ;
+    if (strcmp(url, "/readyz") == 0)
+        return WH_ROUTE_READYZ;
+    if (strcmp(url, "/metrics") == 0)
+        return WH_ROUTE_METRICS;
+    return WH_ROUTE_OTHER;
+}
+
+/* Queue `body` (malloc'd and handed over, or a static string when `owned` is false). */
+static enum MHD_Result reply(struct wh_server *s, struct MHD_Connection *c, struct req_state *st,
+                             unsigned status, const char *content_type, char *body, size_t len,
+                             bool owned)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        len, body, owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+    if (!resp) {
+        if (owned)
+            free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    enum MHD_Result r = MHD_queue_response(c, status, resp);
+    MHD_destroy_response(resp);
+    st->responded = true;
+    wh_metrics_request(s->cfg.metrics, st->route, status);
+    return r;
+}
+
+static enum MHD_Result reply_text(struct wh_server *s, struct MHD_Connection *c,
+                                  struct req_state *st, unsigned status, const char *text)
+{
+    return reply(s, c, st, status, "text/plain; charset=utf-8", (char *)text, strlen(text),
+                 false);
+}
+
+#define TOO_BIG_TEXT "request body exceeds 3145728 bytes (3 MiB)\n"
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *upload_data,
+                              size_t *upload_data_size, void **con_cls)
+{
+    struct wh_server *s = cls;
+    struct req_state *st = *con_cls;
+    if (!st) {
+        st = calloc(1, sizeof(*st));
+        if (!st)
+            return MHD_NO;
+        st->route = route_of(url);
+        st->start_us = now_us();
+        *con_cls = st;
+        if (st->route == WH_ROUTE_MUTATE && strcmp(method, "POST") == 0) {
+            const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                         MHD_HTTP_HEADER_CONTENT_LENGTH);
+            if (cl && strtoull(cl, NULL, 10) > WH_REVIEW_MAX_BYTES) {
+                wh_metrics_outcome(s->cfg.metrics, WH_OUTCOME_REJECTED);
+                return reply_text(s, c, st, 413, TOO_BIG_TEXT);
+            }
+        }
+        return MHD_YES;
+    }
+    if (*upload_data_size) {
+        size_t n = *upload_data_size;
+        *upload_data_size = 0;
+        if (st->responded || st->too_big || st->route != WH_ROUTE_MUTATE)
+            return MHD_YES;
+        if (n > WH_REVIEW_MAX_BYTES - st->len) {
+            st->too_big = true;
+            free(st->body);
+            st->body = NULL;
+            st->len = st->cap = 0;
+            return MHD_YES;
+        }
+        if (st->len + n > st->cap) {
+            size_t cap = GS_MAX(st->cap * 2, st->len + n);
+            cap = GS_MIN(cap, (size_t)WH_REVIEW_MAX_BYTES);
+            char *nb = realloc(st->body, cap);
+            if (!nb)
+                return MHD_NO;
+            st->body = nb, st->cap = cap;
+        }
+        memcpy(st->body + st->len, upload_data, n);
+        st->len += n;
+        return MHD_YES;
+    }
+    if (st->responded)
+        return MHD_YES;
+
+    bool is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    switch (st->route) {
+    case WH_ROUTE_MUTATE: {
+        if (strcmp(method, "POST") != 0)
+            return reply_text(s, c, st, 405, "/mutate accepts POST only\n");
+        if (st->too_big) {
+            wh_metrics_outcome(s->cfg.metrics, WH_OUTCOME_REJECTED);
+            return reply_text(s, c, st, 413, TOO_BIG_TEXT);
+        }
+        struct wh_admit_reply ar;
+        wh_admit(s->cfg.admit, st->body ? st->body : "", st->len, &ar);
+        enum MHD_Result r;
+        if (ar.body)
+            r = reply(s, c, st, ar.status, ar.content_type, TAKE_PTR(ar.body), ar.len, true);
+        else
+            r = reply_text(s, c, st, 500, "out of memory\n");
+        wh_metrics_latency(s->cfg.metrics, now_us() - st->start_us);
+        return r;
+    }
+    case WH_ROUTE_HEALTHZ:
+        if (!is_get)
+            return reply_text(s, c, st, 405, "GET only\n");
+        return reply_text(s, c, st, 200, "ok\n");
+    case WH_ROUTE_READYZ:
+        if (!is_get)
+            return reply_text(s, c, st, 405, "GET only\n");
+        if (atomic_load(&s->draining))
+            return reply_text(s, c, st, 500, "shutting down\n");
+        return reply_text(s, c, st, 200, "ok\n");
+    case WH_ROUTE_METRICS: {
+        if (!is_get)
+            return reply_text(s, c, st, 405, "GET only\n");
+        struct wh_metrics_extra extra = {0};
+        if (s->cfg.extra_metrics)
+            s->cfg.extra_metrics(s->cfg.extra_user, &extra);
+        size_t len;
+        char *text = wh_metrics_render(s->cfg.metrics, s->cfg.extra_metrics ? &extra : NULL,
+                                       &len);
+        if (!text)
+            return reply_text(s, c, st, 500, "out of memory\n");
+        return reply(s, c, st, 200, "text/plain; version=0.0.4; charset=utf-8", text, len, true);
+    }
+    default:
+        return reply_text(s, c, st, 404, "not found\n");
+    }
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                      enum MHD_RequestTerminationCode toe)
+{
+    struct req_state *st = *con_cls;
+    if (st) {
+        free(st->body);
+        free(st);
+        *con_cls = NULL;
+    }
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap) GS_PRINTF(2, 0);
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char msg[512], q[600];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+        msg[--n] = '\0';
+    /* TLS handshake failures (plain HTTP, scanners) are routine: debug only. */
+    gs_debug("http server", "detail=%s", gs_log_quote(q, sizeof(q), msg));
+}
+
+struct wh_server *wh_server_start(const struct wh_server_config *cfg, struct gs_error *err)
+{
+    struct sockaddr_storage addr;
+    int r = wh_parse_listen(cfg->listen, &addr, err);
+    if (r < 0)
+        return NULL;
+    struct wh_server *s = calloc(1, sizeof(*s));
+    if (!s) {
+        gs_error_set(err, -ENOMEM, "out of memory");
+        return NULL;
+    }
+    s->cfg = *cfg;
+    unsigned flags = MHD_USE_TLS | MHD_USE_THREAD_PER_CONNECTION |
+                     MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    if (addr.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    s->daemon = MHD_start_daemon(
+        flags, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        MHD_OPTION_HTTPS_CERT_CALLBACK, wh_tls_retrieve, MHD_OPTION_HTTPS_PRIORITIES,
+        WH_TLS_PRIORITIES, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)(cfg->connection_limit ? cfg->connection_limit : 1024),
+        MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)(cfg->connection_timeout_s ? cfg->connection_timeout_s : 60),
+        MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
+    if (!s->daemon) {
+        gs_error_set(err, -EADDRNOTAVAIL,
+                     "cannot serve HTTPS on %s (address in use or not available?)",
+                     cfg->listen);
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void wh_server_stop(struct wh_server *s)
+{
+    if (!s)
+        return;
+    atomic_store(&s->draining, true);
+    MHD_stop_daemon(s->daemon);
+    free(s);
+}

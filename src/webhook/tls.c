@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Certificate/key pair with change detection, handed to GnuTLS per handshake. */
+#include "webhook/tls.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/macros.h"
+
+struct pair {
+    gnutls_pcert_st pcert[WH_TLS_MAX_CHAIN];
+    unsigned n_pcert;
+    gnutls_privkey_t key;
+    struct pair *older;
+};
+
+struct file_id {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtime;
+};
+
+struct wh_tls {
+    char *cert_file, *key_file;
+    uint64_t check_interval_ms;
+    struct wh_metrics *metrics;
+    pthread_mutex_t lock;
+    struct pair *current; /* newest first; older ones chained for wh_tls_free */
+    struct file_id cert_id, key_id;
+    _Atomic uint64_t next_check_ms;
+    unsigned generation;
+};
+
+static struct wh_tls *the_tls; /* for wh_tls_retrieve: GnuTLS gives the callback no user data */
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void pair_free(struct pair *p)
+{
+    while (p) {
+        struct pair *older = p->older;
+        for (unsigned i = 0; i < p->n_pcert; i++)
+            gnutls_pcert_deinit(&p->pcert[i]);
+        gnutls_privkey_deinit(p->key);
+        free(p);
+        p = older;
+    }
+}
+
+/* Whole file, at most WH_TLS_MAX_FILE bytes. */
+static int read_file(const char *path, gnutls_datum_t *out, struct file_id *id,
+                     struct gs_error *err)
+{
+    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0)
+        return gs_error_set(err, -errno, "%s: %s", path, gs_strerror(-errno));
+    if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > WH_TLS_MAX_FILE)
+        return gs_error_set(err, -EFBIG, "%s: not a regular file of at most %u bytes", path,
+                            WH_TLS_MAX_FILE);
+    unsigned char *buf = malloc((size_t)st.st_size + 1);
+    if (!buf)
+        return gs_error_set(err, -ENOMEM, "%s: out of memory", path);
+    size_t got = 0;
+    while (got < (size_t)st.st_size) {
+        ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    buf[got] = '\0';
+    out->data = buf;
+    out->size = (unsigned)got;
+    *id = (struct file_id){st.st_dev, st.st_ino, st.st_size, st.st_mtim};
+    return 0;
+}
+
+static int stat_id(const char *path, struct file_id *id)
+{
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return -errno;
+    *id = (struct file_id){st.st_dev, st.st_ino, st.st_size, st.st_mtim};
+    return 0;
+}
+
+static bool same_id(const struct file_id *a, const struct file_id *b)
+{
+    return a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+           a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec;
+}
+
+/* Does the private key belong to the certificate's public key? */
+static bool key_matches(gnutls_pcert_st *cert, gnutls_privkey_t key)
+{
+    gnutls_pubkey_t pub = NULL;
+    gnutls_datum_t a = {0}, b = {0};
+    bool match = false;
+    if (gnutls_pubkey_init(&pub) == 0 && gnutls_pubkey_import_privkey(pub, key, 0, 0) == 0 &&
+        gnutls_pubkey_export2(pub, GNUTLS_X509_FMT_DER, &a) == 0 &&
+        gnutls_pubkey_export2(cert->pubkey, GNUTLS_X509_FMT_DER, &b) == 0)
+        match = a.size == b.size && memcmp(a.data, b.data, a.size) == 0;
+    gnutls_free(a.data);
+    gnutls_free(b.data);
+    gnutls_pubkey_deinit(pub);
+    return match;
+}
+
+static int load_pair(struct wh_tls *t, struct pair **out, struct file_id *cert_id,
+                     struct file_id *key_id, struct gs_error *err)
+{
+    gnutls_datum_t cert = {0}, key = {0};
+    int r = read_file(t->cert_file, &cert, cert_id, err);
+    if (r == 0)
+        r = read_file(t->key_file, &key, key_id, err);
+    struct pair *p = r == 0 ? calloc(1, sizeof(*p)) : NULL;
+    if (r == 0 && !p)
+        r = gs_error_set(err, -ENOMEM, "out of memory");
+    if (r == 0) {
+        unsigned n = WH_TLS_MAX_CHAIN;
+        int g = gnutls_pcert_list_import_x509_raw(p->pcert, &n, &cert, GNUTLS_X509_FMT_PEM, 0);
+        if (g < 0 || n == 0)
+            r = gs_error_set(err, -EINVAL, "%s: no PEM certificate (%s)", t->cert_file,
+                             gnutls_strerror(g));
+        else
+            p->n_pcert = n;
+    }
+    if (r == 0) {
+        int g = gnutls_privkey_init(&p->key);
+        if (g == 0)
+            g = gnutls_privkey_import_x509_raw(p->key, &key, GNUTLS_X509_FMT_PEM, NULL, 0);
+        if (g < 0)
+            r = gs_error_set(err, -EINVAL, "%s: no PEM private key (%s)", t->key_file,
+                             gnutls_strerror(g));
+    }
+    if (r == 0 && !key_matches(&p->pcert[0], p->key))
+        r = gs_error_set(err, -EINVAL, "%s does not match the certificate in %s", t->key_file,
+                         t->cert_file);
+    if (key.data) {
+        memset(key.data, 0, key.size);
+        free(key.data);
+    }
+    free(cert.data);
+    if (r < 0) {
+        pair_free(p);
+        return r;
+    }
+    *out = p;
+    return 0;
+}
+
+struct wh_tls *wh_tls_new(const char *cert_file, const char *key_file, uint64_t check_interval_ms,
+                          struct wh_metrics *metrics, struct gs_error *err)
+{
+    struct wh_tls *t = calloc(1, sizeof(*t));
+    if (t)
+        pthread_mutex_init(&t->lock, NULL);
+    if (!t || !(t->cert_file = strdup(cert_file)) || !(t->key_file = strdup(key_file))) {
+        wh_tls_free(t);
+        gs_error_set(err, -ENOMEM, "out of memory");
+        return NULL;
+    }
+    t->check_interval_ms = check_interval_ms;
+    t->metrics = metrics;
+    if (load_pair(t, &t->current, &t->cert_id, &t->key_id, err) < 0) {
+        wh_tls_free(t);
+        return NULL;
+    }
+    t->generation = 1;
+    if (metrics)
+        atomic_fetch_add(&metrics->tls_reloads, 1);
+    atomic_store(&t->next_check_ms, now_ms() + check_interval_ms);
+    the_tls = t;
+    return t;
+}
+
+void wh_tls_free(struct wh_tls *t)
+{
+    if (!t)
+        return;
+    if (the_tls == t)
+        the_tls = NULL;
+    pthread_mutex_destroy(&t->lock);
+    pair_free(t->current);
+    free(t->cert_file);
+    free(t->key_file);
+    free(t);
+}
+
+unsigned wh_tls_generation(struct wh_tls *t)
+{
+    pthread_mutex_lock(&t->lock);
+    unsigned g = t->generation;
+    pthread_mutex_unlock(&t->lock);
+    return g;
+}
+
+/* Caller holds t->lock. */
+static int check_locked(struct wh_tls *t, struct gs_error *err)
+{
+    struct file_id c, k;
+    if (stat_id(t->cert_file, &c) < 0 || stat_id(t->key_file, &k) < 0)
+        return 0; /* mid-rotation (symlink swap): keep serving, look again later */
+    if (same_id(&c, &t->cert_id) && same_id(&k, &t->key_id))
+        return 0;
+    struct pair *p = NULL;
+    int r = load_pair(t, &p, &c, &k, err);
+    if (r < 0) {
+        if (t->metrics)
+            atomic_fetch_add(&t->metrics->tls_reload_errors, 1);
+        return r;
+    }
+    p->older = t->current;
+    t->current = p;
+    t->cert_id = c, t->key_id = k;
+    t->generation++;
+    if (t->metrics)
+        atomic_fetch_add(&t->metrics->tls_reloads, 1);
+    return 1;
+}
+
+int wh_tls_check(struct wh_tls *t, struct gs_error *err)
+{
+    pthread_mutex_lock(&t->lock);
+    int r = check_locked(t, err);
+    pthread_mutex_unlock(&t->lock);
+    if (r > 0) {
+        char q[300];
+        gs_info("certificate reloaded", "cert=%s generation=%u",
+                gs_log_quote(q, sizeof(q), t->cert_file), t->generation);
+    }
+    return r;
+}
+
+int wh_tls_retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_rdn, int nreqs,
+                    const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length,
+                    gnutls_pcert_st **pcert, unsigned int *pcert_length, gnutls_privkey_t *pkey)
+{
+    struct wh_tls *t = the_tls;
+    if (!t)
+        return -1;
+    uint64_t now = now_ms(), next = atomic_load(&t->next_check_ms);
+    if (now >= next &&
+        atomic_compare_exchange_strong(&t->next_check_ms, &next, now + t->check_interval_ms)) {
+        struct gs_error err = {0};
+        if (wh_tls_check(t, &err) < 0) {
+            char q[300];
+            gs_warn("certificate reload failed; serving the previous pair", "error=%s",
+                    gs_log_quote(q, sizeof(q), err.msg));
+        }
+    }
+    pthread_mutex_lock(&t->lock);
+    *pcert = t->current->pcert;
+    *pcert_length = t->current->n_pcert;
+    *pkey = t->current->key;
+    pthread_mutex_unlock(&t->lock);
+    return 0;
+}

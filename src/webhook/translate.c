@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Pod walk: legacy containers -> pod claims, container claims and the JSON Patch. */
+#include "webhook/translate.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/macros.h"
+#include "webhook/selector.h"
+
+#define POD_CLAIM_PREFIX "gpu-"
+#define DNS_LABEL_MAX    63
+
+void wh_translation_fini(struct wh_translation *t)
+{
+    if (!t)
+        return;
+    json_decref(t->patch);
+    json_decref(t->templates);
+    json_decref(t->warnings);
+    *t = (struct wh_translation){0};
+}
+
+int wh_json_pointer_escape(const char *token, char *buf, size_t len)
+{
+    size_t o = 0;
+    for (const char *p = token; *p; p++) {
+        const char *rep = *p == '~' ? "~0" : *p == '/' ? "~1" : NULL;
+        size_t n = rep ? 2 : 1;
+        if (o + n >= len)
+            return -ENOSPC;
+        if (rep)
+            memcpy(buf + o, rep, 2);
+        else
+            buf[o] = *p;
+        o += n;
+    }
+    if (o >= len)
+        return -ENOSPC;
+    buf[o] = '\0';
+    return 0;
+}
+
+static void add_warning(struct wh_translation *t, const char *fmt, ...) GS_PRINTF(2, 3);
+static void add_warning(struct wh_translation *t, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    wh_utf8_sanitize(msg);
+    json_array_append_new(t->warnings, json_string(msg));
+}
+
+static int add_op(json_t *patch, const char *op, const char *path, json_t *value)
+{
+    json_t *o = value ? json_pack("{s:s,s:s,s:o}", "op", op, "path", path, "value", value)
+                      : json_pack("{s:s,s:s}", "op", op, "path", path);
+    if (!o || json_array_append_new(patch, o) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+/* Remove the legacy names from resources.<field>; the whole map when nothing else is left. */
+static int remove_legacy(json_t *patch, const struct wh_names *names, const json_t *resources,
+                         const char *base, const char *field)
+{
+    const json_t *map = json_object_get(resources, field);
+    const char *key;
+    json_t *v;
+    size_t n_legacy = 0;
+    char path[1024], tok[512];
+    if (!json_is_object(map))
+        return 0;
+    json_object_foreach ((json_t *)map, key, v)
+        n_legacy += wh_is_legacy_name(names, key);
+    if (n_legacy == 0)
+        return 0;
+    if (n_legacy == json_object_size(map)) {
+        snprintf(path, sizeof(path), "%s/%s", base, field);
+        return add_op(patch, "remove", path, NULL);
+    }
+    json_object_foreach ((json_t *)map, key, v) {
+        if (!wh_is_legacy_name(names, key))
+            continue;
+        if (wh_json_pointer_escape(key, tok, sizeof(tok)) < 0)
+            return -ENAMETOOLONG;
+        snprintf(path, sizeof(path), "%s/%s/%s", base, field, tok);
+        int r = add_op(patch, "remove", path, NULL);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+static uint32_t fnv1a(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+static bool name_taken(const json_t *claims, const json_t *added, const char *name)
+{
+    const json_t *lists[2] = {claims, added};
+    for (size_t l = 0; l < 2; l++) {
+        size_t i;
+        json_t *c;
+        json_array_foreach ((json_t *)lists[l], i, c)
+            if (json_is_string(json_object_get(c, "name")) &&
+                strcmp(json_string_value(json_object_get(c, "name")), name) == 0)
+                return true;
+    }
+    return false;
+}
+
+static void pod_claim_name(const char *ctr, char *buf, size_t len)
+{
+    if (strlen(POD_CLAIM_PREFIX) + strlen(ctr) <= DNS_LABEL_MAX)
+        snprintf(buf, len, POD_CLAIM_PREFIX "%s", ctr);
+    else
+        snprintf(buf, len, POD_CLAIM_PREFIX "%.50s-%08" PRIx32, ctr, fnv1a(ctr));
+}
+
+static int parse_topology(const json_t *annotations, enum wh_topology *out, struct gs_error *err)
+{
+    const json_t *v = json_object_get(annotations, WH_ANN_TOPOLOGY);
+    *out = WH_TOPOLOGY_NONE;
+    if (!v)
+        return 0;
+    const char *s = json_string_value(v);
+    if (s && strcmp(s, "nvlink") == 0)
+        *out = WH_TOPOLOGY_NVLINK;
+    else if (s && strcmp(s, "nvlink-preferred") == 0)
+        *out = WH_TOPOLOGY_NVLINK_PREFERRED;
+    else
+        return gs_error_set(err, -EINVAL,
+                            "annotation %s: \"%.64s\" is not one of nvlink, nvlink-preferred",
+                            WH_ANN_TOPOLOGY, s ? s : "(not a string)");
+    return 0;
+}
+
+/* Does the pod already carry a claim of its own for our device class? */
+static int has_own_claim(const struct wh_names *names, const struct wh_cluster_ops *ops,
+                         const char *ns, const json_t *claims, char *which, size_t len,
+                         struct gs_error *err)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach ((json_t *)claims, i, c) {
+        const char *cname = json_string_value(json_object_get(c, "name"));
+        const char *tpl = json_string_value(json_object_get(c, "resourceClaimTemplateName"));
+        int r = 0;
+        if (tpl && strncmp(tpl, WH_TEMPLATE_PREFIX, strlen(WH_TEMPLATE_PREFIX)) == 0)
+            r = 1;
+        else if (ops && ops->pod_claim_uses_class)
+            r = ops->pod_claim_uses_class(ops->user, ns, c, names->device_class, err);
+        if (r < 0)
+            return gs_error_prefix(err, "pod claim \"%.64s\": ", cname ? cname : "");
+        if (r > 0) {
+            snprintf(which, len, "%s", cname ? cname : "");
+            return 1;
+        }
+    }
+    return 0;
+}
+
+struct legacy_ctr {
+    const char *list; /* "initContainers" | "containers" */
+    size_t index;
+    const json_t *ctr;
+    struct wh_legacy l;
+};
+
+int wh_translate_pod(const struct wh_names *names, const struct wh_cluster_ops *ops,
+                     const char *ns, const json_t *pod, struct wh_translation *out,
+                     struct gs_error *err)
+{
+    static const char *const lists[] = {"initContainers", "containers"};
+    const json_t *spec = json_object_get(pod, "spec");
+    int r = 0;
+
+    *out = (struct wh_translation){.templates = json_array(), .warnings = json_array()};
+    if (!out->templates || !out->warnings)
+        return gs_error_set(err, -ENOMEM, "out of memory");
+    if (!json_is_object(spec))
+        return gs_error_set(err, -EINVAL, "pod: spec is missing or not an object");
+
+    /* Pass 1: which containers carry legacy resources (and are they valid)? */
+    size_t n_ctr = 0, n_legacy = 0;
+    for (size_t l = 0; l < GS_ARRAY_SIZE(lists); l++)
+        n_ctr += json_array_size(json_object_get(spec, lists[l]));
+    if (n_ctr == 0)
+        return 0;
+    struct legacy_ctr *ctrs = calloc(n_ctr, sizeof(*ctrs));
+    _cleanup_free_ struct legacy_ctr *ctrs_owner = ctrs;
+    if (!ctrs)
+        return gs_error_set(err, -ENOMEM, "out of memory");
+    bool any_pct = false;
+    for (size_t l = 0; l < GS_ARRAY_SIZE(lists); l++) {
+        size_t i;
+        json_t *c;
+        json_array_foreach (json_object_get(spec, lists[l]), i, c) {
+            char what[128];
+            const char *cn = json_string_value(json_object_get(c, "name"));
+            snprintf(what, sizeof(what), "%s \"%.64s\"", l == 0 ? "init container" : "container",
+                     cn ? cn : "");
+            struct legacy_ctr *lc = &ctrs[n_legacy];
+            r = wh_legacy_read(json_object_get(c, "resources"), names, what, &lc->l, err);
+            if (r < 0)
+                return r;
+            if (!wh_legacy_any(&lc->l))
+                continue;
+            lc->list = lists[l], lc->index = i, lc->ctr = c;
+            any_pct |= lc->l.has_pct;
+            n_legacy++;
+        }
+    }
+    if (n_legacy == 0)
+        return 0;
+
+    const json_t *claims = json_object_get(spec, "resourceClaims");
+    char own[128];
+    r = has_own_claim(names, ops, ns, claims, own, sizeof(own), err);
+    if (r < 0)
+        return r;
+    if (r > 0) {
+        add_warning(out,
+             "pod already has claim \"%s\" for device class %s; its %s resources were left as "
+             "they are",
+             own, names->device_class, names->gpu);
+        return 0;
+    }
+
+    const json_t *annotations = json_object_get(json_object_get(pod, "metadata"), "annotations");
+    enum wh_topology topology;
+    if ((r = parse_topology(annotations, &topology, err)) < 0)
+        return r;
+    json_t *selectors = json_array();
+    if (!selectors)
+        return gs_error_set(err, -ENOMEM, "out of memory");
+    r = wh_selectors_from_annotations(annotations, names->driver, selectors, err);
+
+    int64_t sizes[WH_MEM_SIZES_MAX];
+    size_t n_sizes = 0;
+    if (r == 0 && any_pct) {
+        if (!ops || !ops->memory_sizes)
+            r = gs_error_set(err, -EINVAL,
+                             "%s needs the GPU memory sizes of the cluster's ResourceSlices, and "
+                             "no API server is configured",
+                             names->mem_pct);
+        else
+            r = ops->memory_sizes(ops->user, sizes, GS_ARRAY_SIZE(sizes), &n_sizes, err);
+        if (r < 0)
+            gs_error_prefix(err, "%s: ", names->mem_pct);
+        else if (n_sizes > GS_ARRAY_SIZE(sizes))
+            r = gs_error_set(err, -EINVAL,
+                             "%s: the cluster publishes %zu distinct GPU memory sizes, more than "
+                             "the %d firstAvailable subrequests a claim may have",
+                             names->mem_pct, n_sizes, WH_MAX_SUBREQUESTS);
+    }
+
+    json_t *patch = json_array(), *added = json_array();
+    for (size_t k = 0; r == 0 && k < n_legacy; k++) {
+        struct legacy_ctr *lc = &ctrs[k];
+        const char *cn = json_string_value(json_object_get(lc->ctr, "name"));
+        char what[128], tpl[WH_TEMPLATE_NAME_MAX], cname[DNS_LABEL_MAX + 8], base[128];
+        json_t *cspec = NULL;
+        snprintf(what, sizeof(what), "%s \"%.64s\"",
+                 lc->list == lists[0] ? "init container" : "container", cn ? cn : "");
+        r = wh_claim_spec_build(&lc->l, names, selectors, topology, sizes, n_sizes, what, &cspec,
+                                err);
+        if (r < 0)
+            break;
+        if (topology != WH_TOPOLOGY_NONE && lc->l.count < 2)
+            add_warning(out, "%s: annotation %s applies to 2 or more GPUs; ignored for %" PRId64 " GPU",
+                 what, WH_ANN_TOPOLOGY, lc->l.count);
+        if (wh_template_name(cspec, tpl, sizeof(tpl)) < 0) {
+            json_decref(cspec);
+            r = gs_error_set(err, -EIO, "%s: cannot hash the claim shape", what);
+            break;
+        }
+        bool known = false;
+        size_t i;
+        json_t *t;
+        json_array_foreach (out->templates, i, t)
+            known |= strcmp(json_string_value(json_object_get(json_object_get(t, "metadata"),
+                                                              "name")),
+                            tpl) == 0;
+        if (!known)
+            json_array_append_new(out->templates, wh_template_object(tpl, ns, cspec));
+        json_decref(cspec);
+
+        pod_claim_name(cn ? cn : "", cname, sizeof(cname));
+        if (name_taken(claims, added, cname)) {
+            r = gs_error_set(err, -EINVAL,
+                             "%s: the pod already has a claim named \"%s\"; rename it or the "
+                             "container",
+                             what, cname);
+            break;
+        }
+        json_array_append_new(added, json_pack("{s:s,s:s}", "name", cname,
+                                               "resourceClaimTemplateName", tpl));
+
+        const json_t *res = json_object_get(lc->ctr, "resources");
+        snprintf(base, sizeof(base), "/spec/%s/%zu/resources", lc->list, lc->index);
+        if ((r = remove_legacy(patch, names, res, base, "limits")) < 0 ||
+            (r = remove_legacy(patch, names, res, base, "requests")) < 0) {
+            r = gs_error_set(err, r, "%s: resource name too long", what);
+            break;
+        }
+        char path[160];
+        json_t *entry = json_pack("{s:s}", "name", cname);
+        if (json_is_array(json_object_get(res, "claims"))) {
+            snprintf(path, sizeof(path), "%s/claims/-", base);
+            r = add_op(patch, "add", path, entry);
+        } else {
+            snprintf(path, sizeof(path), "%s/claims", base);
+            r = add_op(patch, "add", path, json_pack("[o]", entry));
+        }
+        if (r < 0)
+            r = gs_error_set(err, r, "out of memory");
+    }
+    json_decref(selectors);
+
+    if (r == 0) {
+        /* The pod's claims go first: the containers' claims reference them. */
+        json_t *ops_first = json_array();
+        if (json_is_array(claims)) {
+            size_t i;
+            json_t *c;
+            json_array_foreach (added, i, c)
+                add_op(ops_first, "add", "/spec/resourceClaims/-", json_incref(c));
+        } else {
+            add_op(ops_first, "add", "/spec/resourceClaims", json_incref(added));
+        }
+        json_array_extend(ops_first, patch);
+        json_decref(patch);
+        patch = ops_first;
+
+        const char *used[4] = {names->gpu, names->mem, names->mem_pct, names->cores};
+        for (size_t u = 0; ops && ops->extended_resource_class && u < 4; u++) {
+            bool in_pod = false;
+            for (size_t k = 0; k < n_legacy && !in_pod; k++) {
+                const json_t *res = json_object_get(ctrs[k].ctr, "resources");
+                in_pod = json_object_get(json_object_get(res, "limits"), used[u]) ||
+                         json_object_get(json_object_get(res, "requests"), used[u]);
+            }
+            char cls[256];
+            if (in_pod && ops->extended_resource_class(ops->user, used[u], cls, sizeof(cls)) > 0)
+                add_warning(out,
+                     "DeviceClass %s maps %s through extendedResourceName; the pod was "
+                     "translated to ResourceClaimTemplates by gpuslice-webhook anyway",
+                     cls, used[u]);
+        }
+        out->patch = TAKE_PTR(patch);
+    }
+    json_decref(patch);
+    json_decref(added);
+    return r;
+}
