@@ -1,0 +1,524 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Prepare / unprepare / reconcile. Order of a prepare batch (crash-safe at every step):
+ *   1. fetch each claim that is not already PrepareCompleted (no lock held), build its plan;
+ *   2. lock; checkpoint PrepareStarted for every new plan (one atomic write);
+ *   3. per claim: claim dir + region dir, limits file (0444), CDI spec (atomic);
+ *   4. checkpoint PrepareCompleted (one atomic write); unlock.
+ * A crash before 4 leaves PrepareStarted entries: a retry redoes them, start-up reconcile rolls
+ * them back. Unprepare: remove CDI spec, claim dir, then the entry (one write for the batch).
+ */
+#include "plugin/driver.h"
+
+#include <dirent.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/limits.h"
+#include "common/log.h"
+#include "plugin/files.h"
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void driver_fault_point(const struct driver *d, const char *point)
+{
+    if (d->cfg.fault_point && *d->cfg.fault_point && strcmp(d->cfg.fault_point, point) == 0) {
+        gs_warn("fault injection: killing myself", "point=%s", point);
+        raise(SIGKILL);
+    }
+}
+
+int driver_init(struct driver *d, const struct driver_config *cfg, struct gs_k8s_client *k8s,
+                struct metrics *m, struct gs_error *err)
+{
+    memset(d, 0, sizeof(*d));
+    d->cfg = *cfg;
+    d->k8s = k8s;
+    d->metrics = m;
+    pthread_mutex_init(&d->lock, NULL);
+    d->inv = calloc(1, sizeof(*d->inv));
+    if (!d->inv)
+        return gs_error_set(err, -ENOMEM, "out of memory");
+    struct gs_error lerr = {0};
+    int r = ckpt_load(&d->ckpt, cfg->state_dir, cfg->driver_name, &lerr);
+    if (r == -EBADMSG) {
+        char aside[PATH_MAX + 16];
+        snprintf(aside, sizeof(aside), "%s.corrupt", d->ckpt.path);
+        gs_error_log("checkpoint is corrupt, moved aside; starting empty", "error=\"%s\" moved_to=%s",
+                     lerr.msg, aside);
+        if (rename(d->ckpt.path, aside) < 0)
+            unlink(d->ckpt.path);
+        ckpt_fini(&d->ckpt);
+        r = ckpt_load(&d->ckpt, cfg->state_dir, cfg->driver_name, &lerr);
+    }
+    if (r < 0) {
+        gs_error_set(err, r, "%s", lerr.msg);
+        ckpt_fini(&d->ckpt);
+        free(d->inv);
+        d->inv = NULL;
+        return r;
+    }
+    return 0;
+}
+
+void driver_fini(struct driver *d)
+{
+    ckpt_fini(&d->ckpt);
+    free(d->inv);
+    d->inv = NULL;
+    pthread_mutex_destroy(&d->lock);
+}
+
+void driver_set_inventory(struct driver *d, const struct gpu_inventory *inv)
+{
+    pthread_mutex_lock(&d->lock);
+    memcpy(d->inv, inv, sizeof(*inv));
+    pthread_mutex_unlock(&d->lock);
+}
+
+void prepare_result_fini(struct prepare_result *r)
+{
+    free(r->plan);
+    r->plan = NULL;
+}
+
+/* ---- files of one claim ----------------------------------------------------------------- */
+
+static int write_claim_files(struct driver *d, const struct claim_plan *p, struct gs_error *err)
+{
+    char dir[PATH_MAX], path[PATH_MAX], region[PATH_MAX];
+    const struct cdi_config *c = &d->cfg.cdi;
+    cdi_claim_dir(c, p->uid, dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/limits", dir);
+    int r = files_mkdir_p(path, 0755, err);
+    if (r < 0)
+        return r;
+    cdi_region_host_dir(c, p->uid, region, sizeof(region));
+    if ((r = files_mkdir_p(region, 0777, err)) < 0)
+        return r;
+    /* Containers may run as any user: the region directory must be writable by all of them. */
+    chmod(region, 0777);
+    driver_fault_point(d, "prepare-after-claim-dir");
+
+    struct gs_limits *lim = calloc(1, sizeof(*lim));
+    if (!lim)
+        return gs_error_set(err, -ENOMEM, "out of memory");
+    gs_limits_init(lim);
+    snprintf(lim->claim, sizeof(lim->claim), "%s", p->uid);
+    snprintf(lim->region_path, sizeof(lim->region_path), "%s/%s/region", CDI_CONTAINER_REGION_DIR,
+             p->uid);
+    for (size_t i = 0; i < p->n_devices && r == 0; i++)
+        r = gs_limits_add_device(lim, p->devices[i].uuid, p->devices[i].memory_limit,
+                                 p->devices[i].cores, err);
+    if (r == 0) {
+        cdi_limits_host_path(c, p->uid, path, sizeof(path));
+        r = gs_limits_write(path, lim, err);
+    }
+    free(lim);
+    if (r < 0)
+        return r;
+    driver_fault_point(d, "prepare-after-limits");
+    r = cdi_spec_write(c, p, err);
+    if (r < 0)
+        return r;
+    driver_fault_point(d, "prepare-after-cdi");
+    return 0;
+}
+
+static int remove_claim_files(struct driver *d, const char *uid, bool fault_points,
+                              struct gs_error *err)
+{
+    char dir[PATH_MAX];
+    int r = cdi_spec_remove(&d->cfg.cdi, uid, err);
+    if (r < 0)
+        return r;
+    if (fault_points)
+        driver_fault_point(d, "unprepare-after-cdi");
+    cdi_claim_dir(&d->cfg.cdi, uid, dir, sizeof(dir));
+    r = files_remove_tree(dir, err);
+    if (r < 0)
+        return r;
+    char claims[PATH_MAX];
+    snprintf(claims, sizeof(claims), "%s/claims", d->cfg.cdi.host_dir);
+    files_sync_dir(claims);
+    if (fault_points)
+        driver_fault_point(d, "unprepare-after-claim-dir");
+    return 0;
+}
+
+static bool claim_files_present(struct driver *d, const struct claim_plan *p)
+{
+    char path[PATH_MAX];
+    cdi_spec_path(&d->cfg.cdi, p->uid, path, sizeof(path));
+    if (!files_exists(path))
+        return false;
+    cdi_limits_host_path(&d->cfg.cdi, p->uid, path, sizeof(path));
+    if (!files_exists(path))
+        return false;
+    cdi_region_host_dir(&d->cfg.cdi, p->uid, path, sizeof(path));
+    return files_exists(path);
+}
+
+/* ---- prepare ------------------------------------------------------------------------------ */
+
+static void set_error(struct prepare_result *r, const char *fmt, ...) GS_PRINTF(2, 3);
+static void set_error(struct prepare_result *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->error, sizeof(r->error), fmt, ap);
+    va_end(ap);
+    if (!r->error[0])
+        snprintf(r->error, sizeof(r->error), "unknown error");
+    free(r->plan);
+    r->plan = NULL;
+}
+
+void driver_prepare(struct driver *d, size_t n, const struct claim_ref *refs,
+                    struct prepare_result *out)
+{
+    uint64_t t0 = now_ns();
+    bool *cached = calloc(n ? n : 1, sizeof(*cached));
+    for (size_t i = 0; i < n; i++) {
+        memset(&out[i], 0, sizeof(out[i]));
+        out[i].plan = calloc(1, sizeof(*out[i].plan));
+        if (!out[i].plan || !cached) {
+            set_error(&out[i], "out of memory");
+            continue;
+        }
+        const struct claim_ref *ref = &refs[i];
+        const char *ns = ref->ns ? ref->ns : "", *name = ref->name ? ref->name : "";
+        if (!claim_uid_valid(ref->uid)) {
+            set_error(&out[i], "claim %s/%s: invalid UID \"%.80s\"", ns, name,
+                      ref->uid ? ref->uid : "");
+            continue;
+        }
+        if (!*ns || !*name) {
+            set_error(&out[i], "claim with UID %s: namespace and name are required", ref->uid);
+            continue;
+        }
+        /* Already prepared: answer from the checkpoint, without asking the API. */
+        pthread_mutex_lock(&d->lock);
+        enum ckpt_state st = ckpt_get(&d->ckpt, ref->uid, out[i].plan);
+        pthread_mutex_unlock(&d->lock);
+        if (st == CKPT_PREPARE_COMPLETED) {
+            cached[i] = true;
+            continue;
+        }
+        json_t *obj = NULL;
+        struct gs_error err = {0};
+        int r = gs_k8s_get(d->k8s, &gs_k8s_resourceclaims, ns, name, &obj, &err);
+        if (r == -ENOENT) {
+            set_error(&out[i], "claim %s/%s: not found in the API server", ns, name);
+            continue;
+        }
+        if (r < 0) {
+            set_error(&out[i], "claim %s/%s: cannot fetch it from the API server: %s", ns, name,
+                      err.msg);
+            continue;
+        }
+        pthread_mutex_lock(&d->lock);
+        r = claim_plan_build(obj, ns, name, ref->uid, d->cfg.driver_name, d->cfg.node_name, d->inv,
+                             out[i].plan, &err);
+        pthread_mutex_unlock(&d->lock);
+        json_decref(obj);
+        if (r < 0)
+            set_error(&out[i], "%s", err.msg);
+    }
+
+    pthread_mutex_lock(&d->lock);
+    struct gs_error err = {0};
+    size_t fresh = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (out[i].plan && !cached[i]) {
+            ckpt_set(&d->ckpt, out[i].plan, CKPT_PREPARE_STARTED);
+            fresh++;
+        }
+    }
+    if (fresh && ckpt_save(&d->ckpt, &err) < 0) {
+        for (size_t i = 0; i < n; i++)
+            if (out[i].plan && !cached[i]) {
+                ckpt_remove(&d->ckpt, out[i].plan->uid);
+                set_error(&out[i], "claim %s/%s: cannot write the checkpoint: %s", refs[i].ns,
+                          refs[i].name, err.msg);
+            }
+        fresh = 0;
+    }
+    if (fresh)
+        driver_fault_point(d, "prepare-after-started");
+    for (size_t i = 0; i < n; i++) {
+        if (!out[i].plan)
+            continue;
+        if (cached[i] && claim_files_present(d, out[i].plan))
+            continue;
+        if (cached[i])
+            gs_info("re-creating missing files of a prepared claim", "claim=%s/%s uid=%s",
+                    refs[i].ns, refs[i].name, refs[i].uid);
+        struct gs_error ferr = {0};
+        if (write_claim_files(d, out[i].plan, &ferr) < 0) {
+            struct gs_error rerr = {0};
+            remove_claim_files(d, out[i].plan->uid, false, &rerr);
+            if (!cached[i])
+                ckpt_remove(&d->ckpt, out[i].plan->uid);
+            set_error(&out[i], "claim %s/%s: %s", refs[i].ns, refs[i].name, ferr.msg);
+        }
+    }
+    if (fresh) {
+        for (size_t i = 0; i < n; i++)
+            if (out[i].plan && !cached[i])
+                ckpt_set(&d->ckpt, out[i].plan, CKPT_PREPARE_COMPLETED);
+        if (ckpt_save(&d->ckpt, &err) < 0) {
+            /* The files exist but the checkpoint cannot say so: undo, kubelet retries. */
+            for (size_t i = 0; i < n; i++) {
+                if (!out[i].plan || cached[i])
+                    continue;
+                struct gs_error rerr = {0};
+                remove_claim_files(d, out[i].plan->uid, false, &rerr);
+                ckpt_remove(&d->ckpt, out[i].plan->uid);
+                set_error(&out[i], "claim %s/%s: cannot write the checkpoint: %s", refs[i].ns,
+                          refs[i].name, err.msg);
+            }
+        } else {
+            driver_fault_point(d, "prepare-after-completed");
+        }
+    }
+    pthread_mutex_unlock(&d->lock);
+
+    uint64_t per_claim = n ? (now_ns() - t0) / n : 0;
+    for (size_t i = 0; i < n; i++) {
+        if (out[i].plan) {
+            if (d->metrics) {
+                atomic_fetch_add(&d->metrics->prepare_total, 1);
+                metrics_observe_prepare_ns(d->metrics, per_claim);
+            }
+            gs_info("claim prepared", "claim=%s/%s uid=%s devices=%zu cached=%d", refs[i].ns,
+                    refs[i].name, refs[i].uid, out[i].plan->n_devices, cached ? cached[i] : 0);
+        } else {
+            if (d->metrics)
+                atomic_fetch_add(&d->metrics->prepare_errors, 1);
+            char q[CLAIM_ERROR_MAX + 8];
+            gs_warn("claim not prepared", "uid=%s error=%s", refs[i].uid ? refs[i].uid : "",
+                    gs_log_quote(q, sizeof(q), out[i].error));
+        }
+    }
+    free(cached);
+}
+
+/* ---- unprepare ---------------------------------------------------------------------------- */
+
+void driver_unprepare(struct driver *d, size_t n, const struct claim_ref *refs,
+                      char (*errors)[CLAIM_ERROR_MAX])
+{
+    pthread_mutex_lock(&d->lock);
+    bool changed = false;
+    for (size_t i = 0; i < n; i++) {
+        errors[i][0] = '\0';
+        if (!claim_uid_valid(refs[i].uid)) {
+            snprintf(errors[i], CLAIM_ERROR_MAX, "claim %s/%s: invalid UID \"%.80s\"",
+                     refs[i].ns ? refs[i].ns : "", refs[i].name ? refs[i].name : "",
+                     refs[i].uid ? refs[i].uid : "");
+            continue;
+        }
+        struct gs_error err = {0};
+        if (remove_claim_files(d, refs[i].uid, true, &err) < 0) {
+            snprintf(errors[i], CLAIM_ERROR_MAX, "claim %s/%s: %s", refs[i].ns, refs[i].name,
+                     err.msg);
+            continue;
+        }
+        if (ckpt_get(&d->ckpt, refs[i].uid, NULL) != CKPT_NONE ||
+            json_object_get(d->ckpt.claims, refs[i].uid)) {
+            ckpt_remove(&d->ckpt, refs[i].uid);
+            changed = true;
+        }
+    }
+    struct gs_error err = {0};
+    if (changed && ckpt_save(&d->ckpt, &err) < 0) {
+        for (size_t i = 0; i < n; i++)
+            if (!errors[i][0])
+                snprintf(errors[i], CLAIM_ERROR_MAX, "claim %s/%s: cannot write the checkpoint: %s",
+                         refs[i].ns, refs[i].name, err.msg);
+    }
+    pthread_mutex_unlock(&d->lock);
+    for (size_t i = 0; i < n; i++) {
+        if (d->metrics)
+            atomic_fetch_add(errors[i][0] ? &d->metrics->unprepare_errors
+                                          : &d->metrics->unprepare_total,
+                             1);
+        if (errors[i][0]) {
+            char q[CLAIM_ERROR_MAX + 8];
+            gs_warn("claim not unprepared", "uid=%s error=%s", refs[i].uid ? refs[i].uid : "",
+                    gs_log_quote(q, sizeof(q), errors[i]));
+        } else {
+            gs_info("claim unprepared", "claim=%s/%s uid=%s", refs[i].ns ? refs[i].ns : "",
+                    refs[i].name ? refs[i].name : "", refs[i].uid);
+        }
+    }
+}
+
+/* ---- reconcile ---------------------------------------------------------------------------- */
+
+static void count_cleaned(struct driver *d, int n)
+{
+    if (d->metrics && n > 0)
+        atomic_fetch_add(&d->metrics->reconcile_cleaned, (unsigned long long)n);
+}
+
+int driver_reconcile_local(struct driver *d)
+{
+    int fixed = 0;
+    struct gs_error err = {0};
+    pthread_mutex_lock(&d->lock);
+    /* 1. Entries of the checkpoint. */
+    json_t *uids = json_array();
+    const char *uid;
+    json_t *e;
+    json_object_foreach(d->ckpt.claims, uid, e) json_array_append_new(uids, json_string(uid));
+    size_t i;
+    json_t *u;
+    bool changed = false;
+    struct claim_plan *plan = malloc(sizeof(*plan));
+    json_array_foreach(uids, i, u)
+    {
+        const char *id = json_string_value(u);
+        enum ckpt_state st = plan ? ckpt_get(&d->ckpt, id, plan) : CKPT_NONE;
+        if (st == CKPT_PREPARE_COMPLETED) {
+            if (!claim_files_present(d, plan)) {
+                gs_info("reconcile: re-creating files of a prepared claim", "uid=%s", id);
+                if (write_claim_files(d, plan, &err) < 0)
+                    gs_warn("reconcile: cannot re-create claim files", "uid=%s error=\"%s\"", id,
+                            err.msg);
+                fixed++;
+            }
+            continue;
+        }
+        gs_info("reconcile: rolling back an unfinished prepare", "uid=%s state=%s", id,
+                ckpt_state_name(st));
+        remove_claim_files(d, id, false, &err);
+        ckpt_remove(&d->ckpt, id);
+        changed = true;
+        fixed++;
+    }
+    free(plan);
+    json_decref(uids);
+
+    /* 2. CDI specs nobody accounts for. */
+    DIR *dir = opendir(d->cfg.cdi.cdi_root);
+    if (dir) {
+        struct dirent *de;
+        char id[CLAIM_UID_MAX];
+        while ((de = readdir(dir))) {
+            if (cdi_spec_uid_from_filename(&d->cfg.cdi, de->d_name, id, sizeof(id)) < 0 ||
+                json_object_get(d->ckpt.claims, id))
+                continue;
+            gs_info("reconcile: removing orphan CDI spec", "uid=%s", id);
+            cdi_spec_remove(&d->cfg.cdi, id, &err);
+            fixed++;
+        }
+        closedir(dir);
+    }
+    /* 3. Claim directories nobody accounts for. */
+    char claims[PATH_MAX];
+    snprintf(claims, sizeof(claims), "%s/claims", d->cfg.cdi.host_dir);
+    dir = opendir(claims);
+    if (dir) {
+        struct dirent *de;
+        while ((de = readdir(dir))) {
+            if (de->d_name[0] == '.' || json_object_get(d->ckpt.claims, de->d_name))
+                continue;
+            char path[PATH_MAX];
+            snprintf(path, sizeof(path), "%s/%s", claims, de->d_name);
+            gs_info("reconcile: removing orphan claim directory", "path=%s", path);
+            files_remove_tree(path, &err);
+            fixed++;
+        }
+        closedir(dir);
+    }
+    /* Writers' temporary files left by a crash in the middle of an atomic write. */
+    dir = opendir(d->cfg.cdi.cdi_root);
+    if (dir) {
+        struct dirent *de;
+        char prefix[300];
+        snprintf(prefix, sizeof(prefix), ".k8s.%s-claim_", d->cfg.driver_name);
+        while ((de = readdir(dir))) {
+            if (strncmp(de->d_name, prefix, strlen(prefix)) != 0 || !strstr(de->d_name, ".tmp."))
+                continue;
+            char path[PATH_MAX];
+            snprintf(path, sizeof(path), "%s/%s", d->cfg.cdi.cdi_root, de->d_name);
+            unlink(path);
+            fixed++;
+        }
+        closedir(dir);
+    }
+    if (changed && ckpt_save(&d->ckpt, &err) < 0)
+        gs_error_log("reconcile: cannot write the checkpoint", "error=\"%s\"", err.msg);
+    pthread_mutex_unlock(&d->lock);
+    count_cleaned(d, fixed);
+    return fixed;
+}
+
+int driver_reconcile_api(struct driver *d, int64_t now_s)
+{
+    int cleaned = 0;
+    pthread_mutex_lock(&d->lock);
+    json_t *snapshot = json_deep_copy(d->ckpt.claims);
+    pthread_mutex_unlock(&d->lock);
+    const char *uid;
+    json_t *e;
+    json_object_foreach(snapshot, uid, e)
+    {
+        json_t *plan = json_object_get(e, "plan");
+        const char *ns = json_string_value(json_object_get(plan, "namespace"));
+        const char *name = json_string_value(json_object_get(plan, "name"));
+        if (!ns || !name)
+            continue;
+        json_t *obj = NULL;
+        struct gs_error err = {0};
+        int r = gs_k8s_get(d->k8s, &gs_k8s_resourceclaims, ns, name, &obj, &err);
+        bool gone = r == -ENOENT;
+        if (r == 0) {
+            const char *api_uid =
+                json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
+            gone = !api_uid || strcmp(api_uid, uid) != 0;
+        }
+        json_decref(obj);
+        if (r < 0 && !gone)
+            continue; /* API trouble: decide nothing */
+        pthread_mutex_lock(&d->lock);
+        if (ckpt_get(&d->ckpt, uid, NULL) == CKPT_PREPARE_COMPLETED) {
+            if (!gone) {
+                if (ckpt_set_missing(&d->ckpt, uid, 0) != 0)
+                    ckpt_save(&d->ckpt, &err);
+            } else {
+                int64_t since = ckpt_set_missing(&d->ckpt, uid, now_s);
+                if (since == 0)
+                    since = now_s;
+                else
+                    ckpt_set_missing(&d->ckpt, uid, since);
+                if (now_s - since >= d->cfg.reconcile_grace_s) {
+                    gs_info("reconcile: claim gone from the API, cleaning up",
+                            "claim=%s/%s uid=%s", ns, name, uid);
+                    remove_claim_files(d, uid, false, &err);
+                    ckpt_remove(&d->ckpt, uid);
+                    cleaned++;
+                }
+                ckpt_save(&d->ckpt, &err);
+            }
+        }
+        pthread_mutex_unlock(&d->lock);
+    }
+    json_decref(snapshot);
+    count_cleaned(d, cleaned);
+    return cleaned;
+}

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The driver's node-side state and its two operations, independent of the gRPC API version:
+ * prepare and unprepare a batch of claims, and reconcile checkpoint, files and API.
+ *
+ * Locking: `lock` guards the inventory, the checkpoint and every file under the claim
+ * directories and the CDI root. API calls are made without it (claims are fetched first, then
+ * the files are written under the lock), so concurrent calls are safe and do not serialise on
+ * the network.
+ */
+#ifndef GS_PLUGIN_DRIVER_H
+#define GS_PLUGIN_DRIVER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/k8s.h"
+#include "plugin/cdi.h"
+#include "plugin/checkpoint.h"
+#include "plugin/claim.h"
+#include "plugin/discovery.h"
+#include "plugin/metrics.h"
+
+struct driver_config {
+    const char *node_name;
+    const char *driver_name;
+    const char *state_dir;
+    const char *sysfs_root;
+    struct cdi_config cdi;
+    int64_t reconcile_grace_s; /* claims gone from the API are cleaned after this long */
+    const char *fault_point;   /* "" or a fault point name: SIGKILL self when reached */
+};
+
+struct claim_ref {
+    const char *ns;
+    const char *name;
+    const char *uid;
+};
+
+struct prepare_result {
+    char error[CLAIM_ERROR_MAX]; /* "" = prepared */
+    struct claim_plan *plan;     /* set when prepared; owned by the result */
+};
+
+struct driver {
+    struct driver_config cfg;
+    struct gs_k8s_client *k8s; /* borrowed */
+    struct metrics *metrics;   /* borrowed, may be NULL */
+    pthread_mutex_t lock;
+    struct gpu_inventory *inv;
+    struct checkpoint ckpt;
+};
+
+/* Load the checkpoint (a corrupt one is moved aside to checkpoint.json.corrupt and the driver
+ * starts empty: reconcile then removes the files nobody accounts for). */
+int driver_init(struct driver *d, const struct driver_config *cfg, struct gs_k8s_client *k8s,
+                struct metrics *m, struct gs_error *err);
+void driver_fini(struct driver *d);
+
+/* Replace the inventory (after discovery). */
+void driver_set_inventory(struct driver *d, const struct gpu_inventory *inv);
+
+void driver_prepare(struct driver *d, size_t n, const struct claim_ref *refs,
+                    struct prepare_result *out);
+void prepare_result_fini(struct prepare_result *r);
+/* errors[i] is "" on success. */
+void driver_unprepare(struct driver *d, size_t n, const struct claim_ref *refs,
+                      char (*errors)[CLAIM_ERROR_MAX]);
+
+/* Start-up: roll back PrepareStarted entries, re-create missing files of completed ones, remove
+ * files no entry accounts for. Returns the number of things fixed. */
+int driver_reconcile_local(struct driver *d);
+/* Ask the API about every completed claim; clean those gone (or with another UID) for longer
+ * than the grace period. Returns the number cleaned. */
+int driver_reconcile_api(struct driver *d, int64_t now_s);
+
+/* SIGKILL the process if `point` is the configured fault point (crash tests). */
+void driver_fault_point(const struct driver *d, const char *point);
+
+#endif /* GS_PLUGIN_DRIVER_H */

@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Unary gRPC server on the gRPC C core. One completion queue per server, `threads` workers
+ * blocking in grpc_completion_queue_next(). Every call is a small state machine whose address is
+ * the completion-queue tag:
+ *
+ *   REQUESTED --(new call)--> send initial metadata + receive message --> RECEIVED
+ *   RECEIVED  --(handler)---> send message + status + receive close    --> FINISHING --> freed
+ *
+ * When a call arrives its slot re-posts a fresh grpc_server_request_call, so `threads` calls can
+ * be waiting for work at any time. Shutdown: grpc_server_shutdown_and_notify + cancel all calls;
+ * the worker that sees the shutdown tag shuts the queue down; every worker leaves on
+ * GRPC_QUEUE_SHUTDOWN.
+ */
+#include "plugin/grpc-server.h"
+
+#include <grpc/byte_buffer.h>
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/slice.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/log.h"
+
+#define RPC_DEFAULT_MAX_RECV (4u * 1024u * 1024u)
+#define RPC_MAX_THREADS      64u
+
+enum call_state {
+    CALL_REQUESTED = 0,
+    CALL_RECEIVED = 1,
+    CALL_FINISHING = 2,
+};
+
+struct rpc_call {
+    int kind; /* always 0: distinguishes a call from the shutdown tag */
+    enum call_state state;
+    struct rpc_server *srv;
+    grpc_call *call;
+    grpc_call_details details;
+    grpc_metadata_array request_md;
+    grpc_byte_buffer *recv;
+    grpc_byte_buffer *send;
+    int cancelled;
+    grpc_slice status_details;
+};
+
+struct rpc_server {
+    int kind; /* always 1 (the shutdown tag) */
+    grpc_server *server;
+    grpc_completion_queue *cq;
+    const struct rpc_method *methods;
+    size_t n_methods;
+    void *user;
+    pthread_t threads[RPC_MAX_THREADS];
+    unsigned n_threads;
+    bool shutting_down;
+    pthread_mutex_t lock;
+    char *socket_path;
+};
+
+void rpc_global_init(void)
+{
+    grpc_init();
+}
+
+void rpc_global_fini(void)
+{
+    grpc_shutdown();
+}
+
+static void call_free(struct rpc_call *c)
+{
+    if (!c)
+        return;
+    if (c->call)
+        grpc_call_unref(c->call);
+    grpc_call_details_destroy(&c->details);
+    grpc_metadata_array_destroy(&c->request_md);
+    if (c->recv)
+        grpc_byte_buffer_destroy(c->recv);
+    if (c->send)
+        grpc_byte_buffer_destroy(c->send);
+    grpc_slice_unref(c->status_details);
+    free(c);
+}
+
+static int post_request(struct rpc_server *s)
+{
+    struct rpc_call *c = calloc(1, sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    c->srv = s;
+    c->state = CALL_REQUESTED;
+    c->status_details = grpc_empty_slice();
+    grpc_call_details_init(&c->details);
+    grpc_metadata_array_init(&c->request_md);
+    grpc_call_error e = grpc_server_request_call(s->server, &c->call, &c->details, &c->request_md,
+                                                 s->cq, s->cq, c);
+    if (e != GRPC_CALL_OK) {
+        call_free(c);
+        return -EIO;
+    }
+    return 0;
+}
+
+/* Send (optional message +) status; the completion moves the call to FINISHING. */
+static void finish_call(struct rpc_call *c, const struct rpc_reply *r)
+{
+    grpc_op ops[3];
+    size_t n = 0;
+    memset(ops, 0, sizeof(ops));
+    if (r->status == RPC_OK) {
+        grpc_slice sl = grpc_slice_from_copied_buffer((const char *)r->data, r->len);
+        c->send = grpc_raw_byte_buffer_create(&sl, 1);
+        grpc_slice_unref(sl);
+        ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n].data.send_message.send_message = c->send;
+        n++;
+    }
+    c->status_details = grpc_slice_from_copied_string(r->status == RPC_OK ? "" : r->details);
+    ops[n].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+    ops[n].data.send_status_from_server.status = (grpc_status_code)r->status;
+    ops[n].data.send_status_from_server.status_details = &c->status_details;
+    ops[n].data.send_status_from_server.trailing_metadata_count = 0;
+    n++;
+    ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    ops[n].data.recv_close_on_server.cancelled = &c->cancelled;
+    n++;
+    c->state = CALL_FINISHING;
+    if (grpc_call_start_batch(c->call, ops, n, c, NULL) != GRPC_CALL_OK)
+        call_free(c);
+}
+
+static const struct rpc_method *find_method(struct rpc_server *s, grpc_slice method)
+{
+    size_t len = GRPC_SLICE_LENGTH(method);
+    const char *p = (const char *)GRPC_SLICE_START_PTR(method);
+    for (size_t i = 0; i < s->n_methods; i++) {
+        if (strlen(s->methods[i].path) == len && memcmp(s->methods[i].path, p, len) == 0)
+            return &s->methods[i];
+    }
+    return NULL;
+}
+
+static void on_received(struct rpc_call *c, bool success)
+{
+    struct rpc_server *s = c->srv;
+    struct rpc_reply reply = {.status = RPC_OK};
+    const struct rpc_method *m = find_method(s, c->details.method);
+
+    if (!success || !c->recv) {
+        /* Oversize messages are refused by the core before we see them; a client that sent no
+         * message or went away ends here. */
+        reply.status = RPC_INVALID_ARGUMENT;
+        snprintf(reply.details, sizeof(reply.details), "request message missing or unreadable");
+    } else if (!m) {
+        reply.status = RPC_UNIMPLEMENTED;
+        snprintf(reply.details, sizeof(reply.details), "unknown method %.*s",
+                 (int)GS_MIN(GRPC_SLICE_LENGTH(c->details.method), 200),
+                 (const char *)GRPC_SLICE_START_PTR(c->details.method));
+    } else {
+        grpc_byte_buffer_reader rd;
+        if (!grpc_byte_buffer_reader_init(&rd, c->recv)) {
+            reply.status = RPC_INVALID_ARGUMENT;
+            snprintf(reply.details, sizeof(reply.details), "request message cannot be decoded");
+        } else {
+            grpc_slice all = grpc_byte_buffer_reader_readall(&rd);
+            grpc_byte_buffer_reader_destroy(&rd);
+            m->handler(s->user, GRPC_SLICE_START_PTR(all), GRPC_SLICE_LENGTH(all), &reply);
+            grpc_slice_unref(all);
+        }
+    }
+    finish_call(c, &reply);
+    free(reply.data);
+}
+
+static void on_event(struct rpc_server *s, void *tag, bool success)
+{
+    if (((struct rpc_server *)tag)->kind == 1) {
+        /* The server finished shutting down: no more events will be queued but ours. */
+        grpc_completion_queue_shutdown(s->cq);
+        return;
+    }
+    struct rpc_call *c = tag;
+    switch (c->state) {
+    case CALL_REQUESTED: {
+        if (!success) { /* server shutting down */
+            call_free(c);
+            return;
+        }
+        pthread_mutex_lock(&s->lock);
+        bool stop = s->shutting_down;
+        pthread_mutex_unlock(&s->lock);
+        if (!stop && post_request(s) < 0)
+            gs_warn("cannot wait for the next gRPC call", "reason=%s", "request_call failed");
+        grpc_op ops[2];
+        memset(ops, 0, sizeof(ops));
+        ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+        ops[0].data.send_initial_metadata.count = 0;
+        ops[1].op = GRPC_OP_RECV_MESSAGE;
+        ops[1].data.recv_message.recv_message = &c->recv;
+        c->state = CALL_RECEIVED;
+        if (grpc_call_start_batch(c->call, ops, 2, c, NULL) != GRPC_CALL_OK)
+            call_free(c);
+        return;
+    }
+    case CALL_RECEIVED:
+        on_received(c, success);
+        return;
+    case CALL_FINISHING:
+        call_free(c);
+        return;
+    }
+}
+
+static void *worker(void *arg)
+{
+    struct rpc_server *s = arg;
+    for (;;) {
+        grpc_event ev = grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+        if (ev.type == GRPC_QUEUE_SHUTDOWN)
+            break;
+        if (ev.type == GRPC_OP_COMPLETE)
+            on_event(s, ev.tag, ev.success != 0);
+    }
+    return NULL;
+}
+
+struct rpc_server *rpc_server_new(const char *socket_path, const struct rpc_method *methods,
+                                  size_t n_methods, void *user,
+                                  const struct rpc_server_options *opts, struct gs_error *err)
+{
+    struct rpc_server *s = calloc(1, sizeof(*s));
+    if (!s) {
+        gs_error_set(err, -ENOMEM, "out of memory");
+        return NULL;
+    }
+    s->kind = 1;
+    s->methods = methods;
+    s->n_methods = n_methods;
+    s->user = user;
+    pthread_mutex_init(&s->lock, NULL);
+    unsigned threads = opts && opts->threads ? opts->threads : 1;
+    if (threads > RPC_MAX_THREADS)
+        threads = RPC_MAX_THREADS;
+    size_t max_recv = opts && opts->max_recv_bytes ? opts->max_recv_bytes : RPC_DEFAULT_MAX_RECV;
+    if (max_recv > INT32_MAX)
+        max_recv = INT32_MAX;
+
+    s->socket_path = strdup(socket_path);
+    if (!s->socket_path) {
+        gs_error_set(err, -ENOMEM, "out of memory");
+        goto fail;
+    }
+    /* A socket left by a previous run would make the bind fail. Only sockets are removed. */
+    struct stat st;
+    if (lstat(socket_path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            gs_error_set(err, -EEXIST, "socket path %s exists and is not a socket", socket_path);
+            goto fail;
+        }
+        unlink(socket_path);
+    }
+
+    grpc_arg args[2];
+    memset(args, 0, sizeof(args));
+    args[0].type = GRPC_ARG_INTEGER;
+    args[0].key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
+    args[0].value.integer = (int)max_recv;
+    args[1].type = GRPC_ARG_INTEGER;
+    args[1].key = (char *)GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
+    args[1].value.integer = 16 * 1024 * 1024;
+    grpc_channel_args cargs = {.num_args = 2, .args = args};
+
+    s->cq = grpc_completion_queue_create_for_next(NULL);
+    s->server = grpc_server_create(&cargs, NULL);
+    grpc_server_register_completion_queue(s->server, s->cq, NULL);
+
+    char addr[4200];
+    snprintf(addr, sizeof(addr), "unix:%s", socket_path);
+    grpc_server_credentials *creds = grpc_insecure_server_credentials_create();
+    int port = grpc_server_add_http2_port(s->server, addr, creds);
+    grpc_server_credentials_release(creds);
+    if (port == 0) {
+        gs_error_set(err, -EADDRNOTAVAIL, "cannot listen on unix socket %s", socket_path);
+        grpc_server_destroy(s->server);
+        s->server = NULL;
+        grpc_completion_queue_shutdown(s->cq);
+        while (grpc_completion_queue_next(s->cq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type !=
+               GRPC_QUEUE_SHUTDOWN) {
+        }
+        grpc_completion_queue_destroy(s->cq);
+        s->cq = NULL;
+        goto fail;
+    }
+    grpc_server_start(s->server);
+    for (unsigned i = 0; i < threads; i++) {
+        if (post_request(s) < 0) {
+            gs_error_set(err, -EIO, "cannot post a gRPC request on %s", socket_path);
+            break;
+        }
+    }
+    for (unsigned i = 0; i < threads; i++) {
+        if (pthread_create(&s->threads[i], NULL, worker, s) != 0)
+            break;
+        s->n_threads++;
+    }
+    if (s->n_threads == 0) {
+        gs_error_set(err, -EAGAIN, "cannot start gRPC worker threads");
+        rpc_server_free(s);
+        return NULL;
+    }
+    return s;
+
+fail:
+    pthread_mutex_destroy(&s->lock);
+    free(s->socket_path);
+    free(s);
+    return NULL;
+}
+
+void rpc_server_free(struct rpc_server *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->lock);
+    s->shutting_down = true;
+    pthread_mutex_unlock(&s->lock);
+    grpc_server_shutdown_and_notify(s->server, s->cq, s);
+    grpc_server_cancel_all_calls(s->server);
+    for (unsigned i = 0; i < s->n_threads; i++)
+        pthread_join(s->threads[i], NULL);
+    grpc_server_destroy(s->server);
+    grpc_completion_queue_destroy(s->cq);
+    unlink(s->socket_path);
+    free(s->socket_path);
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A small unary-RPC server on the gRPC C core (grpc/grpc.h), listening on one unix socket.
+ *
+ *   static const struct rpc_method methods[] = {
+ *       { "/pluginregistration.Registration/GetInfo", get_info },
+ *   };
+ *   struct rpc_server *s = rpc_server_new("/run/x.sock", methods, 1, user, &opts, &err);
+ *   ...
+ *   rpc_server_free(s);   // stops, drains in-flight calls, removes the socket file
+ *
+ * A handler gets the request bytes and returns the encoded response (malloc'd) and a status. The
+ * core answers messages over `max_recv_bytes` with RESOURCE_EXHAUSTED by itself; requests without a
+ * message get INVALID_ARGUMENT; unknown methods UNIMPLEMENTED. Handlers run on `threads` worker
+ * threads (concurrent calls run concurrently); they must be thread-safe.
+ */
+#ifndef GS_PLUGIN_GRPC_SERVER_H
+#define GS_PLUGIN_GRPC_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+/* gRPC status codes we answer with (values fixed by the gRPC protocol). */
+enum rpc_status {
+    RPC_OK = 0,
+    RPC_INVALID_ARGUMENT = 3,
+    RPC_RESOURCE_EXHAUSTED = 8,
+    RPC_FAILED_PRECONDITION = 9,
+    RPC_UNIMPLEMENTED = 12,
+    RPC_INTERNAL = 13,
+    RPC_UNAVAILABLE = 14,
+};
+
+#define RPC_DETAILS_MAX 256
+
+struct rpc_reply {
+    uint8_t *data;   /* malloc'd encoded response message (status OK only) */
+    size_t len;
+    int status;      /* enum rpc_status */
+    char details[RPC_DETAILS_MAX];
+};
+
+typedef void (*rpc_handler_fn)(void *user, const uint8_t *req, size_t req_len,
+                                struct rpc_reply *reply);
+
+struct rpc_method {
+    const char *path; /* "/package.Service/Method" */
+    rpc_handler_fn handler;
+};
+
+struct rpc_server_options {
+    unsigned threads;       /* worker threads; 0 = 1 */
+    size_t max_recv_bytes;  /* largest request message; 0 = 4 MiB */
+};
+
+struct rpc_server;
+
+/* Bind `socket_path` (a stale socket file there is removed first), start the workers. */
+struct rpc_server *rpc_server_new(const char *socket_path, const struct rpc_method *methods,
+                              size_t n_methods, void *user, const struct rpc_server_options *opts,
+                              struct gs_error *err);
+/* Stop accepting, cancel what is in flight, join the workers, remove the socket. NULL is a no-op. */
+void rpc_server_free(struct rpc_server *s);
+
+/* Call once per process before the first server, and once at the end. */
+void rpc_global_init(void);
+void rpc_global_fini(void);
+
+#endif /* GS_PLUGIN_GRPC_SERVER_H */

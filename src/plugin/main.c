@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * gpuslice-kubelet-plugin: start-up order is discovery -> host files -> checkpoint reconcile ->
+ * health/metrics -> DRA service -> registration socket (kubelet connects only when everything it
+ * will call is up) -> ResourceSlice publisher. SIGTERM/SIGINT stop in the reverse order.
+ */
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "common/k8s.h"
+#include "common/kubeconfig.h"
+#include "common/log.h"
+#include "plugin/dra-service.h"
+#include "plugin/driver.h"
+#include "plugin/files.h"
+#include "plugin/grpc-server.h"
+#include "plugin/metrics.h"
+#include "plugin/options.h"
+#include "plugin/slices.h"
+
+#define VGPU_LIB_MAX (256u * 1024u * 1024u)
+
+static int install_host_files(const struct plugin_options *o, struct gs_error *err)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/claims", o->host_dir);
+    int r = files_mkdir_p(path, 0755, err);
+    if (r < 0)
+        return r;
+    if (o->vgpu_lib[0]) {
+        char *data = NULL;
+        size_t len = 0;
+        if ((r = files_read(o->vgpu_lib, VGPU_LIB_MAX, &data, &len, err)) < 0)
+            return gs_error_prefix(err, "--vgpu-lib: ");
+        snprintf(path, sizeof(path), "%s/libvgpu.so", o->host_dir);
+        r = files_write_atomic(path, data, len, 0755, err);
+        free(data);
+        if (r < 0)
+            return r;
+    }
+    snprintf(path, sizeof(path), "%s/ld.so.preload", o->host_dir);
+    return files_write_atomic(path, CDI_CONTAINER_LIB "\n", strlen(CDI_CONTAINER_LIB "\n"), 0644,
+                              err);
+}
+
+static enum gs_log_level parse_level(const char *s)
+{
+    enum gs_log_level l = GS_LOG_INFO;
+    gs_log_parse_level(s, &l);
+    return l;
+}
+
+int main(int argc, char **argv)
+{
+    struct plugin_options *o = calloc(1, sizeof(*o));
+    struct gs_error err = {0};
+    if (!o)
+        return 1;
+    int action = options_parse(argc, argv, o, &err);
+    if (action < 0) {
+        fprintf(stderr, "gpuslice-kubelet-plugin: %s\n", err.msg);
+        free(o);
+        return 2;
+    }
+    if (action == OPTIONS_HELP) {
+        options_help(stdout, "gpuslice-kubelet-plugin");
+        free(o);
+        return 0;
+    }
+    if (action == OPTIONS_PRINT_CONFIG) {
+        options_print(stdout, o);
+        free(o);
+        return 0;
+    }
+    gs_log_set_component("plugin");
+    gs_log_set_level(parse_level(o->log_level));
+
+    /* Signals are taken synchronously by the main thread; block them before any thread exists. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    int rc = 1;
+    struct gs_kube_config kc = {0};
+    struct gs_k8s_client *k8s = NULL;
+    struct gpu_inventory *inv = calloc(1, sizeof(*inv));
+    struct metrics *m = calloc(1, sizeof(*m));
+    struct driver *drv = calloc(1, sizeof(*drv));
+    struct metrics_http *mhttp = NULL, *hhttp = NULL;
+    struct rpc_server *dra = NULL, *reg = NULL;
+    struct publisher *pub = NULL;
+    bool drv_ok = false;
+    char dra_sock[PATH_MAX], reg_sock[PATH_MAX];
+    struct registration_info ri = {0};
+    if (!inv || !m || !drv)
+        goto out;
+
+    if (gs_kube_config_load(o->kubeconfig[0] ? o->kubeconfig : NULL, &kc, &err) < 0) {
+        gs_error_log("cannot load the Kubernetes configuration", "error=\"%s\"", err.msg);
+        goto out;
+    }
+    struct gs_k8s_options ko = {.qps = (double)o->kube_qps, .burst = (unsigned)o->kube_burst};
+    k8s = gs_k8s_client_new_with(&kc, &ko, &err);
+    if (!k8s) {
+        gs_error_log("cannot create the Kubernetes client", "error=\"%s\"", err.msg);
+        goto out;
+    }
+    if (gpu_discover(o->sysfs_root, inv, &err) < 0) {
+        gs_error_log("GPU discovery failed", "error=\"%s\"", err.msg);
+        goto out;
+    }
+    gs_info("GPUs discovered", "devices=%zu node=%s", inv->n, o->node_name);
+    if (install_host_files(o, &err) < 0) {
+        gs_error_log("cannot prepare the host directory", "dir=%s error=\"%s\"", o->host_dir,
+                     err.msg);
+        goto out;
+    }
+
+    struct driver_config dc = {
+        .node_name = o->node_name,
+        .driver_name = o->driver_name,
+        .state_dir = o->state_dir,
+        .sysfs_root = o->sysfs_root,
+        .cdi = {.driver = o->driver_name, .cdi_root = o->cdi_root, .host_dir = o->host_dir,
+                .selection = strcmp(o->gpu_selection, "device-nodes") == 0 ? CDI_SELECT_DEVICE_NODES
+                             : strcmp(o->gpu_selection, "none") == 0       ? CDI_SELECT_NONE
+                                                                           : CDI_SELECT_VOLUME_MOUNTS},
+        .reconcile_grace_s = o->reconcile_grace_s,
+        .fault_point = o->fault_point,
+    };
+    if (driver_init(drv, &dc, k8s, m, &err) < 0) {
+        gs_error_log("cannot load the checkpoint", "error=\"%s\"", err.msg);
+        goto out;
+    }
+    drv_ok = true;
+    driver_set_inventory(drv, inv);
+    int fixed = driver_reconcile_local(drv);
+    gs_info("checkpoint loaded", "claims=%zu reconciled=%d", ckpt_count(&drv->ckpt), fixed);
+
+    if (o->metrics_addr[0]) {
+        mhttp = metrics_http_start(m, o->metrics_addr, o->driver_name, o->node_name, &err);
+        if (!mhttp && err.code) {
+            gs_error_log("cannot serve metrics", "error=\"%s\"", err.msg);
+            goto out;
+        }
+    }
+    if (o->healthcheck_port > 0) {
+        char addr[32];
+        snprintf(addr, sizeof(addr), ":%lld", (long long)o->healthcheck_port);
+        gs_error_clear(&err);
+        hhttp = metrics_http_start(m, addr, o->driver_name, o->node_name, &err);
+        if (!hhttp) {
+            gs_error_log("cannot serve the health endpoint", "error=\"%s\"", err.msg);
+            goto out;
+        }
+    }
+
+    rpc_global_init();
+    if (files_mkdir_p(o->plugin_dir, 0750, &err) < 0 ||
+        files_mkdir_p(o->registrar_dir, 0750, &err) < 0) {
+        gs_error_log("cannot create the socket directories", "error=\"%s\"", err.msg);
+        goto out_grpc;
+    }
+    snprintf(dra_sock, sizeof(dra_sock), "%s/dra.sock", o->plugin_dir);
+    snprintf(reg_sock, sizeof(reg_sock), "%s/%s-reg.sock", o->registrar_dir, o->driver_name);
+    struct rpc_server_options so = {.threads = (unsigned)o->grpc_threads,
+                                    .max_recv_bytes = (size_t)o->max_grpc_message};
+    dra = rpc_server_new(dra_sock, dra_methods, dra_n_methods, drv, &so, &err);
+    if (!dra) {
+        gs_error_log("cannot serve the DRA service", "error=\"%s\"", err.msg);
+        goto out_grpc;
+    }
+    ri.driver_name = o->driver_name;
+    ri.endpoint = dra_sock;
+    ri.metrics = m;
+    struct rpc_server_options ro = {.threads = 1, .max_recv_bytes = 64 * 1024};
+    reg = rpc_server_new(reg_sock, registration_methods, registration_n_methods, &ri, &ro, &err);
+    if (!reg) {
+        gs_error_log("cannot serve the registration socket", "error=\"%s\"", err.msg);
+        goto out_grpc;
+    }
+    atomic_store(&m->serving, 1);
+    gs_info("serving", "registration=%s dra=%s", reg_sock, dra_sock);
+
+    struct publisher_config pc = {
+        .driver = o->driver_name,
+        .node = o->node_name,
+        .sysfs_root = o->sysfs_root,
+        .discovery_interval_s = (unsigned)o->discovery_interval_s,
+        .resync_interval_s = (unsigned)o->resync_interval_s,
+        .reconcile_interval_s = (unsigned)o->reconcile_interval_s,
+    };
+    pub = publisher_start(&pc, k8s, drv, m, inv, &err);
+    if (!pub) {
+        gs_error_log("cannot start the ResourceSlice publisher", "error=\"%s\"", err.msg);
+        goto out_grpc;
+    }
+
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    gs_info("stopping", "signal=%d", sig);
+    rc = 0;
+
+out_grpc:
+    atomic_store(&m->serving, 0);
+    rpc_server_free(reg); /* kubelet sees the socket vanish and unregisters the plugin */
+    publisher_stop(pub);
+    rpc_server_free(dra);
+    rpc_global_fini();
+out:
+    metrics_http_stop(hhttp);
+    metrics_http_stop(mhttp);
+    if (drv_ok)
+        driver_fini(drv);
+    gs_k8s_client_free(k8s);
+    gs_kube_config_fini(&kc);
+    free(drv);
+    free(m);
+    free(inv);
+    free(o);
+    return rc;
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * ResourceSlices of this node: built from the inventory (pure), kept in sync with the API
+ * server by a publisher thread, with a watcher thread that notices slices deleted or changed by
+ * others (kubelet wipes a node's slices when it restarts) and triggers a re-sync.
+ *
+ * Slices are named "<node>-<driver>-<i>", hold at most SLICES_MAX_DEVICES devices each; the pool
+ * (name = node name) generation increases whenever the published content changes, and every slice
+ * carries resourceSliceCount. If the API server drops the consumable-capacity fields
+ * (allowMultipleAllocations, capacity requestPolicy) the feature gate DRAConsumableCapacity is
+ * off: one error line says so, the metric gpuslice_plugin_consumable_capacity_gate_off is 1, and
+ * the comparison ignores those fields so the publisher does not fight the server.
+ */
+#ifndef GS_PLUGIN_SLICES_H
+#define GS_PLUGIN_SLICES_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/k8s.h"
+#include "plugin/discovery.h"
+#include "plugin/driver.h"
+#include "plugin/metrics.h"
+
+#define SLICES_MAX_DEVICES 128
+
+/* Number of slices for n devices (at least 1: an empty pool is published as one empty slice). */
+size_t slices_count(size_t n_devices);
+/* Slice `index` of the pool as a full ResourceSlice object (new reference). */
+json_t *slices_build(const struct gpu_inventory *inv, const char *driver, const char *node,
+                     int64_t generation, size_t index);
+/* The device entry of one GPU (new reference). */
+json_t *slices_device(const struct gpu_device *d, const char *driver);
+/* True if `returned` (what the server stored) lacks consumable-capacity fields `sent` had. */
+bool slices_gate_dropped(const json_t *sent, const json_t *returned);
+
+struct publisher_config {
+    const char *driver;
+    const char *node;
+    const char *sysfs_root;
+    unsigned discovery_interval_s; /* re-discover GPUs; 0 = only at start */
+    unsigned resync_interval_s;    /* full compare with the API even without events */
+    unsigned reconcile_interval_s; /* driver_reconcile_api; 0 = never */
+};
+
+struct publisher;
+
+struct publisher *publisher_start(const struct publisher_config *cfg, struct gs_k8s_client *k8s,
+                                  struct driver *drv, struct metrics *m,
+                                  const struct gpu_inventory *initial, struct gs_error *err);
+/* Wake the publisher for a sync now. */
+void publisher_kick(struct publisher *p);
+void publisher_stop(struct publisher *p);
+
+#endif /* GS_PLUGIN_SLICES_H */

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Checkpoint, atomic files, options table and sysfs PCI resolution. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "plugin/checkpoint.h"
+#include "plugin/files.h"
+#include "plugin/options.h"
+#include "plugin-fixtures.h"
+#include "tap.h"
+
+static char tmp[256];
+
+static void test_files(void)
+{
+    char path[512];
+    struct gs_error e = {0};
+    snprintf(path, sizeof(path), "%s/a/b/c", tmp);
+    is_int(files_mkdir_p(path, 0755, &e), 0, "mkdir -p");
+    snprintf(path, sizeof(path), "%s/a/b/c/f.txt", tmp);
+    is_int(files_write_atomic(path, "hello\n", 6, 0444, &e), 0, "atomic write");
+    struct stat st;
+    stat(path, &st);
+    is_int(st.st_mode & 0777, 0444, "mode applied");
+    char *data = NULL;
+    size_t len = 0;
+    is_int(files_read(path, 6, &data, &len, &e), 0, "file of exactly max bytes reads");
+    is_str(data, "hello\n", "content");
+    free(data);
+    is_int(files_read(path, 5, &data, &len, &e), -E2BIG, "larger than max refused");
+    like_str(e.msg, "larger than 5 bytes", "too-big message");
+    snprintf(path, sizeof(path), "%s/a", tmp);
+    is_int(files_remove_tree(path, &e), 0, "remove tree");
+    ok(!files_exists(path), "tree gone");
+    is_int(files_remove_tree(path, &e), 0, "removing an absent tree succeeds");
+}
+
+static void test_checkpoint(void)
+{
+    struct checkpoint c;
+    struct gs_error e = {0};
+    char dir[512];
+    snprintf(dir, sizeof(dir), "%s/state", tmp);
+    is_int(ckpt_load(&c, dir, "drv", &e), 0, "empty checkpoint loads");
+    is_int(ckpt_count(&c), 0, "no claims");
+    static struct claim_plan p, q;
+    memset(&p, 0, sizeof(p));
+    snprintf(p.uid, sizeof(p.uid), "uid-1");
+    snprintf(p.ns, sizeof(p.ns), "ns");
+    snprintf(p.name, sizeof(p.name), "c1");
+    p.n_devices = 1;
+    snprintf(p.devices[0].device, sizeof(p.devices[0].device), "hami-gpu-0");
+    snprintf(p.devices[0].uuid, sizeof(p.devices[0].uuid), "GPU-1");
+    p.devices[0].memory_limit = 1ull << 32;
+    p.devices[0].cores = 30;
+    ckpt_set(&c, &p, CKPT_PREPARE_STARTED);
+    is_int(ckpt_save(&c, &e), 0, "save");
+    ckpt_fini(&c);
+    is_int(ckpt_load(&c, dir, "drv", &e), 0, "reload");
+    is_int(ckpt_get(&c, "uid-1", &q), CKPT_PREPARE_STARTED, "state survives");
+    is_uint(q.devices[0].memory_limit, 1ull << 32, "plan survives");
+    ckpt_set(&c, &p, CKPT_PREPARE_COMPLETED);
+    is_int(ckpt_get(&c, "uid-1", NULL), CKPT_PREPARE_COMPLETED, "state updated");
+    is_int(ckpt_set_missing(&c, "uid-1", 100), 0, "missing since set");
+    is_int(ckpt_set_missing(&c, "uid-1", 200), 100, "previous missing-since returned");
+    ckpt_remove(&c, "uid-1");
+    is_int(ckpt_get(&c, "uid-1", NULL), CKPT_NONE, "removed");
+    ckpt_fini(&c);
+
+    char path[600];
+    snprintf(path, sizeof(path), "%s/%s", dir, CKPT_FILE_NAME);
+    files_write_atomic(path, "{\"version\":1,\"claims\":", 22, 0600, &e);
+    is_int(ckpt_load(&c, dir, "drv", &e), -EBADMSG, "truncated checkpoint is an error");
+    like_str(e.msg, "not JSON", "corrupt message");
+    ckpt_fini(&c);
+    const char *bad = "{\"version\":1,\"claims\":{\"x\":{\"state\":\"PrepareCompleted\",\"plan\":{}}}}";
+    files_write_atomic(path, bad, strlen(bad), 0600, &e);
+    is_int(ckpt_load(&c, dir, "drv", &e), 0, "checkpoint with a bad entry loads");
+    is_int(ckpt_count(&c), 0, "bad entry dropped");
+    ckpt_fini(&c);
+}
+
+static void test_options(void)
+{
+    static struct plugin_options o;
+    struct gs_error e = {0};
+    char *argv1[] = {"p", "--node-name", "n1", "--healthcheck-port=0", NULL};
+    unsetenv("NODE_NAME");
+    is_int(options_parse(4, argv1, &o, &e), OPTIONS_RUN, "parse");
+    is_str(o.driver_name, "hami-core-gpu.project-hami.io", "driver default");
+    is_str(o.plugin_dir, "/var/lib/kubelet/plugins/hami-core-gpu.project-hami.io", "plugin dir computed");
+    is_str(o.state_dir, o.plugin_dir, "state dir defaults to plugin dir");
+    is_int(o.healthcheck_port, 0, "int option");
+    char *argv2[] = {"p", "--healthcheck-port", "70000", NULL};
+    ok(options_parse(3, argv2, &o, &e) < 0, "out of range refused");
+    is_str(e.msg, "--healthcheck-port: \"70000\" is not an integer in 0..65535", "range message");
+    char *argv3[] = {"p", NULL};
+    setenv("NODE_NAME", "from-env", 1);
+    setenv("GPUSLICE_GPU_SELECTION", "sideways", 1);
+    ok(options_parse(1, argv3, &o, &e) < 0, "bad enum from env refused");
+    is_str(e.msg, "$GPUSLICE_GPU_SELECTION: \"sideways\" is not one of volume-mounts|device-nodes|none",
+           "env message names the variable");
+    unsetenv("GPUSLICE_GPU_SELECTION");
+    is_int(options_parse(1, argv3, &o, &e), OPTIONS_RUN, "env node name");
+    is_str(o.node_name, "from-env", "node name from env");
+    char *argv4[] = {"p", "--fault-point", "nowhere", NULL};
+    ok(options_parse(3, argv4, &o, &e) < 0, "unknown fault point refused");
+    char *argv5[] = {"p", "--bogus", NULL};
+    ok(options_parse(2, argv5, &o, &e) < 0, "unknown option refused");
+    is_str(e.msg, "unknown option --bogus (see --help)", "unknown option message");
+    unsetenv("NODE_NAME");
+    char *argv6[] = {"p", "--print-config", NULL};
+    is_int(options_parse(2, argv6, &o, &e), OPTIONS_PRINT_CONFIG, "print-config works without node name");
+}
+
+static void test_pci(void)
+{
+    char path[512], link[512];
+    snprintf(path, sizeof(path), "%s/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0", tmp);
+    struct gs_error e = {0};
+    files_mkdir_p(path, 0755, &e);
+    snprintf(link, sizeof(link), "%s/numa_node", path);
+    files_write_atomic(link, "1\n", 2, 0644, &e);
+    snprintf(path, sizeof(path), "%s/sys/bus/pci/devices", tmp);
+    files_mkdir_p(path, 0755, &e);
+    snprintf(link, sizeof(link), "%s/0000:3b:00.0", path);
+    snprintf(path, sizeof(path), "../../../devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0");
+    ok(symlink(path, link) == 0, "fake sysfs link");
+    struct gpu_device d;
+    fixture_gpu(&d, 0, "GPU-1", 1);
+    snprintf(path, sizeof(path), "%s/sys", tmp);
+    gpu_resolve_pci(path, &d);
+    is_str(d.pci_bus_id, "0000:3b:00.0", "pciBusID from sysfs");
+    is_str(d.pcie_root, "pci0000:3a", "pcieRoot from the device's sysfs path");
+    is_int(d.numa_node, 1, "numa node from sysfs");
+    fixture_gpu(&d, 1, "GPU-2", 1);
+    gpu_resolve_pci(path, &d);
+    is_str(d.pci_bus_id, "", "absent from sysfs: no pciBusID");
+    is_str(d.pcie_root, "", "absent from sysfs: no pcieRoot");
+}
+
+int main(void)
+{
+    tap_plan_auto();
+    snprintf(tmp, sizeof(tmp), "/tmp/gs-plugin-unit-XXXXXX");
+    if (!mkdtemp(tmp))
+        return 1;
+    test_files();
+    test_checkpoint();
+    test_options();
+    test_pci();
+    struct gs_error e = {0};
+    files_remove_tree(tmp, &e);
+    return tap_done();
+}
