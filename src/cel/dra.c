@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The DRA `device` variable as lazy map views over a ResourceSlice device's JSON: nothing is
+ * converted until a selector reads it. device.attributes[domain] / device.capacity[domain] are
+ * views filtered by domain; names without a domain belong to the driver's domain. An unknown
+ * domain gives an empty map (as Kubernetes); an unknown name inside a domain is "no such key".
+ */
+#include <string.h>
+
+#include "cel/cel-internal.h"
+
+#define DRA_NAME_MAX 512
+
+static const struct cel_type t_string = {.kind = CEL_T_STRING};
+static const struct cel_type t_bool = {.kind = CEL_T_BOOL};
+static const struct cel_type t_quantity = {.kind = CEL_T_QUANTITY};
+static const struct cel_type t_attr_domain = {.kind = CEL_T_MAP, .p1 = &t_string,
+                                              .p2 = &cel_type_dyn};
+static const struct cel_type t_attrs = {.kind = CEL_T_MAP, .p1 = &t_string, .p2 = &t_attr_domain};
+static const struct cel_type t_cap_domain = {.kind = CEL_T_MAP, .p1 = &t_string,
+                                             .p2 = &t_quantity};
+static const struct cel_type t_caps = {.kind = CEL_T_MAP, .p1 = &t_string, .p2 = &t_cap_domain};
+
+enum field { F_DRIVER, F_ATTRIBUTES, F_CAPACITY, F_ALLOW_MULTIPLE, F_COUNT };
+const char *const cel_dra_device_fields[] = {"driver", "attributes", "capacity",
+                                             "allowMultipleAllocations", NULL};
+
+static int field_of(const char *name, size_t len)
+{
+    for (int i = 0; i < F_COUNT; i++)
+        if (strlen(cel_dra_device_fields[i]) == len && !memcmp(cel_dra_device_fields[i], name, len))
+            return i;
+    return -1;
+}
+
+const struct cel_type *cel_dra_field_type(const char *name, size_t len)
+{
+    switch (field_of(name, len)) {
+    case F_DRIVER: return &t_string;
+    case F_ATTRIBUTES: return &t_attrs;
+    case F_CAPACITY: return &t_caps;
+    case F_ALLOW_MULTIPLE: return &t_bool;
+    default: return NULL;
+    }
+}
+
+static struct cel_value map_value(const struct cel_map *m)
+{
+    return (struct cel_value){.kind = CEL_K_MAP, .map = m};
+}
+
+struct cel_value cel_dra_device_value(struct cel_eval *ev, const struct cel_device *dev)
+{
+    struct cel_map *m = cel_arena_alloc(ev->arena, sizeof(*m));
+    if (!m)
+        return cel_oom(ev);
+    memset(m, 0, sizeof(*m));
+    m->impl = CEL_MAP_DEVICE;
+    m->dev = dev;
+    return map_value(m);
+}
+
+static struct cel_value view(struct cel_eval *ev, const struct cel_device *dev, uint8_t impl,
+                             const char *domain, size_t domain_len)
+{
+    struct cel_map *m = cel_arena_alloc(ev->arena, sizeof(*m));
+    if (!m)
+        return cel_oom(ev);
+    memset(m, 0, sizeof(*m));
+    m->impl = impl;
+    m->dev = dev;
+    if (domain) {
+        char *d = cel_arena_strndup(ev->arena, domain, domain_len);
+        if (!d)
+            return cel_oom(ev);
+        m->domain = d;
+    }
+    return map_value(m);
+}
+
+static const char *driver_of(const struct cel_device *dev)
+{
+    return dev->driver ? dev->driver : "";
+}
+
+/* Convert one attribute ({"int": 1} / {"bool"} / {"string"} / {"version"}). */
+static int attr_value(struct cel_eval *ev, const json_t *a, const char *name,
+                      struct cel_value *out)
+{
+    const json_t *v;
+    if (json_is_object(a)) {
+        if ((v = json_object_get(a, "string")) && json_is_string(v)) {
+            *out = cel_str(json_string_value(v), json_string_length(v));
+            return 0;
+        }
+        if ((v = json_object_get(a, "int")) && json_is_integer(v)) {
+            *out = cel_int(json_integer_value(v));
+            return 0;
+        }
+        if ((v = json_object_get(a, "bool")) && json_is_boolean(v)) {
+            *out = cel_bool(json_is_true(v));
+            return 0;
+        }
+        if ((v = json_object_get(a, "version")) && json_is_string(v)) {
+            struct cel_semver *sv;
+            int r = cel_semver_parse(ev->arena, json_string_value(v), json_string_length(v), &sv);
+            if (r == -ENOMEM) {
+                *out = cel_oom(ev);
+                return r;
+            }
+            if (r < 0) {
+                *out = cel_error(ev, NULL, "device attribute %s: version '%s' is not a semantic version",
+                                 name, json_string_value(v));
+                return r;
+            }
+            *out = (struct cel_value){.kind = CEL_K_SEMVER, .semver = sv};
+            return 0;
+        }
+    }
+    *out = cel_error(ev, NULL, "device attribute %s: no int, bool, string or version value", name);
+    return -EINVAL;
+}
+
+static int cap_value(struct cel_eval *ev, const json_t *c, const char *name,
+                     struct cel_value *out)
+{
+    const json_t *v = json_is_object(c) ? json_object_get(c, "value") : NULL;
+    struct gs_quantity q;
+    struct gs_error err;
+    if (!v || !json_is_string(v)) {
+        *out = cel_error(ev, NULL, "device capacity %s: missing value", name);
+        return -EINVAL;
+    }
+    if (gs_quantity_parse(json_string_value(v), &q, &err) < 0) {
+        *out = cel_error(ev, NULL, "device capacity %s: %s", name, err.msg);
+        return -EINVAL;
+    }
+    *out = (struct cel_value){.kind = CEL_K_QUANTITY, .q = q};
+    return 0;
+}
+
+/* Look a name up in a domain of attributes/capacity; 1 found, 0 not, <0 conversion error. */
+static int domain_get(struct cel_eval *ev, const struct cel_map *m, const char *name,
+                      size_t len, struct cel_value *out)
+{
+    const json_t *obj = m->impl == CEL_MAP_ATTR_DOMAIN ? m->dev->attributes : m->dev->capacity;
+    if (!obj || !json_is_object(obj))
+        return 0;
+    const json_t *e = NULL;
+    char key[DRA_NAME_MAX];
+    if (!strcmp(m->domain, driver_of(m->dev)) && len < sizeof(key) && !memchr(name, '/', len))
+        e = json_object_getn(obj, name, len);
+    if (!e) {
+        size_t dl = strlen(m->domain);
+        if (dl + 1 + len >= sizeof(key))
+            return 0;
+        memcpy(key, m->domain, dl);
+        key[dl] = '/';
+        memcpy(key + dl + 1, name, len);
+        key[dl + 1 + len] = '\0';
+        e = json_object_getn(obj, key, dl + 1 + len);
+        if (!e)
+            return 0;
+    } else {
+        if (len >= sizeof(key))
+            return 0;
+        memcpy(key, name, len);
+        key[len] = '\0';
+    }
+    int r = m->impl == CEL_MAP_ATTR_DOMAIN ? attr_value(ev, e, key, out)
+                                           : cap_value(ev, e, key, out);
+    return r < 0 ? r : 1;
+}
+
+int cel_dra_map_get(struct cel_eval *ev, const struct cel_map *m, const struct cel_value *key,
+                    struct cel_value *out)
+{
+    if (key->kind != CEL_K_STRING)
+        return 0;
+    switch (m->impl) {
+    case CEL_MAP_DEVICE:
+        switch (field_of(key->s, key->len)) {
+        case F_DRIVER: *out = cel_str(driver_of(m->dev), strlen(driver_of(m->dev))); return 1;
+        case F_ATTRIBUTES: *out = view(ev, m->dev, CEL_MAP_ATTR_ROOT, NULL, 0); return 1;
+        case F_CAPACITY: *out = view(ev, m->dev, CEL_MAP_CAP_ROOT, NULL, 0); return 1;
+        case F_ALLOW_MULTIPLE: *out = cel_bool(m->dev->allow_multiple_allocations); return 1;
+        default: return 0;
+        }
+    case CEL_MAP_ATTR_ROOT:
+    case CEL_MAP_CAP_ROOT:
+        /* every domain exists: unknown ones are empty */
+        *out = view(ev, m->dev,
+                    m->impl == CEL_MAP_ATTR_ROOT ? CEL_MAP_ATTR_DOMAIN : CEL_MAP_CAP_DOMAIN, key->s,
+                    key->len);
+        return out->kind == CEL_K_ERROR ? -ENOMEM : 1;
+    case CEL_MAP_ATTR_DOMAIN:
+    case CEL_MAP_CAP_DOMAIN: return domain_get(ev, m, key->s, key->len, out);
+    default: return 0;
+    }
+}
+
+/* Split a qualified name into domain and name (unqualified: the driver's domain). */
+static void split_name(const struct cel_device *dev, const char *key, const char **domain,
+                       size_t *dlen, const char **name)
+{
+    const char *slash = strchr(key, '/');
+    if (slash) {
+        *domain = key;
+        *dlen = (size_t)(slash - key);
+        *name = slash + 1;
+    } else {
+        *domain = driver_of(dev);
+        *dlen = strlen(*domain);
+        *name = key;
+    }
+}
+
+const struct cel_map *cel_dra_map_materialize(struct cel_eval *ev, const struct cel_map *m)
+{
+    const json_t *obj = NULL;
+    size_t cap = F_COUNT;
+    if (m->impl == CEL_MAP_ATTR_ROOT || m->impl == CEL_MAP_ATTR_DOMAIN)
+        obj = m->dev->attributes;
+    else if (m->impl == CEL_MAP_CAP_ROOT || m->impl == CEL_MAP_CAP_DOMAIN)
+        obj = m->dev->capacity;
+    if (obj && json_is_object(obj))
+        cap = json_object_size(obj) + 1;
+    struct cel_map *g = cel_arena_alloc(ev->arena, sizeof(*g));
+    struct cel_value *keys = cel_arena_alloc(ev->arena, sizeof(*keys) * cap);
+    struct cel_value *vals = cel_arena_alloc(ev->arena, sizeof(*vals) * cap);
+    if (!g || !keys || !vals)
+        return NULL;
+    memset(g, 0, sizeof(*g));
+    g->keys = keys;
+    g->vals = vals;
+    if (m->impl == CEL_MAP_DEVICE) {
+        for (int i = 0; i < F_COUNT; i++) {
+            keys[g->n] = cel_str(cel_dra_device_fields[i], strlen(cel_dra_device_fields[i]));
+            if (cel_dra_map_get(ev, m, &keys[g->n], &vals[g->n]) < 0)
+                return NULL;
+            g->n++;
+        }
+        return g;
+    }
+    if (!obj || !json_is_object(obj))
+        return g;
+    const char *key;
+    const json_t *val;
+    bool root = m->impl == CEL_MAP_ATTR_ROOT || m->impl == CEL_MAP_CAP_ROOT;
+    json_object_foreach((json_t *)obj, key, val) {
+        const char *domain, *name;
+        size_t dlen;
+        split_name(m->dev, key, &domain, &dlen, &name);
+        if (root) {
+            struct cel_value k = cel_str(domain, dlen);
+            bool seen = false;
+            for (size_t i = 0; i < g->n && !seen; i++)
+                seen = cel_value_equal(&keys[i], &k);
+            if (seen)
+                continue;
+            keys[g->n] = k;
+            if (cel_dra_map_get(ev, m, &k, &vals[g->n]) < 0)
+                return NULL;
+            g->n++;
+            continue;
+        }
+        if (strlen(m->domain) != dlen || memcmp(m->domain, domain, dlen))
+            continue;
+        struct cel_value k = cel_str(name, strlen(name));
+        bool seen = false;
+        for (size_t i = 0; i < g->n && !seen; i++)
+            seen = cel_value_equal(&keys[i], &k);
+        if (seen)
+            continue;
+        int r = m->impl == CEL_MAP_ATTR_DOMAIN ? attr_value(ev, val, key, &vals[g->n])
+                                               : cap_value(ev, val, key, &vals[g->n]);
+        if (r < 0)
+            continue; /* malformed entries are reported when read directly */
+        keys[g->n++] = k;
+    }
+    return g;
+}

@@ -1,0 +1,435 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Tree-walking evaluator. Values are small structs passed by value; everything an evaluation
+ * allocates lives in the caller's arena. Errors are values (CEL_K_ERROR) so that && / || can
+ * absorb them as the spec says; exceeding the cost limit aborts the whole evaluation.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "cel/cel-internal.h"
+
+struct cel_value cel_oom(struct cel_eval *ev)
+{
+    ev->aborted = true;
+    if (!ev->abort_msg)
+        ev->abort_msg = "out of memory during evaluation";
+    return (struct cel_value){.kind = CEL_K_ERROR, .err = {.msg = ev->abort_msg, .pos = -1}};
+}
+
+struct cel_value cel_error(struct cel_eval *ev, const struct cel_node *at, const char *fmt, ...)
+{
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    const char *msg = cel_arena_strndup(ev->arena, buf, strlen(buf));
+    if (!msg)
+        return cel_oom(ev);
+    return (struct cel_value){.kind = CEL_K_ERROR, .err = {.msg = msg, .pos = at ? at->pos : -1}};
+}
+
+static const char *op_display(const char *name)
+{
+    /* "_+_" stays as cel-go prints it; receiver methods print their name */
+    return name;
+}
+
+struct cel_value cel_no_overload(struct cel_eval *ev, const struct cel_node *call,
+                                 const struct cel_value *args, uint32_t n)
+{
+    char sig[160];
+    size_t o = 0;
+    sig[0] = '\0';
+    for (uint32_t i = 0; i < n && o < sizeof(sig) - 1; i++) {
+        int w = snprintf(sig + o, sizeof(sig) - o, "%s%s", i ? ", " : "",
+                         cel_kind_name(args[i].kind));
+        if (w < 0)
+            break;
+        o += (size_t)w;
+        if (o >= sizeof(sig))
+            o = sizeof(sig) - 1;
+    }
+    return cel_error(ev, call, "no matching overload for '%s' applied to '(%s)'",
+                     op_display(call->name ? call->name : "?"), sig);
+}
+
+static struct cel_value aborted_value(struct cel_eval *ev)
+{
+    return (struct cel_value){.kind = CEL_K_ERROR, .err = {.msg = ev->abort_msg, .pos = -1}};
+}
+
+static struct cel_value eval_select(struct cel_eval *ev, const struct cel_node *n)
+{
+    struct cel_value obj = cel_eval_node(ev, n->a);
+    if (obj.kind == CEL_K_ERROR)
+        return obj;
+    if (obj.kind == CEL_K_MAP) {
+        struct cel_value key = cel_str(n->name, n->name_len), v;
+        int r = cel_map_get(ev, obj.map, &key, &v);
+        if (r < 0)
+            return v;
+        if (n->test_only)
+            return cel_bool(r == 1);
+        if (r == 0)
+            return cel_error(ev, n, "no such key: %s", n->name);
+        return v;
+    }
+    return cel_error(ev, n, "type '%s' does not support field selection", cel_kind_name(obj.kind));
+}
+
+/* Integral index from int, uint or integral double; false if not one. */
+static bool to_index(const struct cel_value *v, int64_t *out)
+{
+    switch (v->kind) {
+    case CEL_K_INT: *out = v->i; return true;
+    case CEL_K_UINT:
+        if (v->u > INT64_MAX)
+            *out = INT64_MAX;
+        else
+            *out = (int64_t)v->u;
+        return true;
+    case CEL_K_DOUBLE:
+        if (v->d != trunc(v->d) || !(v->d >= -9.2e18 && v->d <= 9.2e18))
+            return false;
+        *out = (int64_t)v->d;
+        return true;
+    default: return false;
+    }
+}
+
+static struct cel_value eval_index(struct cel_eval *ev, const struct cel_node *n)
+{
+    struct cel_value obj = cel_eval_node(ev, n->a);
+    if (obj.kind == CEL_K_ERROR)
+        return obj;
+    struct cel_value idx = cel_eval_node(ev, n->b);
+    if (idx.kind == CEL_K_ERROR)
+        return idx;
+    if (obj.kind == CEL_K_LIST) {
+        int64_t i;
+        if (!to_index(&idx, &i)) {
+            if (idx.kind == CEL_K_DOUBLE)
+                return cel_error(ev, n, "invalid list index: %g", idx.d);
+            return cel_error(ev, n, "no matching overload for '_[_]' applied to '(list, %s)'",
+                             cel_kind_name(idx.kind));
+        }
+        if (i < 0 || (uint64_t)i >= obj.list->n)
+            return cel_error(ev, n, "index out of bounds: %lld", (long long)i);
+        return obj.list->items[i];
+    }
+    if (obj.kind == CEL_K_MAP) {
+        switch (idx.kind) {
+        case CEL_K_INT: case CEL_K_UINT: case CEL_K_BOOL: case CEL_K_STRING: case CEL_K_DOUBLE:
+            break;
+        default:
+            return cel_error(ev, n, "no such key");
+        }
+        struct cel_value v;
+        int r = cel_map_get(ev, obj.map, &idx, &v);
+        if (r < 0)
+            return v;
+        if (r == 0) {
+            if (idx.kind == CEL_K_STRING)
+                return cel_error(ev, n, "no such key: %.*s", (int)GS_MIN(idx.len, 100u), idx.s);
+            if (idx.kind == CEL_K_INT)
+                return cel_error(ev, n, "no such key: %lld", (long long)idx.i);
+            if (idx.kind == CEL_K_UINT)
+                return cel_error(ev, n, "no such key: %llu", (unsigned long long)idx.u);
+            return cel_error(ev, n, "no such key");
+        }
+        return v;
+    }
+    return cel_error(ev, n, "no matching overload for '_[_]' applied to '(%s, %s)'",
+                     cel_kind_name(obj.kind), cel_kind_name(idx.kind));
+}
+
+static struct cel_value eval_logic(struct cel_eval *ev, const struct cel_node *n, bool is_and)
+{
+    /* && : false wins over errors; || : true wins over errors (commutative). */
+    struct cel_value l = cel_eval_node(ev, n->a);
+    if (ev->aborted)
+        return aborted_value(ev);
+    if (l.kind == CEL_K_BOOL && l.b != is_and)
+        return l;
+    struct cel_value r = cel_eval_node(ev, n->b);
+    if (ev->aborted)
+        return aborted_value(ev);
+    if (r.kind == CEL_K_BOOL && r.b != is_and)
+        return r;
+    if (l.kind == CEL_K_BOOL && r.kind == CEL_K_BOOL)
+        return l;
+    if (l.kind == CEL_K_ERROR)
+        return l;
+    if (r.kind == CEL_K_ERROR)
+        return r;
+    struct cel_value args[2] = {l, r};
+    struct cel_node fake = *n;
+    fake.name = is_and ? "_&&_" : "_||_";
+    return cel_no_overload(ev, &fake, args, 2);
+}
+
+static struct cel_value eval_list(struct cel_eval *ev, const struct cel_node *n)
+{
+    struct cel_list *l = cel_arena_alloc(ev->arena, sizeof(*l));
+    struct cel_value *items = cel_arena_alloc(ev->arena, sizeof(*items) * (n->nargs ? n->nargs : 1));
+    if (!l || !items)
+        return cel_oom(ev);
+    for (uint32_t i = 0; i < n->nargs; i++) {
+        items[i] = cel_eval_node(ev, n->args[i]);
+        if (items[i].kind == CEL_K_ERROR)
+            return items[i];
+    }
+    l->n = n->nargs;
+    l->items = items;
+    return (struct cel_value){.kind = CEL_K_LIST, .list = l};
+}
+
+static struct cel_value eval_map(struct cel_eval *ev, const struct cel_node *n)
+{
+    struct cel_map *m = cel_arena_alloc(ev->arena, sizeof(*m));
+    size_t cnt = n->nargs ? n->nargs : 1;
+    struct cel_value *keys = cel_arena_alloc(ev->arena, sizeof(*keys) * cnt);
+    struct cel_value *vals = cel_arena_alloc(ev->arena, sizeof(*vals) * cnt);
+    if (!m || !keys || !vals)
+        return cel_oom(ev);
+    memset(m, 0, sizeof(*m));
+    m->keys = keys;
+    m->vals = vals;
+    for (uint32_t i = 0; i < n->nargs; i++) {
+        struct cel_value k = cel_eval_node(ev, n->args[2 * i]);
+        if (k.kind == CEL_K_ERROR)
+            return k;
+        struct cel_value v = cel_eval_node(ev, n->args[2 * i + 1]);
+        if (v.kind == CEL_K_ERROR)
+            return v;
+        if (k.kind != CEL_K_INT && k.kind != CEL_K_UINT && k.kind != CEL_K_BOOL &&
+            k.kind != CEL_K_STRING)
+            return cel_error(ev, n->args[2 * i], "unsupported key type: %s",
+                             cel_kind_name(k.kind));
+        for (size_t j = 0; j < m->n; j++)
+            if (cel_value_equal(&keys[j], &k))
+                return cel_error(ev, n->args[2 * i], "Failed with repeated key");
+        keys[m->n] = k;
+        vals[m->n] = v;
+        m->n++;
+    }
+    return (struct cel_value){.kind = CEL_K_MAP, .map = m};
+}
+
+static struct cel_value eval_comprehension(struct cel_eval *ev, const struct cel_node *n)
+{
+    struct cel_value range = cel_eval_node(ev, n->a);
+    if (range.kind == CEL_K_ERROR)
+        return range;
+    const struct cel_value *items;
+    size_t count;
+    if (range.kind == CEL_K_LIST) {
+        items = range.list->items;
+        count = range.list->n;
+    } else if (range.kind == CEL_K_MAP) {
+        const struct cel_map *g = cel_map_generic(ev, range.map);
+        if (!g)
+            return cel_oom(ev);
+        items = g->keys;
+        count = g->n;
+    } else {
+        return cel_error(ev, n, "expression of type '%s' cannot be the range of a comprehension",
+                         cel_kind_name(range.kind));
+    }
+    struct cel_value *slot = &ev->slots[n->index];
+    struct cel_value saved = *slot;
+    struct cel_value result;
+    struct cel_value first_err = {.kind = CEL_K_NULL};
+    bool have_err = false;
+    struct cel_value *out = NULL;
+    size_t nout = 0;
+    int64_t ones = 0;
+    if (n->macro == CEL_MACRO_MAP || n->macro == CEL_MACRO_MAP_FILTER ||
+        n->macro == CEL_MACRO_FILTER) {
+        out = cel_arena_alloc(ev->arena, sizeof(*out) * (count ? count : 1));
+        if (!out)
+            return cel_oom(ev);
+    }
+    for (size_t i = 0; i < count; i++) {
+        if (ev->aborted)
+            return aborted_value(ev);
+        *slot = items[i];
+        struct cel_value v = cel_eval_node(ev, n->b);
+        if (ev->aborted)
+            return aborted_value(ev);
+        switch (n->macro) {
+        case CEL_MACRO_ALL:
+        case CEL_MACRO_EXISTS: {
+            bool stop_on = n->macro == CEL_MACRO_EXISTS;
+            if (v.kind == CEL_K_BOOL) {
+                if (v.b == stop_on) {
+                    *slot = saved;
+                    return cel_bool(stop_on);
+                }
+            } else if (!have_err) {
+                have_err = true;
+                first_err = v.kind == CEL_K_ERROR ? v : cel_no_overload(ev, n->b, &v, 1);
+            }
+            break;
+        }
+        case CEL_MACRO_EXISTS_ONE:
+            if (v.kind == CEL_K_ERROR) {
+                *slot = saved;
+                return v;
+            }
+            if (v.kind != CEL_K_BOOL) {
+                *slot = saved;
+                return cel_error(ev, n->b, "exists_one() predicate must be bool, got %s",
+                                 cel_kind_name(v.kind));
+            }
+            ones += v.b;
+            break;
+        case CEL_MACRO_MAP:
+            if (v.kind == CEL_K_ERROR) {
+                *slot = saved;
+                return v;
+            }
+            out[nout++] = v;
+            break;
+        case CEL_MACRO_MAP_FILTER:
+        case CEL_MACRO_FILTER:
+            if (v.kind == CEL_K_ERROR) {
+                *slot = saved;
+                return v;
+            }
+            if (v.kind != CEL_K_BOOL) {
+                *slot = saved;
+                return cel_error(ev, n->b, "filter predicate must be bool, got %s",
+                                 cel_kind_name(v.kind));
+            }
+            if (!v.b)
+                break;
+            if (n->macro == CEL_MACRO_FILTER) {
+                out[nout++] = items[i];
+            } else {
+                struct cel_value t = cel_eval_node(ev, n->c);
+                if (t.kind == CEL_K_ERROR) {
+                    *slot = saved;
+                    return t;
+                }
+                out[nout++] = t;
+            }
+            break;
+        default: break;
+        }
+    }
+    *slot = saved;
+    switch (n->macro) {
+    case CEL_MACRO_ALL:
+    case CEL_MACRO_EXISTS:
+        if (have_err)
+            return first_err;
+        return cel_bool(n->macro == CEL_MACRO_ALL);
+    case CEL_MACRO_EXISTS_ONE: return cel_bool(ones == 1);
+    default: {
+        struct cel_list *l = cel_arena_alloc(ev->arena, sizeof(*l));
+        if (!l)
+            return cel_oom(ev);
+        l->n = nout;
+        l->items = out;
+        result = (struct cel_value){.kind = CEL_K_LIST, .list = l};
+        return result;
+    }
+    }
+}
+
+static struct cel_value eval_call(struct cel_eval *ev, const struct cel_node *n)
+{
+    struct cel_value args[CEL_MAX_ARGS + 1];
+    const struct cel_func *fn = n->fn;
+    for (uint32_t i = 0; i < n->nargs; i++) {
+        args[i] = cel_eval_node(ev, n->args[i]);
+        if (ev->aborted)
+            return aborted_value(ev);
+        if (args[i].kind == CEL_K_ERROR && (!fn || fn->strict))
+            return args[i];
+    }
+    if (!fn)
+        return cel_error(ev, n, "no such overload: %s", n->name);
+    return fn->impl(ev, n, args, n->nargs);
+}
+
+struct cel_value cel_eval_node(struct cel_eval *ev, const struct cel_node *n)
+{
+    if (!cel_cost(ev, 1))
+        return aborted_value(ev);
+    switch (n->kind) {
+    case CEL_N_LITERAL:
+    case CEL_N_TYPE_NAME: return n->lit;
+    case CEL_N_IDENT: return ev->vars[n->index];
+    case CEL_N_SLOT: return ev->slots[n->index];
+    case CEL_N_SELECT: return eval_select(ev, n);
+    case CEL_N_INDEX: return eval_index(ev, n);
+    case CEL_N_CALL: return eval_call(ev, n);
+    case CEL_N_AND: return eval_logic(ev, n, true);
+    case CEL_N_OR: return eval_logic(ev, n, false);
+    case CEL_N_NOT: {
+        struct cel_value v = cel_eval_node(ev, n->a);
+        if (v.kind == CEL_K_BOOL)
+            return cel_bool(!v.b);
+        if (v.kind == CEL_K_ERROR)
+            return v;
+        struct cel_node fake = *n;
+        fake.name = "!_";
+        return cel_no_overload(ev, &fake, &v, 1);
+    }
+    case CEL_N_COND: {
+        struct cel_value c = cel_eval_node(ev, n->a);
+        if (c.kind == CEL_K_BOOL)
+            return cel_eval_node(ev, c.b ? n->b : n->c);
+        if (c.kind == CEL_K_ERROR)
+            return c;
+        struct cel_node fake = *n;
+        fake.name = "_?_:_";
+        return cel_no_overload(ev, &fake, &c, 1);
+    }
+    case CEL_N_LIST: return eval_list(ev, n);
+    case CEL_N_MAP: return eval_map(ev, n);
+    case CEL_N_COMPREHENSION: return eval_comprehension(ev, n);
+    case CEL_N_BIND: {
+        struct cel_value *slot = &ev->slots[n->index];
+        struct cel_value saved = *slot;
+        *slot = cel_eval_node(ev, n->a);
+        struct cel_value v = cel_eval_node(ev, n->b);
+        *slot = saved;
+        return v;
+    }
+    default: return cel_error(ev, n, "internal error: unknown node kind %d", n->kind);
+    }
+}
+
+int cel_eval_program(const struct cel_program *p, const struct cel_value *vars,
+                     struct cel_arena *arena, uint64_t cost_limit, struct cel_value *out,
+                     struct gs_error *err)
+{
+    struct cel_eval ev;
+    ev.prog = p;
+    ev.vars = vars;
+    ev.arena = arena;
+    ev.cost = 0;
+    ev.cost_limit = cost_limit;
+    ev.aborted = false;
+    ev.abort_msg = NULL;
+    *out = cel_eval_node(&ev, p->root);
+    if (ev.aborted)
+        return gs_error_set(err, ev.abort_msg && strstr(ev.abort_msg, "cost") ? -E2BIG : -ENOMEM,
+                            "%s", ev.abort_msg ? ev.abort_msg : "evaluation aborted");
+    return 0;
+}
+
+int cel_error_report(const struct cel_program *p, const struct cel_value *e, struct gs_error *err)
+{
+    if (e->err.pos < 0)
+        return gs_error_set(err, -EINVAL, "%s", e->err.msg);
+    int line, col;
+    cel_line_col(p->source, e->err.pos, &line, &col);
+    return gs_error_set(err, -EINVAL, "%s (<input>:%d:%d)", e->err.msg, line, col);
+}

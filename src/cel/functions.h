@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Function tables of the CEL library, one per source file (stdlib.c looks names up in all). */
+#ifndef GS_CEL_FUNCTIONS_H
+#define GS_CEL_FUNCTIONS_H
+
+#include <stddef.h>
+
+#include "cel/cel-internal.h"
+
+extern const struct cel_func cel_string_funcs[]; /* strings.c: string extension + matches */
+extern const size_t cel_string_funcs_count;
+extern const struct cel_func cel_k8s_funcs[]; /* k8s.c: quantity and semver libraries */
+extern const size_t cel_k8s_funcs_count;
+
+#endif /* GS_CEL_FUNCTIONS_H */
