@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * File helpers. Every function returns 0 or a negative errno code; where a message matters it
+ * also fills `err` naming the path.
+ */
+#ifndef GS_COMMON_FS_H
+#define GS_COMMON_FS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+
+/*
+ * Replace `path` atomically with `len` bytes of `data`: a temporary file in the same directory
+ * (".<name>.XXXXXX"), every byte written, fchmod(mode), fsync, rename over `path`, fsync of the
+ * directory. Readers see the old content or the new one, never a mix; after a crash, one of the
+ * two. On failure the temporary file is removed and `path` is untouched.
+ */
+int gs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode,
+                         struct gs_error *err);
+
+/*
+ * Read a whole file of at most `max` bytes into a new NUL-terminated buffer (*out, free()).
+ * -EFBIG (message names the path and the limit) if the file is larger; works on files whose
+ * size is not known in advance (pipes, /proc). *len excludes the terminating NUL.
+ */
+int gs_read_file(const char *path, size_t max, char **out, size_t *len, struct gs_error *err);
+
+/* mkdir -p: create `path` and missing parents with `mode`. 0 if it already is a directory,
+ * -ENOTDIR if it (or a parent) exists and is not one. */
+int gs_mkdir_p(const char *path, mode_t mode);
+
+/*
+ * Remove `path` and, if it is a directory, everything below it, for directories we own (state
+ * and scratch dirs). Symbolic links are removed, never followed. 0 if `path` does not exist.
+ * -ELOOP beyond 256 levels of nesting.
+ */
+int gs_rm_rf(const char *path);
+
+#endif /* GS_COMMON_FS_H */
