@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* alloc_claim(): decode, search, commit, explain. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc/alloc-internal.h"
+
+/* Claim-level reason for an error that stopped allocation. */
+static const char *error_reason(int code, const char *msg)
+{
+    if (strstr(msg, "CEL"))
+        return "CelError";
+    if (strstr(msg, "could not retrieve device class"))
+        return "ClassNotFound";
+    if (strstr(msg, "is invalid") || strstr(msg, "currently invalid"))
+        return "PoolInvalid";
+    if (strstr(msg, "being updated"))
+        return "PoolIncomplete";
+    if (strstr(msg, "constraint would not be satisfied"))
+        return "ConstraintMismatch";
+    return code == -EINVAL ? "InvalidClaim" : "Error";
+}
+
+int alloc_claim(struct alloc_state *st, const json_t *claim, const struct alloc_options *opt,
+                json_t **allocation, struct alloc_explanation **explanation,
+                struct gs_error *err)
+{
+    struct gs_error local = {0};
+    if (!err)
+        err = &local;
+    gs_error_clear(err);
+    if (allocation)
+        *allocation = NULL;
+    if (explanation)
+        *explanation = NULL;
+    if (!opt || !opt->node || !*opt->node)
+        return gs_error_set(err, -EINVAL, "alloc_claim: a node name is required");
+    struct alloc_claim_spec *spec = NULL;
+    int r = alloc_decode_claim(claim, &spec, err);
+    if (r < 0)
+        return r;
+    struct alloc_result *res = NULL;
+    size_t n = 0;
+    json_t *al = NULL;
+    if (spec->n_req == 0) {
+        alloc_claim_spec_free(spec);
+        return gs_error_set(err, -EINVAL, "ResourceClaim %s: spec.devices.requests: no requests",
+                            json_string_value(json_object_get(json_object_get(claim, "metadata"),
+                                                              "name")));
+    }
+    r = alloc_search(st, spec, opt, &res, &n, &al, err);
+    if (r == ALLOC_UNSCHEDULABLE && !err->code)
+        gs_error_set(err, r, "claim %s/%s: cannot allocate all requests on node %s", spec->ns,
+                     spec->name, opt->node);
+    /* Explain before committing, so the claim's own allocation is not counted as in use. */
+    if (explanation && (r != 0 || opt->explain)) {
+        char key[1100];
+        snprintf(key, sizeof(key), "%s/%s", spec->ns, spec->name);
+        struct alloc_explanation *e = alloc_explanation_new(key, opt->node);
+        if (e) {
+            e->allocated = r == 0;
+            if (r == 0)
+                e->reason = "Allocated";
+            else if (r == ALLOC_UNSCHEDULABLE && !strstr(err->msg, "being updated"))
+                e->reason = "Unschedulable";
+            else
+                e->reason = error_reason(r, err->msg);
+            if (r != 0)
+                snprintf(e->message, sizeof(e->message), "%s", err->msg);
+            alloc_explain_claim(st, spec, opt->node, r == 0, e);
+            *explanation = e;
+        }
+    }
+    if (r == 0) {
+        int c = alloc_state_commit(st, spec->ns, spec->name, res, n);
+        if (c < 0) {
+            for (size_t i = 0; i < n; i++)
+                alloc_result_fini(&res[i]);
+            free(res);
+            json_decref(al);
+            alloc_claim_spec_free(spec);
+            if (explanation) {
+                alloc_explanation_free(*explanation);
+                *explanation = NULL;
+            }
+            return gs_error_set(err, c, "out of memory");
+        }
+    }
+    if (r == 0) {
+        if (allocation)
+            *allocation = al;
+        else
+            json_decref(al);
+    }
+    alloc_claim_spec_free(spec);
+    return r;
+}

@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The allocation result in the shape of resource.k8s.io/v1 AllocationResult:
+ *   {"devices": {"results": [...], "config": [...]}, "nodeSelector": {...}}
+ * config and nodeSelector are built as kube-scheduler builds them.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "alloc/alloc-internal.h"
+
+void alloc_new_share_id(char out[37])
+{
+    unsigned char b[16];
+    size_t got = 0;
+    while (got < sizeof(b)) {
+        ssize_t r = getrandom(b + got, sizeof(b) - got, 0);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    if (got < sizeof(b)) { /* no entropy source: still unique per process and call */
+        static unsigned long counter;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        unsigned long long x = (unsigned long long)ts.tv_nsec ^ ((unsigned long long)ts.tv_sec << 30) ^
+                               (++counter * 0x9e3779b97f4a7c15ULL);
+        for (size_t i = got; i < sizeof(b); i++) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            b[i] = (unsigned char)x;
+        }
+    }
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+             b[15]);
+}
+
+static bool contains_requirement(const json_t *list, const json_t *req)
+{
+    size_t i;
+    const json_t *x;
+    json_array_foreach(list, i, x) {
+        if (json_equal((json_t *)x, (json_t *)req))
+            return true;
+    }
+    return false;
+}
+
+static int add_requirements(const json_t *from, json_t *to)
+{
+    size_t i;
+    const json_t *x;
+    if (!json_is_array(from))
+        return 0;
+    json_array_foreach(from, i, x) {
+        if (!contains_requirement(to, x) && json_array_append_new(to, json_deep_copy(x)) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+/* NULL with err->code == 0: available everywhere (no nodeSelector). */
+static json_t *node_selector(const struct alloc_chosen *ch, size_t n, struct gs_error *err)
+{
+    json_t *fields = json_array(), *exprs = json_array();
+    json_t *out = NULL;
+    if (!fields || !exprs)
+        goto fail;
+    for (size_t i = 0; i < n; i++) {
+        const struct alloc_device *d = ch[i].dev;
+        const struct alloc_slice *s = d->slice;
+        const char *name = s->per_device ? d->node_name : s->node_name;
+        const json_t *sel = s->per_device ? d->node_selector : s->node_selector;
+        if (name && *name) {
+            out = json_pack("{s:[{s:[{s:s,s:s,s:[s]}]}]}", "nodeSelectorTerms", "matchFields",
+                            "key", "metadata.name", "operator", "In", "values", name);
+            json_decref(fields);
+            json_decref(exprs);
+            return out;
+        }
+        if (!sel)
+            continue;
+        const json_t *terms = json_object_get(sel, "nodeSelectorTerms");
+        size_t nt = json_is_array(terms) ? json_array_size(terms) : 0;
+        if (nt == 0)
+            continue;
+        if (nt > 1) {
+            gs_error_set(err, -EINVAL,
+                         "ResourceSlice %s: unsupported nodeSelector with %zu terms", s->name, nt);
+            goto fail;
+        }
+        const json_t *t = json_array_get(terms, 0);
+        if (add_requirements(json_object_get(t, "matchFields"), fields) < 0 ||
+            add_requirements(json_object_get(t, "matchExpressions"), exprs) < 0)
+            goto fail;
+    }
+    if (json_array_size(fields) == 0 && json_array_size(exprs) == 0) {
+        json_decref(fields);
+        json_decref(exprs);
+        return NULL;
+    }
+    json_t *term = json_object();
+    if (!term)
+        goto fail;
+    if (json_array_size(exprs))
+        json_object_set(term, "matchExpressions", exprs);
+    if (json_array_size(fields))
+        json_object_set(term, "matchFields", fields);
+    json_decref(fields);
+    json_decref(exprs);
+    return json_pack("{s:[o]}", "nodeSelectorTerms", term);
+fail:
+    if (err && !err->code)
+        gs_error_set(err, -ENOMEM, "out of memory");
+    json_decref(fields);
+    json_decref(exprs);
+    return NULL;
+}
+
+static json_t *config_entry(const json_t *cfg, const char *source, const json_t *requests)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "source", json_string(source));
+    if (requests && json_array_size(requests))
+        json_object_set_new(o, "requests", json_deep_copy(requests));
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)cfg, k, v) {
+        if (strcmp(k, "requests") != 0 && strcmp(k, "source") != 0)
+            json_object_set_new(o, k, json_deep_copy(v));
+    }
+    return o;
+}
+
+static bool names_contain(const json_t *arr, const char *name)
+{
+    size_t i;
+    const json_t *x;
+    json_array_foreach(arr, i, x) {
+        if (json_is_string(x) && strcmp(json_string_value(x), name) == 0)
+            return true;
+    }
+    return false;
+}
+
+static json_t *configs(const struct alloc_claim_spec *claim,
+                       const struct alloc_class *const *sel_class, const int *selected_sub)
+{
+    json_t *out = json_array();
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < claim->n_req; i++) {
+        const struct alloc_class *c = sel_class[i];
+        size_t k;
+        const json_t *cfg;
+        if (!c || !c->config)
+            continue;
+        json_array_foreach(c->config, k, cfg) {
+            json_array_append_new(out, config_entry(cfg, "FromClass", NULL));
+        }
+    }
+    size_t k;
+    const json_t *cfg;
+    if (claim->config) {
+        json_array_foreach(claim->config, k, cfg) {
+            const json_t *reqs = json_object_get(cfg, "requests");
+            if (!json_is_array(reqs) || json_array_size(reqs) == 0) {
+                json_array_append_new(out, config_entry(cfg, "FromClaim", NULL));
+                continue;
+            }
+            for (size_t i = 0; i < claim->n_req; i++) {
+                const struct alloc_request *rq = &claim->req[i];
+                if (names_contain(reqs, rq->name)) {
+                    json_array_append_new(out, config_entry(cfg, "FromClaim", reqs));
+                    continue;
+                }
+                if (selected_sub[i] < 0 || (size_t)selected_sub[i] >= rq->n_sub)
+                    continue;
+                char full[600];
+                snprintf(full, sizeof(full), "%s/%s", rq->name, rq->sub[selected_sub[i]].name);
+                if (names_contain(reqs, full))
+                    json_array_append_new(out, config_entry(cfg, "FromClaim", reqs));
+            }
+        }
+    }
+    return out;
+}
+
+json_t *alloc_allocation_json(const struct alloc_claim_spec *claim,
+                              const struct alloc_class *const *sel_class, const int *selected_sub,
+                              const struct alloc_chosen *ch, size_t n, struct gs_error *err)
+{
+    json_t *results = json_array();
+    if (!results)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        const struct alloc_result *r = ch[i].res;
+        const struct alloc_device *d = ch[i].dev;
+        json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "request", r->request, "driver", r->driver,
+                              "pool", r->pool, "device", r->device);
+        if (!o)
+            goto fail;
+        if (r->admin)
+            json_object_set_new(o, "adminAccess", json_true());
+        if (r->share_id)
+            json_object_set_new(o, "shareID", json_string(r->share_id));
+        if (r->n_consumed) {
+            json_t *cc = json_object();
+            for (size_t k = 0; k < r->n_consumed; k++) {
+                char buf[GS_QUANTITY_STR_MAX];
+                alloc_qty_format(&r->consumed[k], buf, sizeof(buf));
+                json_object_set_new(cc, r->consumed_name[k], json_string(buf));
+            }
+            json_object_set_new(o, "consumedCapacity", cc);
+        }
+        if (d->binding_conditions)
+            json_object_set(o, "bindingConditions", d->binding_conditions);
+        if (d->binding_failure_conditions)
+            json_object_set(o, "bindingFailureConditions", d->binding_failure_conditions);
+        json_array_append_new(results, o);
+    }
+    json_t *devices = json_object();
+    json_object_set_new(devices, "results", results);
+    results = NULL;
+    json_t *cfg = configs(claim, sel_class, selected_sub);
+    if (cfg && json_array_size(cfg))
+        json_object_set_new(devices, "config", cfg);
+    else
+        json_decref(cfg);
+    json_t *alloc = json_object();
+    json_object_set_new(alloc, "devices", devices);
+    json_t *ns = node_selector(ch, n, err);
+    if (!ns && err && err->code) {
+        json_decref(alloc);
+        return NULL;
+    }
+    if (ns)
+        json_object_set_new(alloc, "nodeSelector", ns);
+    return alloc;
+fail:
+    json_decref(results);
+    gs_error_set(err, -ENOMEM, "out of memory");
+    return NULL;
+}

@@ -1,0 +1,512 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Depth-first search with backtracking over the devices visible on a node, the way
+ * k8s.io/dynamic-resource-allocation/structured allocates: requests in claim order, for each
+ * required device the pools in (driver, pool) order, slices by name, devices in slice order;
+ * firstAvailable tries subrequests in order and keeps the first that leads to a full solution.
+ * first-fit stops at the first complete solution; scoring policies keep searching, within
+ * limits, and keep the best-scoring solution.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc/alloc-internal.h"
+
+#define DEFAULT_MAX_SOLUTIONS 64
+#define DEFAULT_MAX_STEPS     100000UL
+
+struct cand {
+    struct alloc_device *dev;
+    const struct alloc_pool *pool;
+    unsigned allocating;     /* results of this claim on the device */
+    struct alloc_qty *pending; /* n_cap: amounts this claim takes so far (non-admin) */
+};
+
+struct req_data {
+    const struct alloc_request *rq; /* request or subrequest */
+    const struct alloc_request *parent;
+    const struct alloc_class *cls;
+    size_t num_devices;
+    size_t n_all;
+    size_t *all; /* candidate indexes for allocationMode All */
+    int8_t *match; /* per candidate: -1 unknown, 0, 1 */
+};
+
+struct req_entry {
+    size_t n_rd;
+    struct req_data *rd;
+    int selected;
+};
+
+struct cur {
+    size_t cand;
+    struct req_data *rd;
+    struct alloc_qty *consumed; /* n_cap of the device */
+};
+
+struct search {
+    struct alloc_state *st;
+    const struct alloc_claim_spec *claim;
+    const char *node;
+    enum alloc_policy policy;
+    size_t n_cand;
+    struct cand *cands;
+    size_t n_req;
+    struct req_entry *reqs;
+    struct alloc_constraint_state *cons;
+    size_t max_cap;
+    struct alloc_qty *qbuf; /* (ALLOC_MAX_RESULTS + n_cand) * max_cap */
+    size_t n_res;
+    struct cur res[ALLOC_MAX_RESULTS];
+    /* scoring */
+    bool have_best;
+    int best_sub[ALLOC_MAX_REQUESTS];
+    double best_score;
+    size_t best_n;
+    struct cur best[ALLOC_MAX_RESULTS];
+    struct alloc_qty *best_q; /* ALLOC_MAX_RESULTS * max_cap */
+    unsigned solutions, max_solutions;
+    unsigned long steps, max_steps;
+    struct gs_error *err;
+};
+
+static bool in_use(const struct search *s, const struct cand *c, bool admin)
+{
+    if (admin)
+        return false;
+    const struct alloc_usage *u = c->dev->usage;
+    if (c->dev->shareable)
+        return u->exclusive > 0;
+    (void)s;
+    return u->exclusive > 0 || u->shared > 0 || c->allocating > 0;
+}
+
+static int selectable(struct search *s, struct req_data *rd, size_t ci)
+{
+    if (rd->match[ci] >= 0)
+        return rd->match[ci];
+    struct alloc_device *d = s->cands[ci].dev;
+    int r = 1;
+    if (rd->cls) {
+        r = alloc_class_matches(s->st, rd->cls, d, s->err);
+        if (r <= 0)
+            goto out;
+    }
+    size_t failed = 0;
+    r = alloc_selectors_match(s->st, rd->rq->sel, rd->rq->n_sel, d, &failed, s->err);
+    if (r < 0) {
+        gs_error_prefix(s->err, "claim %s/%s: selector #%zu: ", s->claim->ns, s->claim->name,
+                        failed);
+        return r;
+    }
+    if (r == 0)
+        goto out;
+    if (d->slice->per_device) {
+        bool m = false;
+        int e = alloc_node_matches(s->st, s->node, d->node_name, d->all_nodes, d->node_selector,
+                                   &m, s->err);
+        if (e < 0)
+            return e;
+        r = m;
+    }
+out:
+    if (r >= 0)
+        rd->match[ci] = (int8_t)r;
+    return r;
+}
+
+static void sub_names(const struct req_data *rd, const char **req, const char **sub)
+{
+    if (rd->parent) {
+        *req = rd->parent->name;
+        *sub = rd->rq->name;
+    } else {
+        *req = rd->rq->name;
+        *sub = NULL;
+    }
+}
+
+/* 1 allocated (pushed onto s->res), 0 not usable, <0 error. */
+static int allocate_device(struct search *s, struct req_data *rd, size_t ci, bool must)
+{
+    struct cand *c = &s->cands[ci];
+    const struct alloc_request *rq = rd->rq;
+    if (in_use(s, c, rq->admin))
+        return 0;
+    if (rq->admin && c->allocating > 0)
+        return 0;
+    struct cur *cur = &s->res[s->n_res];
+    cur->consumed = s->qbuf + s->n_res * s->max_cap;
+    struct alloc_cap_check chk;
+    int r = alloc_capacity_check(rq, c->dev, c->pending, cur->consumed, &chk, s->err);
+    if (r < 0) {
+        gs_error_prefix(s->err, "claim %s/%s, request %s: ", s->claim->ns, s->claim->name,
+                        rq->name);
+        return r;
+    }
+    if (chk.verdict != ALLOC_CAP_OK)
+        return 0;
+    if (!alloc_taints_tolerated(c->dev, rq->tolerations, NULL))
+        return 0;
+    const char *req, *sub;
+    sub_names(rd, &req, &sub);
+    for (size_t i = 0; i < s->claim->n_con; i++)
+        if (!alloc_constraint_add(&s->cons[i], req, sub, c->dev)) {
+            for (size_t e = 0; e < i; e++)
+                alloc_constraint_remove(&s->cons[e], req, sub, c->dev);
+            if (must)
+                return gs_error_set(s->err, -EINVAL,
+                                    "claim %s/%s, request %s: cannot add device %s because a claim "
+                                    "constraint would not be satisfied",
+                                    s->claim->ns, s->claim->name, rq->name, c->dev->name);
+            return 0;
+        }
+    cur->cand = ci;
+    cur->rd = rd;
+    c->allocating++;
+    if (!rq->admin)
+        for (size_t i = 0; i < c->dev->n_cap; i++)
+            c->pending[i].n += cur->consumed[i].n;
+    s->n_res++;
+    return 1;
+}
+
+static void deallocate(struct search *s)
+{
+    struct cur *cur = &s->res[--s->n_res];
+    struct cand *c = &s->cands[cur->cand];
+    const char *req, *sub;
+    sub_names(cur->rd, &req, &sub);
+    for (size_t i = 0; i < s->claim->n_con; i++)
+        alloc_constraint_remove(&s->cons[i], req, sub, c->dev);
+    c->allocating--;
+    if (!cur->rd->rq->admin)
+        for (size_t i = 0; i < c->dev->n_cap; i++)
+            c->pending[i].n -= cur->consumed[i].n;
+}
+
+/* Complete solution reached: 1 to stop searching, 0 to look for more. */
+static int solution(struct search *s)
+{
+    if (s->policy == ALLOC_POLICY_FIRST_FIT)
+        return 1;
+    struct alloc_pick picks[ALLOC_MAX_RESULTS];
+    for (size_t i = 0; i < s->n_res; i++) {
+        picks[i].dev = s->cands[s->res[i].cand].dev;
+        picks[i].pending = s->cands[s->res[i].cand].pending;
+    }
+    double score = alloc_policy_score(s->policy, picks, s->n_res);
+    int sub[ALLOC_MAX_REQUESTS];
+    for (size_t i = 0; i < s->n_req; i++)
+        sub[i] = s->reqs[i].selected;
+    int better = !s->have_best;
+    if (!better) {
+        /* Earlier firstAvailable subrequests stay preferred whatever the score. */
+        int c = 0;
+        for (size_t i = 0; i < s->n_req; i++)
+            if (sub[i] != s->best_sub[i]) {
+                c = sub[i] < s->best_sub[i] ? -1 : 1;
+                break;
+            }
+        better = c < 0 || (c == 0 && score > s->best_score);
+    }
+    if (better) {
+        s->have_best = true;
+        s->best_score = score;
+        memcpy(s->best_sub, sub, s->n_req * sizeof(int));
+        s->best_n = s->n_res;
+        for (size_t i = 0; i < s->n_res; i++) {
+            s->best[i] = s->res[i];
+            s->best[i].consumed = s->best_q + i * s->max_cap;
+            memcpy(s->best[i].consumed, s->res[i].consumed, s->max_cap * sizeof(struct alloc_qty));
+        }
+    }
+    return ++s->solutions >= s->max_solutions;
+}
+
+static int allocate_one(struct search *s, size_t ri, size_t si, size_t di, bool in_sub)
+{
+    if (s->have_best && ++s->steps > s->max_steps)
+        return 1;
+    if (ri >= s->n_req)
+        return solution(s);
+    struct req_entry *re = &s->reqs[ri];
+    if (!in_sub && re->rd[0].parent) {
+        for (size_t k = 0; k < re->n_rd; k++) {
+            re->selected = (int)k;
+            int r = allocate_one(s, ri, k, 0, true);
+            if (r != 0)
+                return r;
+        }
+        return 0;
+    }
+    struct req_data *rd = &re->rd[in_sub ? si : 0];
+    if (rd->rq->mode == ALLOC_MODE_ALL && rd->n_all == 0)
+        return 0;
+    if (di >= rd->num_devices)
+        return allocate_one(s, ri + 1, 0, 0, false);
+    if (s->n_res + rd->num_devices - di > ALLOC_MAX_RESULTS)
+        return 0;
+    if (rd->rq->mode == ALLOC_MODE_ALL) {
+        int r = allocate_device(s, rd, rd->all[di], true);
+        if (r <= 0)
+            return r;
+        r = allocate_one(s, ri, si, di + 1, in_sub);
+        if (r != 1)
+            deallocate(s);
+        return r;
+    }
+    for (size_t ci = 0; ci < s->n_cand; ci++) {
+        struct cand *c = &s->cands[ci];
+        if (rd->rq->admin ? c->allocating > 0 : in_use(s, c, false))
+            continue;
+        int r = selectable(s, rd, ci);
+        if (r < 0)
+            return r;
+        if (!r)
+            continue;
+        if (c->pool->invalid)
+            return gs_error_set(s->err, -EINVAL, "pool %s is invalid: %s", c->pool->pool,
+                                c->pool->invalid_reason);
+        r = allocate_device(s, rd, ci, false);
+        if (r < 0)
+            return r;
+        if (!r)
+            continue;
+        r = allocate_one(s, ri, si, di + 1, in_sub);
+        if (r != 0) {
+            /* Stop. A scoring policy restores its best solution afterwards. */
+            return r;
+        }
+        deallocate(s);
+    }
+    return 0;
+}
+
+static void search_fini(struct search *s)
+{
+    for (size_t i = 0; i < s->n_req; i++) {
+        for (size_t k = 0; k < s->reqs[i].n_rd; k++) {
+            free(s->reqs[i].rd[k].all);
+            free(s->reqs[i].rd[k].match);
+        }
+        free(s->reqs[i].rd);
+    }
+    free(s->reqs);
+    for (size_t i = 0; i < s->claim->n_con && s->cons; i++)
+        free(s->cons[i].vals);
+    free(s->cons);
+    free(s->cands);
+    free(s->qbuf);
+    free(s->best_q);
+}
+
+static int setup_request(struct search *s, const struct alloc_request *rq,
+                         const struct alloc_request *parent, const struct alloc_node_pools *np,
+                         struct req_data *rd)
+{
+    rd->rq = rq;
+    rd->parent = parent;
+    rd->cls = alloc_map_get(&s->st->classes, rq->class_name);
+    if (!rd->cls)
+        return gs_error_set(s->err, -ENOENT,
+                            "claim %s/%s, request %s: could not retrieve device class %s",
+                            s->claim->ns, s->claim->name, rq->name, rq->class_name);
+    rd->match = malloc(s->n_cand + 1);
+    if (!rd->match)
+        return -ENOMEM;
+    memset(rd->match, -1, s->n_cand + 1);
+    if (rq->mode == ALLOC_MODE_EXACT) {
+        rd->num_devices = (size_t)rq->count;
+        return 0;
+    }
+    for (size_t i = 0; i < np->n; i++) {
+        if (np->pools[i].incomplete)
+            return gs_error_set(s->err, ALLOC_UNSCHEDULABLE,
+                                "claim %s/%s, request %s: asks for all devices, but resource pool "
+                                "%s/%s is currently being updated",
+                                s->claim->ns, s->claim->name, rq->name, np->pools[i].driver,
+                                np->pools[i].pool);
+        if (np->pools[i].invalid)
+            return gs_error_set(s->err, -EINVAL,
+                                "claim %s/%s, request %s: asks for all devices, but resource pool "
+                                "%s/%s is currently invalid",
+                                s->claim->ns, s->claim->name, rq->name, np->pools[i].driver,
+                                np->pools[i].pool);
+    }
+    rd->all = calloc(s->n_cand + 1, sizeof(size_t));
+    if (!rd->all)
+        return -ENOMEM;
+    for (size_t ci = 0; ci < s->n_cand; ci++) {
+        int r = selectable(s, rd, ci);
+        if (r < 0)
+            return r;
+        if (r)
+            rd->all[rd->n_all++] = ci;
+    }
+    rd->num_devices = rd->n_all;
+    return 0;
+}
+
+static int build_results(struct search *s, const struct cur *res, size_t n,
+                         struct alloc_result **out, json_t **allocation)
+{
+    struct alloc_result *r = calloc(n + 1, sizeof(*r));
+    struct alloc_chosen ch[ALLOC_MAX_RESULTS];
+    const struct alloc_class *sel_class[ALLOC_MAX_REQUESTS];
+    int selected[ALLOC_MAX_REQUESTS];
+    if (!r)
+        return -ENOMEM;
+    int e = -ENOMEM;
+    for (size_t i = 0; i < s->n_req; i++) {
+        selected[i] = s->reqs[i].rd[0].parent ? 0 : -1;
+        sel_class[i] = s->reqs[i].rd[0].cls;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct alloc_device *d = s->cands[res[i].cand].dev;
+        const struct req_data *rd = res[i].rd;
+        struct alloc_result *x = &r[i];
+        if (rd->parent) {
+            size_t ri = 0;
+            while (ri < s->n_req && s->reqs[ri].rd[0].parent != rd->parent)
+                ri++;
+            if (ri < s->n_req) {
+                selected[ri] = (int)(rd - s->reqs[ri].rd);
+                sel_class[ri] = rd->cls;
+            }
+            if (asprintf(&x->request, "%s/%s", rd->parent->name, rd->rq->name) < 0)
+                x->request = NULL;
+        } else
+            x->request = strdup(rd->rq->name);
+        x->driver = strdup(d->slice->driver);
+        x->pool = strdup(d->slice->pool);
+        x->device = strdup(d->name);
+        x->admin = rd->rq->admin;
+        if (!x->request || !x->driver || !x->pool || !x->device)
+            goto fail;
+        if (d->shareable) {
+            x->share_id = malloc(37);
+            x->consumed_name = calloc(d->n_cap + 1, sizeof(char *));
+            x->consumed_fq = calloc(d->n_cap + 1, sizeof(char *));
+            x->consumed = calloc(d->n_cap + 1, sizeof(*x->consumed));
+            if (!x->share_id || !x->consumed_name || !x->consumed_fq || !x->consumed)
+                goto fail;
+            alloc_new_share_id(x->share_id);
+            for (size_t k = 0; k < d->n_cap; k++) {
+                x->consumed_name[k] = strdup(d->cap[k].name);
+                x->consumed_fq[k] = strdup(d->cap[k].fq);
+                x->n_consumed++;
+                if (!x->consumed_name[k] || !x->consumed_fq[k])
+                    goto fail;
+                x->consumed[k] = res[i].consumed[k];
+            }
+        }
+        ch[i].dev = d;
+        ch[i].res = x;
+    }
+    *allocation = alloc_allocation_json(s->claim, sel_class, selected, ch, n, s->err);
+    if (!*allocation) {
+        e = s->err && s->err->code ? s->err->code : -ENOMEM;
+        goto fail;
+    }
+    *out = r;
+    return 0;
+fail:
+    for (size_t i = 0; i < n; i++)
+        alloc_result_fini(&r[i]);
+    free(r);
+    return e;
+}
+
+int alloc_search(struct alloc_state *st, const struct alloc_claim_spec *claim,
+                 const struct alloc_options *opt, struct alloc_result **res, size_t *n,
+                 json_t **allocation, struct gs_error *err)
+{
+    struct search s = {
+        .st = st,
+        .claim = claim,
+        .node = opt->node,
+        .policy = opt->policy,
+        .err = err,
+        .max_solutions = opt->max_solutions ? opt->max_solutions : DEFAULT_MAX_SOLUTIONS,
+        .max_steps = opt->max_steps ? opt->max_steps : DEFAULT_MAX_STEPS,
+    };
+    const struct alloc_node_pools *np = alloc_pools_for_node(st, opt->node, err);
+    if (!np)
+        return err && err->code ? err->code : -ENOMEM;
+    int r = -ENOMEM;
+    for (size_t i = 0; i < np->n; i++)
+        for (size_t k = 0; k < np->pools[i].n_slices; k++)
+            s.n_cand += np->pools[i].slices[k]->n_dev;
+    s.cands = calloc(s.n_cand + 1, sizeof(*s.cands));
+    if (!s.cands)
+        goto out;
+    size_t ci = 0;
+    for (size_t i = 0; i < np->n; i++)
+        for (size_t k = 0; k < np->pools[i].n_slices; k++) {
+            struct alloc_slice *sl = np->pools[i].slices[k];
+            for (size_t d = 0; d < sl->n_dev; d++) {
+                s.cands[ci].dev = &sl->dev[d];
+                s.cands[ci].pool = &np->pools[i];
+                if (sl->dev[d].n_cap > s.max_cap)
+                    s.max_cap = sl->dev[d].n_cap;
+                ci++;
+            }
+        }
+    size_t mc = s.max_cap ? s.max_cap : 1;
+    s.qbuf = calloc((ALLOC_MAX_RESULTS + s.n_cand) * mc, sizeof(struct alloc_qty));
+    if (!s.qbuf)
+        goto out;
+    for (size_t i = 0; i < s.n_cand; i++)
+        s.cands[i].pending = s.qbuf + (ALLOC_MAX_RESULTS + i) * mc;
+    if (s.policy != ALLOC_POLICY_FIRST_FIT) {
+        s.best_q = calloc(ALLOC_MAX_RESULTS * mc, sizeof(struct alloc_qty));
+        if (!s.best_q)
+            goto out;
+    }
+    s.cons = calloc(claim->n_con + 1, sizeof(*s.cons));
+    s.reqs = calloc(claim->n_req + 1, sizeof(*s.reqs));
+    if (!s.cons || !s.reqs)
+        goto out;
+    for (size_t i = 0; i < claim->n_con; i++)
+        s.cons[i].c = &claim->con[i];
+    s.n_req = claim->n_req;
+    for (size_t i = 0; i < claim->n_req; i++) {
+        const struct alloc_request *rq = &claim->req[i];
+        struct req_entry *re = &s.reqs[i];
+        size_t cnt = rq->n_sub ? rq->n_sub : 1;
+        re->rd = calloc(cnt, sizeof(*re->rd));
+        if (!re->rd)
+            goto out;
+        re->n_rd = cnt;
+        re->selected = -1;
+        for (size_t k = 0; k < cnt; k++) {
+            r = setup_request(&s, rq->n_sub ? &rq->sub[k] : rq, rq->n_sub ? rq : NULL, np,
+                              &re->rd[k]);
+            if (r < 0)
+                goto out;
+        }
+    }
+    r = allocate_one(&s, 0, 0, 0, false);
+    if (r < 0)
+        goto out;
+    if (s.policy != ALLOC_POLICY_FIRST_FIT && s.have_best) {
+        for (size_t i = 0; i < s.n_req; i++)
+            s.reqs[i].selected = s.best_sub[i];
+        r = build_results(&s, s.best, s.best_n, res, allocation);
+        if (r == 0)
+            *n = s.best_n;
+    } else if (r == 1) {
+        r = build_results(&s, s.res, s.n_res, res, allocation);
+        if (r == 0)
+            *n = s.n_res;
+    } else
+        r = ALLOC_UNSCHEDULABLE;
+out:
+    if (r == -ENOMEM && err && !err->code)
+        gs_error_set(err, -ENOMEM, "out of memory");
+    search_fini(&s);
+    return r;
+}
