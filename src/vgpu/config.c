@@ -21,6 +21,7 @@ struct file_device {
     uint64_t memory_limit;
     uint32_t cores;
     char region_path[GS_LIMITS_PATH_MAX];
+    bool refused; /* named by a malformed file: the safe reading wins over every grant */
 };
 
 static struct {
@@ -106,9 +107,11 @@ static struct file_device *file_dev_find(const char *uuid)
 }
 
 /* Two claims granting the same GPU to one container add up; 0 (no cap) dominates. */
-static void merge_device(const struct gs_limits_device *d, const char *region)
+static void merge_device(const struct gs_limits_device *d, const char *region, bool malformed)
 {
     struct file_device *f = file_dev_find(d->uuid);
+    if (f && malformed)
+        f->refused = true;
     if (!f) {
         if (cfg.n >= GS_LIMITS_MAX_DEVICES) {
             VLOG(VGPU_LOG_ERROR, "limits: more than %d devices across files; %s refused",
@@ -120,6 +123,7 @@ static void merge_device(const struct gs_limits_device *d, const char *region)
         snprintf(f->uuid, sizeof(f->uuid), "%s", d->uuid);
         f->memory_limit = d->memory_limit;
         f->cores = d->cores == 100 ? 0 : d->cores;
+        f->refused = malformed;
         snprintf(f->region_path, sizeof(f->region_path), "%s", region);
         return;
     }
@@ -183,7 +187,7 @@ static void load_dir(void)
         if (l->all_devices)
             cfg.all_restricted = true;
         for (size_t k = 0; k < l->n_devices; k++)
-            merge_device(&l->devices[k], l->region_path);
+            merge_device(&l->devices[k], l->region_path, r < 0);
         free(names[i]);
     }
     free(l);
@@ -298,7 +302,7 @@ void vgpu_config_for(int ordinal, const char *uuid, struct vgpu_device_config *o
     }
     out->from_file = true;
     const struct file_device *f = uuid ? file_dev_find(uuid) : NULL;
-    if (cfg.all_restricted || !f) {
+    if (cfg.all_restricted || !f || f->refused) {
         out->memory_limit = GS_LIMITS_MEMORY_REFUSE;
         out->cores = GS_LIMITS_CORES_REFUSE;
         if (!f)

@@ -203,6 +203,11 @@ int vgpu_region_device(struct vgpu_region *vr, const char *uuid, uint64_t limit,
     return slot;
 }
 
+struct gs_region *vgpu_region_shm(struct vgpu_region *r)
+{
+    return r->shm;
+}
+
 struct gs_region_device *vgpu_region_dev(struct vgpu_region *r, int slot)
 {
     return &r->shm->devices[slot];

@@ -85,6 +85,7 @@ struct vgpu_region *vgpu_region_open(const char *path);
 /* Device slot for uuid in the region (created on first use), -1 if the table is full. */
 int vgpu_region_device(struct vgpu_region *r, const char *uuid, uint64_t limit, uint32_t cores);
 struct gs_region_device *vgpu_region_dev(struct vgpu_region *r, int slot);
+struct gs_region *vgpu_region_shm(struct vgpu_region *r);
 /* Atomically reserve size bytes on slot under limit (0 = no cap). 0, or -ENOMEM at the limit. */
 int vgpu_region_reserve(struct vgpu_region *r, int slot, uint64_t size, uint64_t limit);
 void vgpu_region_release(struct vgpu_region *r, int slot, uint64_t size);
