@@ -12,5 +12,6 @@ struct gs_command {
 
 /* Each cmd-<name>.c defines one of these; add it to the table in main.c. */
 int cmd_version(int argc, char **argv);
+int cmd_schedule(int argc, char **argv);
 
 #endif /* GS_CLI_COMMANDS_H */

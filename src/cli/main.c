@@ -7,6 +7,7 @@
 
 static const struct gs_command commands[] = {
     {"version", "print the version", cmd_version},
+    {"schedule", "allocate ResourceClaims as kube-scheduler does, or explain why not", cmd_schedule},
 };
 
 static void usage(FILE *out)

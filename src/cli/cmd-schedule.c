@@ -1,0 +1,632 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * gpuslice schedule -f FILE_OR_DIR... [--node NAME] [--policy P] [--explain] [-o table|yaml|json]
+ *
+ * Reads Kubernetes objects (YAML, multi-document, or JSON; `kind: List` is expanded), builds
+ * the allocator state from ResourceSlices, DeviceClasses, Nodes and already-allocated
+ * ResourceClaims, then allocates every unallocated ResourceClaim in order, as kube-scheduler
+ * would, each committed before the next. Exit status: 0 every claim allocated, 1 at least one
+ * claim could not be allocated, 2 usage error or bad input (the message names file, object and
+ * field).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "alloc/alloc.h"
+#include "cli/commands.h"
+#include "common/error.h"
+#include "common/yaml.h"
+
+#define MAX_INPUT_BYTES (16u << 20)
+#define MAX_INPUTS      4096
+
+enum out_format { OUT_TABLE, OUT_YAML, OUT_JSON };
+
+struct input_obj {
+    json_t *obj;
+    char where[512]; /* "file: document N" */
+};
+
+struct inputs {
+    size_t n, cap;
+    struct input_obj *v;
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: gpuslice schedule -f FILE_OR_DIR... [--node NAME] [--policy P] [--explain]\n"
+            "                         [-o table|yaml|json]\n"
+            "\n"
+            "Allocate every unallocated ResourceClaim in the given Kubernetes objects the way\n"
+            "kube-scheduler does (resource.k8s.io/v1 structured parameters, consumable capacity).\n"
+            "\n"
+            "  -f, --filename PATH  YAML/JSON file, or a directory of *.yaml, *.yml, *.json files\n"
+            "                       (repeatable; objects: ResourceSlice, DeviceClass, Node,\n"
+            "                       ResourceClaim; others are ignored)\n"
+            "      --node NAME      node to allocate on (default: try every node the objects name,\n"
+            "                       in name order, first that fits)\n"
+            "      --policy P       first-fit (kube-scheduler), binpack, spread, topology\n"
+            "      --explain        say why, per request and per device, for every claim\n"
+            "  -o, --output F       table (default), yaml or json: the claims with\n"
+            "                       status.allocation\n"
+            "\n"
+            "exit status: 0 all claims allocated, 1 some claim could not be allocated,\n"
+            "             2 usage error or invalid input\n");
+}
+
+static int push_obj(struct inputs *in, json_t *obj, const char *where)
+{
+    if (in->n >= MAX_INPUTS) {
+        fprintf(stderr, "gpuslice schedule: %s: more than %d objects\n", where, MAX_INPUTS);
+        return -E2BIG;
+    }
+    if (in->n == in->cap) {
+        size_t nc = in->cap ? in->cap * 2 : 32;
+        struct input_obj *nv = realloc(in->v, nc * sizeof(*nv));
+        if (!nv)
+            return -ENOMEM;
+        in->v = nv;
+        in->cap = nc;
+    }
+    in->v[in->n].obj = json_incref(obj);
+    snprintf(in->v[in->n].where, sizeof(in->v[in->n].where), "%s", where);
+    in->n++;
+    return 0;
+}
+
+static int read_file(const char *path, char **out, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "gpuslice schedule: %s: %s\n", path, strerror(errno));
+        return -errno;
+    }
+    char *buf = malloc(MAX_INPUT_BYTES + 1);
+    if (!buf) {
+        fclose(f);
+        return -ENOMEM;
+    }
+    size_t n = fread(buf, 1, MAX_INPUT_BYTES + 1, f);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad || n > MAX_INPUT_BYTES) {
+        fprintf(stderr, "gpuslice schedule: %s: %s\n", path,
+                bad ? "read error" : "larger than 16 MiB");
+        free(buf);
+        return -EFBIG;
+    }
+    buf[n] = 0;
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+static int load_file(struct inputs *in, const char *path)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int r = read_file(path, &text, &len);
+    if (r < 0)
+        return r;
+    json_t *docs = NULL;
+    struct gs_error err = {0};
+    r = gs_yaml_load_documents(text, len, &docs, &err);
+    free(text);
+    if (r < 0) {
+        fprintf(stderr, "gpuslice schedule: %s: %s\n", path, err.msg);
+        return r;
+    }
+    size_t i;
+    json_t *d;
+    json_array_foreach(docs, i, d) {
+        char where[512];
+        snprintf(where, sizeof(where), "%s: document %zu", path, i + 1);
+        if (!json_is_object(d)) {
+            fprintf(stderr, "gpuslice schedule: %s: not an object\n", where);
+            json_decref(docs);
+            return -EINVAL;
+        }
+        const json_t *kind = json_object_get(d, "kind");
+        const json_t *items = json_object_get(d, "items");
+        if (json_is_string(kind) && strcmp(json_string_value(kind), "List") == 0 &&
+            json_is_array(items)) {
+            size_t k;
+            json_t *it;
+            json_array_foreach(items, k, it) {
+                char w2[600];
+                snprintf(w2, sizeof(w2), "%s, items[%zu]", where, k);
+                if ((r = push_obj(in, it, w2)) < 0)
+                    break;
+            }
+        } else
+            r = push_obj(in, d, where);
+        if (r < 0)
+            break;
+    }
+    json_decref(docs);
+    return r < 0 ? r : 0;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool has_suffix(const char *s, const char *suf)
+{
+    size_t a = strlen(s), b = strlen(suf);
+    return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+static int load_path(struct inputs *in, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) < 0) {
+        fprintf(stderr, "gpuslice schedule: %s: %s\n", path, strerror(errno));
+        return -errno;
+    }
+    if (!S_ISDIR(st.st_mode))
+        return load_file(in, path);
+    DIR *dir = opendir(path);
+    if (!dir) {
+        fprintf(stderr, "gpuslice schedule: %s: %s\n", path, strerror(errno));
+        return -errno;
+    }
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    int r = 0;
+    struct dirent *de;
+    while ((de = readdir(dir))) {
+        if (de->d_name[0] == '.' || !(has_suffix(de->d_name, ".yaml") ||
+                                      has_suffix(de->d_name, ".yml") ||
+                                      has_suffix(de->d_name, ".json")))
+            continue;
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            char **nn = realloc(names, nc * sizeof(*nn));
+            if (!nn) {
+                r = -ENOMEM;
+                break;
+            }
+            names = nn;
+            cap = nc;
+        }
+        if (asprintf(&names[n], "%s/%s", path, de->d_name) < 0) {
+            r = -ENOMEM;
+            break;
+        }
+        n++;
+    }
+    closedir(dir);
+    if (n)
+        qsort(names, n, sizeof(*names), name_cmp);
+    for (size_t i = 0; i < n; i++) {
+        if (r == 0)
+            r = load_file(in, names[i]);
+        free(names[i]);
+    }
+    free(names);
+    return r;
+}
+
+/* ---- YAML output (JSON scalars are valid YAML; keys plain when safe) ---------------------- */
+
+static bool plain_key(const char *k)
+{
+    if (!*k || strchr("-?:,[]{}#&*!|>'\"%@`0123456789 ", k[0]))
+        return false;
+    for (const char *p = k; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              strchr("._/-", *p)))
+            return false;
+    static const char *const words[] = {"true", "false", "null", "yes", "no", "on", "off",
+                                        "y", "n", "True", "False", "Null", "Yes", "No", "On",
+                                        "Off", "TRUE", "FALSE", "NULL", "YES", "NO", "ON",
+                                        "OFF", "Y", "N", "~"};
+    for (size_t i = 0; i < GS_ARRAY_SIZE(words); i++)
+        if (strcmp(k, words[i]) == 0)
+            return false;
+    return true;
+}
+
+static void yaml_scalar(FILE *out, const json_t *v)
+{
+    char *s = json_dumps(v, JSON_ENCODE_ANY);
+    fputs(s ? s : "null", out);
+    free(s);
+}
+
+static void yaml_key(FILE *out, const char *k)
+{
+    if (plain_key(k))
+        fputs(k, out);
+    else {
+        json_t *s = json_string(k);
+        yaml_scalar(out, s);
+        json_decref(s);
+    }
+}
+
+static bool is_collection(const json_t *v)
+{
+    return (json_is_object(v) && json_object_size(v) > 0) ||
+           (json_is_array(v) && json_array_size(v) > 0);
+}
+
+static void yaml_value(FILE *out, const json_t *v, int indent);
+
+static void yaml_object(FILE *out, const json_t *v, int indent, bool first_inline)
+{
+    const char *k;
+    json_t *x;
+    bool first = true;
+    json_object_foreach((json_t *)v, k, x) {
+        if (!(first && first_inline))
+            fprintf(out, "%*s", indent, "");
+        first = false;
+        yaml_key(out, k);
+        fputc(':', out);
+        if (is_collection(x)) {
+            fputc('\n', out);
+            yaml_value(out, x, json_is_array(x) ? indent : indent + 2);
+        } else {
+            fputc(' ', out);
+            yaml_scalar(out, x);
+            fputc('\n', out);
+        }
+    }
+}
+
+static void yaml_value(FILE *out, const json_t *v, int indent)
+{
+    if (json_is_object(v) && json_object_size(v)) {
+        yaml_object(out, v, indent, false);
+        return;
+    }
+    if (json_is_array(v) && json_array_size(v)) {
+        size_t i;
+        json_t *x;
+        json_array_foreach((json_t *)v, i, x) {
+            fprintf(out, "%*s- ", indent, "");
+            if (json_is_object(x) && json_object_size(x))
+                yaml_object(out, x, indent + 2, true);
+            else if (json_is_array(x) && json_array_size(x)) {
+                fputc('\n', out);
+                yaml_value(out, x, indent + 2);
+            } else {
+                yaml_scalar(out, x);
+                fputc('\n', out);
+            }
+        }
+        return;
+    }
+    fprintf(out, "%*s", indent, "");
+    yaml_scalar(out, v);
+    fputc('\n', out);
+}
+
+/* ---- scheduling ------------------------------------------------------------------------------ */
+
+static const char *kind_of(const json_t *o)
+{
+    const json_t *k = json_object_get(o, "kind");
+    return json_is_string(k) ? json_string_value(k) : "";
+}
+
+static bool is_allocated(const json_t *claim)
+{
+    const json_t *st = json_object_get(claim, "status");
+    const json_t *al = st ? json_object_get(st, "allocation") : NULL;
+    return al && !json_is_null(al);
+}
+
+static const char *meta_str(const json_t *o, const char *key, const char *def)
+{
+    const json_t *m = json_object_get(o, "metadata");
+    const json_t *v = m ? json_object_get(m, key) : NULL;
+    return json_is_string(v) ? json_string_value(v) : def;
+}
+
+static int add_name(char ***names, size_t *n, const char *name)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp((*names)[i], name) == 0)
+            return 0;
+    char **nn = realloc(*names, (*n + 1) * sizeof(*nn));
+    if (!nn)
+        return -ENOMEM;
+    *names = nn;
+    if (!(nn[*n] = strdup(name)))
+        return -ENOMEM;
+    (*n)++;
+    return 0;
+}
+
+/* Nodes to try when --node is not given: Node objects and slice nodeNames, sorted. */
+static int candidate_nodes(const struct inputs *in, char ***names, size_t *n)
+{
+    for (size_t i = 0; i < in->n; i++) {
+        const json_t *o = in->v[i].obj;
+        const char *kind = kind_of(o);
+        const char *name = NULL;
+        if (strcmp(kind, "Node") == 0)
+            name = meta_str(o, "name", NULL);
+        else if (strcmp(kind, "ResourceSlice") == 0) {
+            const json_t *spec = json_object_get(o, "spec");
+            const json_t *nn = spec ? json_object_get(spec, "nodeName") : NULL;
+            name = json_is_string(nn) ? json_string_value(nn) : NULL;
+            if (spec && json_is_true(json_object_get(spec, "perDeviceNodeSelection"))) {
+                size_t k;
+                const json_t *d;
+                json_array_foreach(json_object_get(spec, "devices"), k, d) {
+                    const json_t *dn = json_object_get(d, "nodeName");
+                    if (json_is_string(dn) && *json_string_value(dn) &&
+                        add_name(names, n, json_string_value(dn)) < 0)
+                        return -ENOMEM;
+                }
+            }
+        }
+        if (name && *name && add_name(names, n, name) < 0)
+            return -ENOMEM;
+    }
+    if (*n)
+        qsort(*names, *n, sizeof(**names), name_cmp);
+    return 0;
+}
+
+static void table_header(void)
+{
+    printf("%-28s %-14s %-18s %-14s %-36s %s\n", "CLAIM", "NODE", "REQUEST", "DEVICE",
+           "SHARE-ID", "CONSUMED");
+}
+
+static void table_rows(const char *claim, const char *node, const json_t *allocation,
+                       const char *failure)
+{
+    if (!allocation) {
+        printf("%-28s %-14s %s\n", claim, node ? node : "-", failure);
+        return;
+    }
+    const json_t *results = json_object_get(json_object_get(allocation, "devices"), "results");
+    size_t i;
+    const json_t *r;
+    json_array_foreach(results, i, r) {
+        char consumed[512] = "";
+        size_t off = 0;
+        const char *k;
+        const json_t *v;
+        json_object_foreach(json_object_get(r, "consumedCapacity"), k, v) {
+            int w = snprintf(consumed + off, sizeof(consumed) - off, "%s%s=%s", off ? "," : "", k,
+                             json_string_value(v));
+            if (w < 0 || (size_t)w >= sizeof(consumed) - off)
+                break;
+            off += (size_t)w;
+        }
+        const json_t *sid = json_object_get(r, "shareID");
+        printf("%-28s %-14s %-18s %-14s %-36s %s\n", claim, node,
+               json_string_value(json_object_get(r, "request")),
+               json_string_value(json_object_get(r, "device")),
+               json_is_string(sid) ? json_string_value(sid) : "-", off ? consumed : "-");
+    }
+}
+
+int cmd_schedule(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"filename", required_argument, NULL, 'f'},
+        {"node", required_argument, NULL, 'n'},
+        {"policy", required_argument, NULL, 'p'},
+        {"explain", no_argument, NULL, 'e'},
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *files[256];
+    size_t n_files = 0;
+    const char *node = NULL;
+    enum out_format fmt = OUT_TABLE;
+    struct alloc_options aopt = {.policy = ALLOC_POLICY_FIRST_FIT};
+    struct gs_error err = {0};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "f:o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'f':
+            if (n_files == GS_ARRAY_SIZE(files)) {
+                fprintf(stderr, "gpuslice schedule: too many -f options (max 256)\n");
+                return 2;
+            }
+            files[n_files++] = optarg;
+            break;
+        case 'n':
+            node = optarg;
+            break;
+        case 'p':
+            if (alloc_policy_parse(optarg, &aopt.policy, &err) < 0) {
+                fprintf(stderr, "gpuslice schedule: --%s\n", err.msg);
+                return 2;
+            }
+            break;
+        case 'e':
+            aopt.explain = true;
+            break;
+        case 'o':
+            if (strcmp(optarg, "table") == 0)
+                fmt = OUT_TABLE;
+            else if (strcmp(optarg, "yaml") == 0)
+                fmt = OUT_YAML;
+            else if (strcmp(optarg, "json") == 0)
+                fmt = OUT_JSON;
+            else {
+                fprintf(stderr, "gpuslice schedule: --output: \"%s\" is not table, yaml or json\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "gpuslice schedule: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (n_files == 0) {
+        fprintf(stderr, "gpuslice schedule: -f FILE_OR_DIR is required\n");
+        usage(stderr);
+        return 2;
+    }
+
+    struct inputs in = {0};
+    struct alloc_state *st = alloc_state_new();
+    char **nodes = NULL;
+    size_t n_nodes = 0;
+    json_t *items = json_array();
+    int status = 0;
+    if (!st || !items) {
+        fprintf(stderr, "gpuslice schedule: out of memory\n");
+        status = 2;
+        goto out;
+    }
+    for (size_t i = 0; i < n_files; i++)
+        if (load_path(&in, files[i]) < 0) {
+            status = 2;
+            goto out;
+        }
+    /* Devices, classes and nodes first, then claims that are already allocated. */
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < in.n; i++) {
+            const json_t *o = in.v[i].obj;
+            const char *kind = kind_of(o);
+            bool claim = strcmp(kind, "ResourceClaim") == 0;
+            bool known = claim || strcmp(kind, "ResourceSlice") == 0 ||
+                         strcmp(kind, "DeviceClass") == 0 || strcmp(kind, "Node") == 0;
+            if (!known || (pass == 0) == claim || (claim && !is_allocated(o)))
+                continue;
+            if (alloc_state_add_object(st, o, &err) < 0) {
+                fprintf(stderr, "gpuslice schedule: %s: %s\n", in.v[i].where, err.msg);
+                status = 2;
+                goto out;
+            }
+        }
+    if (node) {
+        if (add_name(&nodes, &n_nodes, node) < 0)
+            goto oom;
+    } else if (candidate_nodes(&in, &nodes, &n_nodes) < 0)
+        goto oom;
+    if (n_nodes == 0) {
+        fprintf(stderr, "gpuslice schedule: no node named by the objects (no Node, no "
+                        "ResourceSlice with nodeName): use --node NAME\n");
+        status = 2;
+        goto out;
+    }
+    if (fmt == OUT_TABLE && !aopt.explain)
+        table_header();
+    for (size_t i = 0; i < in.n; i++) {
+        json_t *o = in.v[i].obj;
+        if (strcmp(kind_of(o), "ResourceClaim") != 0 || is_allocated(o))
+            continue;
+        char key[600];
+        snprintf(key, sizeof(key), "%s/%s", meta_str(o, "namespace", "default"),
+                 meta_str(o, "name", "(unnamed)"));
+        json_t *allocation = NULL;
+        struct alloc_explanation *why = NULL, *last_why = NULL;
+        const char *placed = NULL;
+        int r = ALLOC_UNSCHEDULABLE;
+        char failure[GS_ERROR_MSG_MAX + 32] = "";
+        for (size_t k = 0; k < n_nodes; k++) {
+            aopt.node = nodes[k];
+            r = alloc_claim(st, o, &aopt, &allocation, &why, &err);
+            alloc_explanation_free(last_why);
+            last_why = why;
+            why = NULL;
+            if (r == 0) {
+                placed = nodes[k];
+                break;
+            }
+            snprintf(failure, sizeof(failure), "%s", err.msg);
+            if (r != ALLOC_UNSCHEDULABLE && err.msg[0] &&
+                (strstr(err.msg, "ResourceClaim ") == err.msg))
+                break; /* the claim itself is invalid: the same on every node */
+        }
+        if (r == -EINVAL && strstr(failure, "ResourceClaim ") == failure) {
+            fprintf(stderr, "gpuslice schedule: %s: %s\n", in.v[i].where, failure);
+            alloc_explanation_free(last_why);
+            status = 2;
+            goto out;
+        }
+        if (r != 0) {
+            status = 1;
+            if (!aopt.explain) {
+                if (last_why)
+                    alloc_explanation_print(last_why, stderr);
+                else
+                    fprintf(stderr, "gpuslice schedule: claim %s: %s\n", key, failure);
+            }
+        }
+        if (fmt == OUT_TABLE) {
+            if (aopt.explain)
+                alloc_explanation_print(last_why, stdout);
+            else {
+                char f2[GS_ERROR_MSG_MAX + 64];
+                snprintf(f2, sizeof(f2), "%s", alloc_explanation_reason(last_why));
+                table_rows(key, placed, allocation, f2);
+            }
+        } else {
+            json_t *item = json_pack("{s:s,s:s,s:{s:s,s:s}}", "apiVersion", "resource.k8s.io/v1",
+                                     "kind", "ResourceClaim", "metadata", "name",
+                                     meta_str(o, "name", ""), "namespace",
+                                     meta_str(o, "namespace", "default"));
+            if (!item)
+                goto oom;
+            if (allocation) {
+                json_object_set_new(item, "status", json_pack("{s:O}", "allocation", allocation));
+            }
+            if (aopt.explain && last_why)
+                json_object_set_new(item, "explanation", alloc_explanation_json(last_why));
+            json_array_append_new(items, item);
+        }
+        json_decref(allocation);
+        alloc_explanation_free(last_why);
+    }
+    if (fmt == OUT_JSON) {
+        json_t *list = json_pack("{s:s,s:s,s:O}", "apiVersion", "v1", "kind", "List", "items",
+                                 items);
+        char *s = list ? json_dumps(list, JSON_INDENT(2)) : NULL;
+        if (s)
+            printf("%s\n", s);
+        free(s);
+        json_decref(list);
+    } else if (fmt == OUT_YAML) {
+        size_t i;
+        json_t *it;
+        json_array_foreach(items, i, it) {
+            printf("---\n");
+            yaml_value(stdout, it, 0);
+        }
+    }
+    goto out;
+oom:
+    fprintf(stderr, "gpuslice schedule: out of memory\n");
+    status = 2;
+out:
+    for (size_t i = 0; i < in.n; i++)
+        json_decref(in.v[i].obj);
+    free(in.v);
+    for (size_t i = 0; i < n_nodes; i++)
+        free(nodes[i]);
+    free(nodes);
+    json_decref(items);
+    alloc_state_free(st);
+    return status;
+}
