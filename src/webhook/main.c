@@ -61,6 +61,11 @@ int main(int argc, char **argv)
         return 2;
     }
     gs_log_set_level(level);
+    struct sockaddr_storage listen_addr;
+    if (wh_parse_listen(o.listen, &listen_addr, &err) < 0) {
+        fprintf(stderr, "gpuslice-webhook: %s\n", err.msg);
+        return 2;
+    }
 
     /* Signals are taken synchronously by sigwait() below; every thread inherits the mask. */
     sigset_t sigs;
