@@ -160,7 +160,8 @@ class Kubelet:
             raise RuntimeError('no registration socket appeared')
         pb, pbg = protos()['reg']
         stub = pbg.RegistrationStub(self.channel(sock))
-        info = stub.GetInfo(pb.InfoRequest(), timeout=5)
+        # A socket left by a killed plugin may still be there: wait until the new one answers.
+        info = stub.GetInfo(pb.InfoRequest(), timeout=20, wait_for_ready=True)
         stub.NotifyRegistrationStatus(pb.RegistrationStatus(plugin_registered=True), timeout=5)
         self.endpoint = info.endpoint
         return sock, info

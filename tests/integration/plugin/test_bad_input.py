@@ -1,0 +1,138 @@
+#!/usr/bin/python3
+"""Bad input gives clear per-claim errors, never a crash: claims missing, UID mismatch, no
+allocation, results of other drivers only, malformed API responses, API errors, garbled and
+oversize gRPC messages."""
+import os
+import sys
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import grpc  # noqa: E402
+
+import pluginlib as pl  # noqa: E402
+from gstest import Tap  # noqa: E402
+
+
+def prep_error(env, c_ref, version='v1'):
+    r = env.kubelet.prepare(version, [c_ref])
+    return r.claims[c_ref[2]].error, list(r.claims[c_ref[2]].devices)
+
+
+def main():
+    t = Tap()
+    if not pl.gpusim_available():
+        t.skip('bad input', 'gpusim libnvidia-ml.so.1 not built')
+        return t.done()
+    with pl.PluginEnv(t, extra_args=['--max-grpc-message', '65536']) as env:
+        env.start()
+        good = env.api.put(pl.claim('good', results=[('r', 'hami-gpu-0', 10, '1Gi')]))
+
+        # Missing claim.
+        missing = ('test-dra', 'nope', str(uuid.uuid4()))
+        err, devs = prep_error(env, missing)
+        t.is_eq(err, 'claim test-dra/nope: not found in the API server', 'missing claim')
+        t.is_eq(devs, [], 'missing claim: no devices')
+
+        # UID mismatch.
+        other_uid = str(uuid.uuid4())
+        err, _ = prep_error(env, ('test-dra', 'good', other_uid))
+        t.is_eq(err, f"claim test-dra/good: UID mismatch: kubelet asked for {other_uid}, "
+                     f"API server has {good['metadata']['uid']}", 'UID mismatch')
+
+        # No allocation.
+        c = env.api.put(pl.claim('pending', results=[('r', 'hami-gpu-0', 10, '1Gi')],
+                                 allocated=False))
+        err, _ = prep_error(env, pl.ref(c), 'v1beta1')
+        t.is_eq(err, 'claim test-dra/pending: not allocated (status.allocation is missing)',
+                'no allocation')
+
+        # Other drivers only.
+        c = pl.claim('nic', results=[])
+        c['status'] = {'allocation': {'devices': {'results': [
+            {'request': 'n', 'driver': 'nic.example.com', 'pool': pl.NODE, 'device': 'eth0'}]}}}
+        c = env.api.put(c)
+        err, _ = prep_error(env, pl.ref(c))
+        t.is_eq(err, f'claim test-dra/nic: no allocation result for driver {pl.DRIVER}',
+                'results of other drivers only')
+
+        # Malformed allocation content.
+        c = pl.claim('garbled', results=[('r', 'hami-gpu-0', 10, '1Gi')])
+        c['status']['allocation']['devices']['results'][0]['consumedCapacity']['memory'] = 'many'
+        c = env.api.put(c)
+        err, _ = prep_error(env, pl.ref(c))
+        t.like(err, 'consumedCapacity.memory: "many" is not an integer quantity',
+               'malformed quantity named')
+        c = pl.claim('notalist', results=[('r', 'hami-gpu-0', 10, '1Gi')])
+        c['status']['allocation']['devices']['results'] = 'oops'
+        c = env.api.put(c)
+        err, _ = prep_error(env, pl.ref(c))
+        t.is_eq(err, 'claim test-dra/notalist: status.allocation.devices.results is not a list',
+                'results not a list')
+        c = pl.claim('ghost', results=[('r', 'hami-gpu-9', 10, '1Gi')])
+        c = env.api.put(c)
+        err, _ = prep_error(env, pl.ref(c))
+        t.like(err, 'device "hami-gpu-9" does not exist on this node', 'unknown device')
+
+        # Malformed API response: a 200 whose body is a Status, not a claim.
+        env.api.fail_next(1, status=200, match='/resourceclaims/good', message='not a claim')
+        err, _ = prep_error(env, pl.ref(good))
+        t.is_eq(err, 'claim test-dra/good: metadata.uid missing in API response',
+                'malformed API response')
+        # API errors after retries: message carries the server's words.
+        env.api.fail_next(20, status=403, match='/resourceclaims/good', message='no access')
+        err, _ = prep_error(env, pl.ref(good))
+        t.like(err, 'claim test-dra/good: cannot fetch it from the API server', 'API error')
+        t.like(err, 'no access', 'API error message passed on')
+        env.api.reset()
+        good = env.api.put(pl.claim('good', results=[('r', 'hami-gpu-0', 10, '1Gi')]))
+
+        # Several claims in one call: each gets its own entry, the good one is prepared.
+        r = env.kubelet.prepare('v1', [missing, pl.ref(good), ('test-dra', 'x', '../../etc')])
+        t.is_eq(sorted(r.claims.keys()), sorted([missing[2], good['metadata']['uid'],
+                                                 '../../etc']),
+                'every claim of the request has an entry')
+        t.is_eq(r.claims[good['metadata']['uid']].error, '', 'good claim prepared alongside')
+        t.is_eq(r.claims['../../etc'].error, 'claim test-dra/x: invalid UID "../../etc"',
+                'path-like UID refused')
+        ck = env.checkpoint()
+        t.is_eq(sorted(ck['claims'].keys()), [good['metadata']['uid']],
+                'only the good claim checkpointed')
+
+        # gRPC level: garbled protobuf -> INVALID_ARGUMENT; oversize -> RESOURCE_EXHAUSTED.
+        method = '/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources'
+        try:
+            env.kubelet.raw_call(method, b'\xff\xff\xff\xff\x0f\x01')
+            t.ok(False, 'garbled message refused')
+        except grpc.RpcError as e:
+            t.is_eq(e.code(), grpc.StatusCode.INVALID_ARGUMENT, 'garbled message: INVALID_ARGUMENT')
+            t.like(e.details(), 'cannot decode NodePrepareResourcesRequest',
+                   'garbled message: details')
+        try:
+            env.kubelet.raw_call(method, b'\x0a\x83\x80\x04' + b'x' * 65539)
+            t.ok(False, 'oversize message refused')
+        except grpc.RpcError as e:
+            t.is_eq(e.code(), grpc.StatusCode.RESOURCE_EXHAUSTED,
+                    'oversize message: RESOURCE_EXHAUSTED')
+        try:
+            env.kubelet.raw_call('/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/Nope', b'')
+            t.ok(False, 'unknown method refused')
+        except grpc.RpcError as e:
+            t.is_eq(e.code(), grpc.StatusCode.UNIMPLEMENTED, 'unknown method: UNIMPLEMENTED')
+        # Still alive and serving.
+        r = env.kubelet.prepare('v1beta1', [pl.ref(good)])
+        t.is_eq(r.claims[good['metadata']['uid']].error, '', 'plugin still serves afterwards')
+        t.ok(env.proc.poll() is None, 'plugin process alive')
+        t.is_eq(env.stop(), 0, 'clean exit')
+    # Option errors name the option and the value.
+    with pl.PluginEnv(t) as env:
+        env.start(wait=False, extra=['--grpc-threads', 'lots'])
+        rc = env.wait_exit(10)
+        t.is_eq(rc, 2, 'bad option: exit 2')
+        t.like(env.log(), '--grpc-threads: "lots" is not an integer in 1..64',
+               'bad option message')
+    return t.done()
+
+
+if __name__ == '__main__':
+    sys.exit(main())
