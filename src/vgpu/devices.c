@@ -80,6 +80,8 @@ static void discover(void)
                                                          d->cfg.cores)
                                     : -1;
             }
+            if (d->region && d->cfg.region_path[0])
+                vgpu_region_sweep(d->region, true); /* give back what dead processes hold */
             any_tracked = true;
         }
         if (d->cfg.cores)

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Storm: 64 processes x 4 threads allocate and free under one container limit while a killer
+SIGKILLs random processes. gpusim's physical accounting (NVML, read without libvgpu) never shows
+the container above its limit; after the sweep the claim's usage is back to 0; bounded time."""
+import os
+import random
+import signal
+import struct
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gstest import Tap  # noqa: E402
+from vgpulib import MiB, World, have_sim, parse  # noqa: E402
+
+PROCS = 64
+THREADS = 4
+STORM_MS = 5000
+LIMIT = 256 * MiB
+DEV0_USED_OFFSET = 128 + 96  # struct gs_region: devices[0].used (shared_region.h)
+
+
+def region_used(path):
+    with open(path, 'rb') as f:
+        f.seek(DEV0_USED_OFFSET)
+        return struct.unpack('<Q', f.read(8))[0]
+
+
+def main():
+    t = Tap()
+    if not have_sim():
+        t.skip('storm', 'gpusim libcuda.so.1 not built')
+        return t.done()
+    w = World()
+    try:
+        uuid = w.devices()[0][1]
+        region = w.region('storm')
+        w.write_limits('claim-storm', [(uuid, LIMIT, 0)], region=region)
+        start = time.monotonic()
+        watcher = w.spawn(['watch', STORM_MS + 3000], preload=False)
+        watcher.stdout.readline()
+        procs = [w.spawn(['storm', THREADS, STORM_MS, 16]) for _ in range(PROCS)]
+        rng = random.Random(4)
+        kills = 0
+        deadline = time.monotonic() + STORM_MS / 1000.0
+        while time.monotonic() < deadline - 0.5:
+            time.sleep(0.05)
+            live = [p for p in procs if p.poll() is None]
+            if not live:
+                break
+            victim = rng.choice(live)
+            victim.send_signal(signal.SIGKILL)
+            kills += 1
+        finished = 0
+        for p in procs:
+            try:
+                p.wait(timeout=STORM_MS / 1000.0 + 20)
+            except Exception:  # noqa: BLE001
+                p.kill()
+                p.wait()
+            out = p.stdout.read()
+            p.stdout.close()
+            p.stderr.close()
+            finished += 'storm_done' in out
+        wout, _ = watcher.communicate(timeout=30)
+        elapsed = time.monotonic() - start
+        t.diag(f'{kills} processes killed, {finished} finished, {elapsed:.1f}s')
+        t.ok(kills >= 20, 'the killer SIGKILLed at least 20 processes', diag=kills)
+        t.ok(finished >= PROCS - kills - 2, 'the survivors completed their loops',
+             diag=f'{finished} finished, {kills} killed')
+        kv = parse(wout)
+        t.ok(int(kv.get('samples', 0)) > 100, 'physical usage sampled throughout', diag=wout)
+        t.ok(int(kv.get('max_used', LIMIT + 1)) <= LIMIT,
+             'gpusim physical usage never above the container limit',
+             diag=f"max {kv.get('max_used')} > {LIMIT}")
+        t.ok(int(kv.get('max_used', 0)) > LIMIT // 2, 'the storm did press against the limit',
+             diag=kv.get('max_used'))
+        # a new process sweeps the dead ones at start-up
+        out = w.run(['views']).stdout
+        kv = parse(out)
+        t.is_eq(kv.get('used_after'), str(MiB), 'new process: its 1 MiB is the only usage')
+        t.is_eq(region_used(region), 0, 'region usage back to 0 after the sweep')
+        phys = parse(w.run(['views'], preload=False).stdout)
+        t.is_eq(int(phys['cu_total']) - int(phys['cu_free']), 0,
+                'gpusim reclaimed every killed process too')
+        t.ok(elapsed < 60, 'bounded time: nothing hung', diag=f'{elapsed:.1f}s')
+    finally:
+        w.close()
+    return t.done()
+
+
+if __name__ == '__main__':
+    sys.exit(main())
