@@ -31,7 +31,7 @@ static int install_host_files(const struct plugin_options *o, struct gs_error *e
     int r = files_mkdir_p(path, 0755, err);
     if (r < 0)
         return r;
-    if (o->vgpu_lib[0]) {
+    if (o->vgpu_lib && *o->vgpu_lib) {
         char *data = NULL;
         size_t len = 0;
         if ((r = files_read(o->vgpu_lib, VGPU_LIB_MAX, &data, &len, err)) < 0)
@@ -47,11 +47,13 @@ static int install_host_files(const struct plugin_options *o, struct gs_error *e
                               err);
 }
 
-static enum gs_log_level parse_level(const char *s)
+/* Seconds for the publisher's timers: sub-second values round up, 0 stays 0 (off). */
+static unsigned interval_s(int64_t ns)
 {
-    enum gs_log_level l = GS_LOG_INFO;
-    gs_log_parse_level(s, &l);
-    return l;
+    if (ns <= 0)
+        return 0;
+    int64_t s = (ns + 999999999) / 1000000000;
+    return s > 86400 * 30 ? 86400u * 30 : (unsigned)s;
 }
 
 int main(int argc, char **argv)
@@ -60,24 +62,16 @@ int main(int argc, char **argv)
     struct gs_error err = {0};
     if (!o)
         return 1;
-    int action = options_parse(argc, argv, o, &err);
-    if (action < 0) {
-        fprintf(stderr, "gpuslice-kubelet-plugin: %s\n", err.msg);
+    int action = options_parse(argc, argv, o, stdout, &err);
+    if (action != 0) {
+        if (action < 0)
+            fprintf(stderr, "gpuslice-kubelet-plugin: %s\n", err.msg);
+        options_free(o);
         free(o);
-        return 2;
-    }
-    if (action == OPTIONS_HELP) {
-        options_help(stdout, "gpuslice-kubelet-plugin");
-        free(o);
-        return 0;
-    }
-    if (action == OPTIONS_PRINT_CONFIG) {
-        options_print(stdout, o);
-        free(o);
-        return 0;
+        return action < 0 ? 2 : 0;
     }
     gs_log_set_component("plugin");
-    gs_log_set_level(parse_level(o->log_level));
+    gs_log_set_level((enum gs_log_level)(o->log_level + 1));
 
     /* Signals are taken synchronously by the main thread; block them before any thread exists. */
     sigset_t sigs;
@@ -103,7 +97,7 @@ int main(int argc, char **argv)
     if (!inv || !m || !drv)
         goto out;
 
-    if (gs_kube_config_load(o->kubeconfig[0] ? o->kubeconfig : NULL, &kc, &err) < 0) {
+    if (gs_kube_config_load(o->kubeconfig && *o->kubeconfig ? o->kubeconfig : NULL, &kc, &err) < 0) {
         gs_error_log("cannot load the Kubernetes configuration", "error=\"%s\"", err.msg);
         goto out;
     }
@@ -130,11 +124,11 @@ int main(int argc, char **argv)
         .state_dir = o->state_dir,
         .sysfs_root = o->sysfs_root,
         .cdi = {.driver = o->driver_name, .cdi_root = o->cdi_root, .host_dir = o->host_dir,
-                .selection = strcmp(o->gpu_selection, "device-nodes") == 0 ? CDI_SELECT_DEVICE_NODES
-                             : strcmp(o->gpu_selection, "none") == 0       ? CDI_SELECT_NONE
-                                                                           : CDI_SELECT_VOLUME_MOUNTS},
-        .reconcile_grace_s = o->reconcile_grace_s,
-        .fault_point = o->fault_point,
+                .selection = o->gpu_selection == GPU_SELECTION_DEVICE_NODES ? CDI_SELECT_DEVICE_NODES
+                             : o->gpu_selection == GPU_SELECTION_NONE       ? CDI_SELECT_NONE
+                                                                            : CDI_SELECT_VOLUME_MOUNTS},
+        .reconcile_grace_s = o->reconcile_grace_ns / 1000000000,
+        .fault_point = o->fault_point > 0 ? options_fault_points[o->fault_point] : NULL,
     };
     if (driver_init(drv, &dc, k8s, m, &err) < 0) {
         gs_error_log("cannot load the checkpoint", "error=\"%s\"", err.msg);
@@ -145,7 +139,7 @@ int main(int argc, char **argv)
     int fixed = driver_reconcile_local(drv);
     gs_info("checkpoint loaded", "claims=%zu reconciled=%d", ckpt_count(&drv->ckpt), fixed);
 
-    if (o->metrics_addr[0]) {
+    if (o->metrics_addr && *o->metrics_addr) {
         mhttp = metrics_http_start(m, o->metrics_addr, o->driver_name, o->node_name, &err);
         if (!mhttp && err.code) {
             gs_error_log("cannot serve metrics", "error=\"%s\"", err.msg);
@@ -194,9 +188,9 @@ int main(int argc, char **argv)
         .driver = o->driver_name,
         .node = o->node_name,
         .sysfs_root = o->sysfs_root,
-        .discovery_interval_s = (unsigned)o->discovery_interval_s,
-        .resync_interval_s = (unsigned)o->resync_interval_s,
-        .reconcile_interval_s = (unsigned)o->reconcile_interval_s,
+        .discovery_interval_s = interval_s(o->discovery_interval_ns),
+        .resync_interval_s = interval_s(o->resync_interval_ns),
+        .reconcile_interval_s = interval_s(o->reconcile_interval_ns),
     };
     pub = publisher_start(&pc, k8s, drv, m, inv, &err);
     if (!pub) {
@@ -225,6 +219,7 @@ out:
     free(drv);
     free(m);
     free(inv);
+    options_free(o);
     free(o);
     return rc;
 }

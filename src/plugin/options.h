@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The plugin's options: one typed table (name, flag, environment variable, type, default, bounds,
- * help). Precedence: flag > environment > default. `--help` prints the table, `--print-config`
- * prints the effective values (name=value, one per line) and exits.
+ * The plugin's options: one typed table (common/config.h: name, flag, environment variable,
+ * type, default, bounds, help). Precedence: defaults < config file ($GPUSLICE_PLUGIN_CONFIG or
+ * --config) < environment < flags. `--help` prints the table, `--print-config` the effective
+ * values.
  */
 #ifndef GS_PLUGIN_OPTIONS_H
 #define GS_PLUGIN_OPTIONS_H
@@ -13,47 +14,46 @@
 
 #include "common/error.h"
 
-#define OPT_STR_MAX 1024
+enum gpu_selection_choice {
+    GPU_SELECTION_VOLUME_MOUNTS = 0,
+    GPU_SELECTION_DEVICE_NODES = 1,
+    GPU_SELECTION_NONE = 2,
+};
 
 struct plugin_options {
-    char node_name[256];
-    char driver_name[256];
-    char kubeconfig[OPT_STR_MAX];
-    char registrar_dir[OPT_STR_MAX];
-    char plugin_dir[OPT_STR_MAX];
-    char cdi_root[OPT_STR_MAX];
-    char state_dir[OPT_STR_MAX];
-    char host_dir[OPT_STR_MAX];
-    char vgpu_lib[OPT_STR_MAX];
-    char sysfs_root[OPT_STR_MAX];
-    char gpu_selection[32];
-    char metrics_addr[256];
-    char log_level[16];
-    char fault_point[64];
+    char *node_name;
+    char *driver_name;
+    char *kubeconfig;
+    char *registrar_dir;
+    char *plugin_dir;
+    char *cdi_root;
+    char *state_dir;
+    char *host_dir;
+    char *vgpu_lib;
+    char *sysfs_root;
+    char *metrics_addr;
+    int gpu_selection; /* enum gpu_selection_choice */
+    int log_level;     /* index: error, warn, info, debug */
+    int fault_point;   /* index into options_fault_points; 0 = none */
     int64_t healthcheck_port;
-    int64_t discovery_interval_s;
-    int64_t resync_interval_s;
-    int64_t reconcile_interval_s;
-    int64_t reconcile_grace_s;
+    int64_t discovery_interval_ns;
+    int64_t resync_interval_ns;
+    int64_t reconcile_interval_ns;
+    int64_t reconcile_grace_ns;
     int64_t grpc_threads;
     int64_t max_grpc_message;
     int64_t kube_qps;
     int64_t kube_burst;
 };
 
-enum options_action {
-    OPTIONS_RUN = 0,
-    OPTIONS_HELP = 1,
-    OPTIONS_PRINT_CONFIG = 2,
-};
+/* Parse argv + environment (+ config file) into *o (zeroed by the caller). Returns 0 to run,
+ * GS_CONFIG_EXIT when --help/--print-config was written to `out`, or a negative code with err
+ * naming the option and the value ("--healthcheck-port: 70000 is above the maximum 65535"). */
+int options_parse(int argc, char **argv, struct plugin_options *o, FILE *out,
+                  struct gs_error *err);
+void options_free(struct plugin_options *o);
 
-/* Parse argv + environment into *o. Returns the action, or a negative code with err naming the
- * option and the value ("--healthcheck-port: \"x\" is not an integer in 0..65535"). */
-int options_parse(int argc, char **argv, struct plugin_options *o, struct gs_error *err);
-void options_help(FILE *f, const char *prog);
-void options_print(FILE *f, const struct plugin_options *o);
-
-/* Fault points the --fault-point switch accepts (NULL-terminated). */
+/* "none" first, then the points of prepare/unprepare (NULL-terminated). */
 extern const char *const options_fault_points[];
 
 #endif /* GS_PLUGIN_OPTIONS_H */

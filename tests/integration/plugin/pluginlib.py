@@ -268,7 +268,7 @@ users:
              '--metrics-addr', f'127.0.0.1:{self.metrics_port or 0}',
              '--reconcile-interval', '0',
              '--discovery-interval', '0',
-             '--resync-interval', '300']
+             '--resync-interval', '5m']
         if os.path.exists(self.paths['GS_VGPU_LIB']):
             a += ['--vgpu-lib', self.paths['GS_VGPU_LIB']]
         if fault_point:

@@ -107,7 +107,7 @@ def main():
                 'start-up removes orphan claim files, keeps other vendors\' specs')
         env.api_request('DELETE', f'/apis/resource.k8s.io/v1/namespaces/test-dra/resourceclaims/gone')
         env.stop()
-        env.start(extra=['--reconcile-interval', '1', '--reconcile-grace', '0'])
+        env.start(extra=['--reconcile-interval', '1s', '--reconcile-grace', '0'])
         done = pl.wait_for(lambda: env.checkpoint()['claims'] == {}, 15)
         t.ok(done, 'claim deleted from the API is cleaned by reconcile')
         t.is_eq(env.claim_files(), ['cdi/other-vendor.json'], 'its files are gone')
