@@ -114,7 +114,8 @@ int gs_http_cancel_sleep(struct gs_http_cancel *c, uint64_t ms)
     int rc = 0;
 
     if (!c) {
-        struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
+        struct timespec ts = {.tv_sec = (time_t)(ms / 1000),
+                              .tv_nsec = (long)(ms % 1000) * 1000000L};
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
             ;
         return 0;
@@ -212,7 +213,8 @@ struct gs_http_client *gs_http_client_new(const struct gs_http_config *cfg, stru
     c->connect_timeout_ms =
         cfg->connect_timeout_ms > 0 ? cfg->connect_timeout_ms : GS_HTTP_DEFAULT_CONNECT_TIMEOUT_MS;
     c->timeout_ms = cfg->timeout_ms == 0 ? GS_HTTP_DEFAULT_TIMEOUT_MS : cfg->timeout_ms;
-    c->max_response = cfg->max_response_bytes ? cfg->max_response_bytes : GS_HTTP_DEFAULT_MAX_RESPONSE;
+    c->max_response =
+        cfg->max_response_bytes ? cfg->max_response_bytes : GS_HTTP_DEFAULT_MAX_RESPONSE;
     return c;
 }
 

@@ -77,25 +77,25 @@ int gs_http_cancel_sleep(struct gs_http_cancel *c, uint64_t ms);
 typedef int (*gs_http_data_fn)(void *user, long status, const char *data, size_t len);
 
 struct gs_http_request {
-    const char *method;          /* "GET" (NULL), "POST", "PUT", "PATCH", "DELETE", ... */
-    const char *url;             /* absolute http:// or https:// URL */
-    const char *const *headers;  /* NULL-terminated "Name: value" list, may be NULL */
-    const char *body;            /* may be NULL */
+    const char *method;         /* "GET" (NULL), "POST", "PUT", "PATCH", "DELETE", ... */
+    const char *url;            /* absolute http:// or https:// URL */
+    const char *const *headers; /* NULL-terminated "Name: value" list, may be NULL */
+    const char *body;           /* may be NULL */
     size_t body_len;
-    const char *bearer_token;    /* overrides the client's token for this request; NULL = client's */
-    long timeout_ms;             /* 0 = client's; <0 = no total timeout (watches) */
-    size_t max_response_bytes;   /* 0 = client's */
-    gs_http_data_fn on_data;     /* streaming mode, see above */
+    const char *bearer_token;  /* overrides the client's token for this request; NULL = client's */
+    long timeout_ms;           /* 0 = client's; <0 = no total timeout (watches) */
+    size_t max_response_bytes; /* 0 = client's */
+    gs_http_data_fn on_data;   /* streaming mode, see above */
     void *user;
     struct gs_http_cancel *cancel; /* may be NULL */
 };
 
 struct gs_http_response {
-    long status;               /* HTTP status code */
-    char *body;                /* NUL-terminated, owned; NULL in streaming mode */
+    long status; /* HTTP status code */
+    char *body;  /* NUL-terminated, owned; NULL in streaming mode */
     size_t body_len;
-    int64_t retry_after_ms;    /* Retry-After header in ms (seconds or HTTP date); -1 if absent */
-    char content_type[128];    /* Content-Type header, "" if absent */
+    int64_t retry_after_ms; /* Retry-After header in ms (seconds or HTTP date); -1 if absent */
+    char content_type[128]; /* Content-Type header, "" if absent */
 };
 
 struct gs_http_client *gs_http_client_new(const struct gs_http_config *cfg, struct gs_error *err);

@@ -14,19 +14,19 @@
 #include "common/log.h"
 #include "common/macros.h"
 
-#define DEFAULT_QPS            50.0
-#define DEFAULT_BURST          100u
-#define DEFAULT_ATTEMPTS       5u
-#define DEFAULT_BACKOFF_BASE   200u
-#define DEFAULT_BACKOFF_MAX    10000u
-#define DEFAULT_RETRY_AFTER    60000u
-#define DEFAULT_TIMEOUT_MS     30000L
-#define DEFAULT_CONNECT_MS     5000L
-#define DEFAULT_MAX_RESPONSE   (16u * 1024u * 1024u)
-#define DEFAULT_MAX_EVENT      (4u * 1024u * 1024u)
-#define DEFAULT_WATCH_TIMEOUT  300u
-#define PATH_MAX_LEN           2048
-#define ERROR_BODY_MAX         (64u * 1024u)
+#define DEFAULT_QPS           50.0
+#define DEFAULT_BURST         100u
+#define DEFAULT_ATTEMPTS      5u
+#define DEFAULT_BACKOFF_BASE  200u
+#define DEFAULT_BACKOFF_MAX   10000u
+#define DEFAULT_RETRY_AFTER   60000u
+#define DEFAULT_TIMEOUT_MS    30000L
+#define DEFAULT_CONNECT_MS    5000L
+#define DEFAULT_MAX_RESPONSE  (16u * 1024u * 1024u)
+#define DEFAULT_MAX_EVENT     (4u * 1024u * 1024u)
+#define DEFAULT_WATCH_TIMEOUT 300u
+#define PATH_MAX_LEN          2048
+#define ERROR_BODY_MAX        (64u * 1024u)
 
 const struct gs_k8s_resource gs_k8s_resourceslices = {"resource.k8s.io", "v1", "resourceslices",
                                                       false};
@@ -140,8 +140,8 @@ static int rate_wait(struct gs_k8s_client *c, struct gs_http_cancel *cancel)
     if (now > c->bucket_last_ms) {
         uint64_t add = gs_sat_mul_u64(now - c->bucket_last_ms, (uint64_t)c->qps_milli) / 1000u;
         int64_t cap = (int64_t)c->o.burst * 1000;
-        c->bucket_milli = add >= (uint64_t)(cap - c->bucket_milli) ? cap
-                                                                    : c->bucket_milli + (int64_t)add;
+        c->bucket_milli =
+            add >= (uint64_t)(cap - c->bucket_milli) ? cap : c->bucket_milli + (int64_t)add;
         c->bucket_last_ms = now;
     }
     c->bucket_milli -= 1000;
@@ -430,11 +430,11 @@ struct call {
     const char *body;
     size_t body_len;
     const char *content_type;
-    long timeout_ms;              /* 0 = client's, <0 = none */
-    gs_http_data_fn on_data;      /* streaming */
+    long timeout_ms;         /* 0 = client's, <0 = none */
+    gs_http_data_fn on_data; /* streaming */
     void *user;
     struct gs_http_cancel *cancel;
-    bool single_attempt;          /* the caller (watch) does its own retrying */
+    bool single_attempt; /* the caller (watch) does its own retrying */
 };
 
 /* Send with rate limiting and retries. Returns 0 when a final response arrived (any status, in
@@ -492,8 +492,9 @@ static int send_call(struct gs_k8s_client *c, const struct call *k, struct gs_ht
             if (last || !transport_retryable(r, k->method))
                 return r;
             sleep = backoff_ms(c, attempt);
-            gs_debug("k8s request failed, retrying", "method=%s path=%.200s attempt=%u sleep_ms=%llu",
-                     k->method, k->path, attempt, (unsigned long long)sleep);
+            gs_debug("k8s request failed, retrying",
+                     "method=%s path=%.200s attempt=%u sleep_ms=%llu", k->method, k->path, attempt,
+                     (unsigned long long)sleep);
         } else if (resp->status == 401 && c->token_file && !reloaded) {
             /* the token may have rotated under an unchanged stat(): re-read it once */
             char *t = NULL;
@@ -559,20 +560,20 @@ static int do_json(struct gs_k8s_client *c, const char *method, const char *path
         json_error_t je;
         *out = json_loadb(resp.body, resp.body_len, 0, &je);
         if (!*out)
-            r = gs_error_set(err, -EBADMSG, "%s %.200s: response is not JSON: %s (line %d)",
-                             method, path, je.text, je.line);
+            r = gs_error_set(err, -EBADMSG, "%s %.200s: response is not JSON: %s (line %d)", method,
+                             path, je.text, je.line);
     }
     gs_http_response_fini(&resp);
     return r;
 }
 
 int gs_k8s_request(struct gs_k8s_client *c, const char *method, const char *path, json_t *body,
-                   const char *content_type, json_t **out, long *http_status,
-                   struct gs_error *err)
+                   const char *content_type, json_t **out, long *http_status, struct gs_error *err)
 {
     if (!c || !method || !path || path[0] != '/')
-        return gs_error_set(err, -EINVAL, "k8s: request needs a client, a method and a path "
-                                          "starting with '/'");
+        return gs_error_set(err, -EINVAL,
+                            "k8s: request needs a client, a method and a path "
+                            "starting with '/'");
     return do_json(c, method, path, body, content_type, out, http_status, err);
 }
 
@@ -605,8 +606,7 @@ int gs_k8s_path(char *buf, size_t len, const struct gs_k8s_resource *res, const 
         return gs_error_set(err, -EINVAL, "k8s: %s name \"%.100s\" is not a valid name",
                             res->plural, name);
     if (subresource && (!name || !valid_name(subresource)))
-        return gs_error_set(err, -EINVAL, "k8s: subresource \"%.100s\" needs a name",
-                            subresource);
+        return gs_error_set(err, -EINVAL, "k8s: subresource \"%.100s\" needs a name", subresource);
     if (res->group && *res->group)
         n = snprintf(buf, len, "/apis/%s/%s", res->group, res->version);
     else
@@ -969,9 +969,9 @@ struct stream {
     struct gs_error *err;
     char *buf;
     size_t len, cap, max;
-    long status;  /* HTTP status of the stream */
-    bool stale;   /* 410 seen */
-    int fail;     /* why the stream was aborted by us */
+    long status; /* HTTP status of the stream */
+    bool stale;  /* 410 seen */
+    int fail;    /* why the stream was aborted by us */
     unsigned events;
 };
 
@@ -1010,7 +1010,8 @@ static int handle_event(struct stream *s, const char *line, size_t len)
         const char *msg = json_string_value(json_object_get(obj, "message"));
         if (code == 410) {
             s->stale = true;
-            return gs_error_set(s->err, -ESTALE, "%s (410)", msg ? msg : "resource version too old");
+            return gs_error_set(s->err, -ESTALE, "%s (410)",
+                                msg ? msg : "resource version too old");
         }
     } else {
         const char *rv = obj_str(obj, "resourceVersion");
@@ -1039,8 +1040,9 @@ static int stream_data(void *user, long status, const char *data, size_t len)
         size_t take = nl ? (size_t)(nl - data) : len;
 
         if (take > s->max || s->len > s->max - take)
-            return s->fail = gs_error_set(s->err, -E2BIG, "watch %s: event too big (more than %zu bytes)",
-                                s->w->base_path, s->max);
+            return s->fail =
+                       gs_error_set(s->err, -E2BIG, "watch %s: event too big (more than %zu bytes)",
+                                    s->w->base_path, s->max);
         if (s->len + take + 1 > s->cap) {
             size_t cap = s->cap ? s->cap : 4096;
             char *nb;
@@ -1103,11 +1105,14 @@ int gs_k8s_watch_run(struct gs_k8s_watch *w, const char *resource_version, gs_k8
     c = w->c;
     set_rv(w, resource_version ? resource_version : "");
     for (;;) {
-        struct stream s = {.w = w, .fn = fn, .user = user, .err = err,
-                           .max = c->o.max_event_bytes};
+        struct stream s = {.w = w, .fn = fn, .user = user, .err = err, .max = c->o.max_event_bytes};
         struct gs_http_response resp = {0};
-        struct call k = {.method = "GET", .path = path, .on_data = stream_data, .user = &s,
-                         .cancel = w->cancel, .single_attempt = true,
+        struct call k = {.method = "GET",
+                         .path = path,
+                         .on_data = stream_data,
+                         .user = &s,
+                         .cancel = w->cancel,
+                         .single_attempt = true,
                          .timeout_ms = (long)(w->timeout_s + 30u) * 1000L};
         bool transient = false;
 

@@ -54,17 +54,17 @@ extern const struct gs_k8s_resource gs_k8s_pods;                   /* v1, ns */
 extern const struct gs_k8s_resource gs_k8s_nodes;                  /* v1 */
 
 struct gs_k8s_options {
-    double qps;                   /* steady request rate; 0 = default 50, <0 = unlimited */
-    unsigned burst;               /* bucket size; 0 = default 100 */
-    unsigned max_attempts;        /* tries per request incl. the first; 0 = default 5 */
-    unsigned backoff_base_ms;     /* 0 = default 200 */
-    unsigned backoff_max_ms;      /* cap of one backoff sleep; 0 = default 10000 */
-    unsigned retry_after_max_ms;  /* cap on an honoured Retry-After; 0 = default 60000 */
-    long connect_timeout_ms;      /* 0 = default 5000 */
-    long timeout_ms;              /* per attempt; 0 = default 30000 */
-    size_t max_response_bytes;    /* 0 = default 16 MiB */
-    size_t max_event_bytes;       /* one watch event; 0 = default 4 MiB */
-    const char *user_agent;       /* NULL = "gpuslice/<version>" */
+    double qps;                  /* steady request rate; 0 = default 50, <0 = unlimited */
+    unsigned burst;              /* bucket size; 0 = default 100 */
+    unsigned max_attempts;       /* tries per request incl. the first; 0 = default 5 */
+    unsigned backoff_base_ms;    /* 0 = default 200 */
+    unsigned backoff_max_ms;     /* cap of one backoff sleep; 0 = default 10000 */
+    unsigned retry_after_max_ms; /* cap on an honoured Retry-After; 0 = default 60000 */
+    long connect_timeout_ms;     /* 0 = default 5000 */
+    long timeout_ms;             /* per attempt; 0 = default 30000 */
+    size_t max_response_bytes;   /* 0 = default 16 MiB */
+    size_t max_event_bytes;      /* one watch event; 0 = default 4 MiB */
+    const char *user_agent;      /* NULL = "gpuslice/<version>" */
     /* Test hooks: a monotonic clock and a sleep. NULL = the real ones. The sleep is the only place
      * the client waits (rate limit, backoff); with hooks, tests see every wait exactly. */
     uint64_t (*now_ms)(void *user);
@@ -74,13 +74,13 @@ struct gs_k8s_options {
 
 /* Counters since the client was created (all monotonic). */
 struct gs_k8s_stats {
-    uint64_t requests;        /* HTTP requests sent, retries included */
-    uint64_t retries;         /* requests that were a retry */
-    uint64_t throttled;       /* requests that had to wait for the rate limiter */
+    uint64_t requests;  /* HTTP requests sent, retries included */
+    uint64_t retries;   /* requests that were a retry */
+    uint64_t throttled; /* requests that had to wait for the rate limiter */
     uint64_t throttle_wait_ms;
     uint64_t backoff_wait_ms; /* sum of backoff / Retry-After sleeps */
     uint64_t last_backoff_ms;
-    uint64_t token_reloads;   /* times the token file was (re-)read */
+    uint64_t token_reloads; /* times the token file was (re-)read */
 };
 
 struct gs_k8s_client;
@@ -105,8 +105,7 @@ void gs_k8s_client_stats(struct gs_k8s_client *c, struct gs_k8s_stats *out);
  * an empty body). `http_status` (may be NULL) receives the final status (0 if none arrived).
  */
 int gs_k8s_request(struct gs_k8s_client *c, const char *method, const char *path, json_t *body,
-                   const char *content_type, json_t **out, long *http_status,
-                   struct gs_error *err);
+                   const char *content_type, json_t **out, long *http_status, struct gs_error *err);
 
 /* "/apis/resource.k8s.io/v1/namespaces/<ns>/resourceclaims[/<name>[/<sub>]]" into buf.
  * ns is ignored for cluster-scoped resources; NULL ns for a namespaced one = all namespaces.
@@ -118,9 +117,9 @@ int gs_k8s_get(struct gs_k8s_client *c, const struct gs_k8s_resource *res, const
                const char *name, json_t **out, struct gs_error *err);
 
 struct gs_k8s_list_options {
-    const char *label_selector;   /* NULL = none */
-    const char *field_selector;   /* e.g. "spec.nodeName=node-1"; NULL = none */
-    unsigned page_size;           /* 0 = no limit; pages are fetched and joined */
+    const char *label_selector; /* NULL = none */
+    const char *field_selector; /* e.g. "spec.nodeName=node-1"; NULL = none */
+    unsigned page_size;         /* 0 = no limit; pages are fetched and joined */
 };
 /* The List object with all items (pages joined). `resource_version` (may be NULL) receives a
  * new string: the list's metadata.resourceVersion, to start a watch from. */
@@ -165,8 +164,8 @@ typedef int (*gs_k8s_watch_fn)(void *user, enum gs_k8s_event_type type, json_t *
 struct gs_k8s_watch_options {
     const char *label_selector;
     const char *field_selector;
-    unsigned timeout_s;        /* server-side timeoutSeconds per stream; 0 = 300 */
-    bool no_bookmarks;         /* default: allowWatchBookmarks=true */
+    unsigned timeout_s; /* server-side timeoutSeconds per stream; 0 = 300 */
+    bool no_bookmarks;  /* default: allowWatchBookmarks=true */
 };
 
 struct gs_k8s_watch;

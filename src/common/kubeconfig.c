@@ -168,8 +168,7 @@ struct ctx {
 };
 
 /* Optional string field: 0 and *out = NULL if absent, -EINVAL if not a string. */
-static int get_str(struct ctx *x, json_t *obj, const char *where, const char *key,
-                   const char **out)
+static int get_str(struct ctx *x, json_t *obj, const char *where, const char *key, const char **out)
 {
     json_t *v = json_object_get(obj, key);
 
@@ -220,7 +219,8 @@ static json_t *find_named(struct ctx *x, json_t *root, const char *list, const c
         gs_error_set(x->err, -EINVAL, "kubeconfig %s: %s: expected a list", x->name, list);
         return NULL;
     }
-    json_array_foreach(arr, i, e) {
+    json_array_foreach(arr, i, e)
+    {
         json_t *n = json_object_get(e, "name");
         if (json_is_string(n) && strcmp(json_string_value(n), name) == 0) {
             json_t *v = json_object_get(e, inner);
@@ -267,8 +267,8 @@ static int set_data(struct ctx *x, const char *field, const char *value, char **
     if (r == -ENOMEM)
         return gs_error_set(x->err, r, "kubeconfig %s: out of memory", x->name);
     if (r < 0)
-        return gs_error_set(x->err, r, "kubeconfig %s: %s: not valid base64 (\"%.24s%s\")",
-                            x->name, field, value, strlen(value) > 24 ? "..." : "");
+        return gs_error_set(x->err, r, "kubeconfig %s: %s: not valid base64 (\"%.24s%s\")", x->name,
+                            field, value, strlen(value) > 24 ? "..." : "");
     return 0;
 }
 
@@ -297,8 +297,7 @@ int gs_kube_config_parse(const char *text, size_t len, const char *base_dir, con
         if (r < 0)
             return r;
         if (!cur || !*cur)
-            return gs_error_set(err, -EINVAL, "kubeconfig %s: current-context is not set",
-                                x.name);
+            return gs_error_set(err, -EINVAL, "kubeconfig %s: current-context is not set", x.name);
     }
     ctxo = find_named(&x, root, "contexts", "context", "context", cur);
     if (!ctxo)
@@ -329,7 +328,8 @@ int gs_kube_config_parse(const char *text, size_t len, const char *base_dir, con
     if (strncmp(server, "https://", 8) != 0 && strncmp(server, "http://", 7) != 0)
         return gs_error_set(err, -EINVAL,
                             "kubeconfig %s: cluster \"%s\": server \"%s\" is not an http:// or "
-                            "https:// URL", x.name, cluster_name, server);
+                            "https:// URL",
+                            x.name, cluster_name, server);
     cfg.server = strdup(server);
     if (!cfg.server)
         goto nomem;
@@ -383,11 +383,11 @@ int gs_kube_config_parse(const char *text, size_t len, const char *base_dir, con
             (cfg.client_key_data || cfg.client_key_file)) {
             r = gs_error_set(err, -EINVAL,
                              "kubeconfig %s: user \"%s\": a client certificate needs a client key "
-                             "and the other way round", x.name, user_name);
+                             "and the other way round",
+                             x.name, user_name);
             goto fail;
         }
-        bool has_auth = cfg.token || cfg.token_file || cfg.client_cert_data ||
-                        cfg.client_cert_file;
+        bool has_auth = cfg.token || cfg.token_file || cfg.client_cert_data || cfg.client_cert_file;
         if (!has_auth) {
             const char *unsupported = json_object_get(user, "exec")            ? "exec"
                                       : json_object_get(user, "auth-provider") ? "auth-provider"
@@ -467,11 +467,15 @@ int gs_kube_config_load_incluster(const char *sa_dir, struct gs_kube_config *out
                             "KUBERNETES_SERVICE_PORT must be set (not running in a pod? use "
                             "--kubeconfig)");
     if (!valid_port(port))
-        return gs_error_set(err, -EINVAL, "in-cluster config: KUBERNETES_SERVICE_PORT \"%s\" is "
-                                          "not a port number", port);
+        return gs_error_set(err, -EINVAL,
+                            "in-cluster config: KUBERNETES_SERVICE_PORT \"%s\" is "
+                            "not a port number",
+                            port);
     if (strpbrk(host, "/?#@ \t\r\n[]"))
-        return gs_error_set(err, -EINVAL, "in-cluster config: KUBERNETES_SERVICE_HOST \"%s\" is "
-                                          "not a host name or address", host);
+        return gs_error_set(err, -EINVAL,
+                            "in-cluster config: KUBERNETES_SERVICE_HOST \"%s\" is "
+                            "not a host name or address",
+                            host);
     n = strlen(host) + strlen(port) + 16;
     cfg.server = malloc(n);
     if (!cfg.server)

@@ -27,21 +27,21 @@
 #define GS_KUBE_TOKEN_MAX_BYTES    (64u * 1024u)
 
 struct gs_kube_config {
-    char *server;            /* "https://host:port" or "http://...", no trailing '/' */
-    char *ca_file;           /* NULL if none */
-    char *ca_data;           /* decoded PEM bytes, NUL-terminated; NULL if none */
+    char *server;  /* "https://host:port" or "http://...", no trailing '/' */
+    char *ca_file; /* NULL if none */
+    char *ca_data; /* decoded PEM bytes, NUL-terminated; NULL if none */
     size_t ca_data_len;
     bool insecure_skip_tls_verify;
-    char *token;             /* static bearer token; NULL if none */
-    char *token_file;        /* bearer token file, re-read on change; NULL if none */
+    char *token;      /* static bearer token; NULL if none */
+    char *token_file; /* bearer token file, re-read on change; NULL if none */
     char *client_cert_file;
-    char *client_cert_data;  /* decoded PEM, NUL-terminated */
+    char *client_cert_data; /* decoded PEM, NUL-terminated */
     size_t client_cert_data_len;
     char *client_key_file;
-    char *client_key_data;   /* decoded PEM, NUL-terminated */
+    char *client_key_data; /* decoded PEM, NUL-terminated */
     size_t client_key_data_len;
-    char *namespace;         /* context namespace / in-cluster namespace; "default" if unset */
-    char *source;            /* the file it came from, or "in-cluster" */
+    char *namespace; /* context namespace / in-cluster namespace; "default" if unset */
+    char *source;    /* the file it came from, or "in-cluster" */
 };
 
 /* Load from a kubeconfig file. `context` NULL = current-context. */

@@ -32,7 +32,7 @@ struct fakeapi {
     pid_t pid;
     int port;
     int stdin_fd;
-    char url[128];   /* http(s)://127.0.0.1:PORT */
+    char url[128]; /* http(s)://127.0.0.1:PORT */
     char ctl_url[128];
     struct gs_http_client *http;
 };
@@ -118,8 +118,11 @@ static inline long fakeapi_ctl(struct fakeapi *f, const char *name, const char *
     long st;
 
     snprintf(url, sizeof(url), "%s/_fake/%s", f->ctl_url, name);
-    struct gs_http_request req = {.method = "POST", .url = url, .headers = hdrs,
-                                  .body = body ? body : "{}", .body_len = strlen(body ? body : "{}")};
+    struct gs_http_request req = {.method = "POST",
+                                  .url = url,
+                                  .headers = hdrs,
+                                  .body = body ? body : "{}",
+                                  .body_len = strlen(body ? body : "{}")};
     if (gs_http_do(f->http, &req, &resp, NULL) < 0)
         return -1;
     st = resp.status;
@@ -151,7 +154,8 @@ static inline int fakeapi_count(struct fakeapi *f, const char *method, const cha
     size_t i;
     int n = 0;
 
-    json_array_foreach(json_object_get(log, "requests"), i, r) {
+    json_array_foreach(json_object_get(log, "requests"), i, r)
+    {
         const char *m = json_string_value(json_object_get(r, "method"));
         const char *p = json_string_value(json_object_get(r, "path"));
         if (method && (!m || strcmp(m, method) != 0))

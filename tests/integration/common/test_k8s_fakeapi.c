@@ -77,9 +77,8 @@ static json_t *slice(const char *name, const char *node, const char *driver)
 {
     return json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:{s:s, s:i, s:i}, s:[{s:s}]}}",
                      "apiVersion", "resource.k8s.io/v1", "kind", "ResourceSlice", "metadata",
-                     "name", name, "spec", "driver", driver, "nodeName", node, "pool", "name",
-                     node, "generation", 1, "resourceSliceCount", 1, "devices", "name",
-                     "hami-gpu-0");
+                     "name", name, "spec", "driver", driver, "nodeName", node, "pool", "name", node,
+                     "generation", 1, "resourceSliceCount", 1, "devices", "name", "hami-gpu-0");
 }
 
 static const char *meta(json_t *o, const char *key)
@@ -104,7 +103,8 @@ static void test_crud(void)
     is_str(meta(out, "namespace"), "default", "created namespace");
     ok(meta(out, "uid") && strlen(meta(out, "uid")) == 36, "server assigned a uid");
     char rv1[32];
-    snprintf(rv1, sizeof(rv1), "%s", meta(out, "resourceVersion") ? meta(out, "resourceVersion") : "");
+    snprintf(rv1, sizeof(rv1), "%s",
+             meta(out, "resourceVersion") ? meta(out, "resourceVersion") : "");
     ok(rv1[0] != '\0', "server assigned a resourceVersion");
     json_decref(out);
 
@@ -121,8 +121,8 @@ static void test_crud(void)
 
     r = gs_k8s_get(c, &gs_k8s_resourceclaims, NULL, "claim-a", &got, &err);
     is_int(r, 0, "get (client namespace)");
-    is_str(json_string_value(json_object_get(json_object_get(json_object_get(got, "metadata"),
-                                                             "labels"), "app")),
+    is_str(json_string_value(
+               json_object_get(json_object_get(json_object_get(got, "metadata"), "labels"), "app")),
            "web", "label round-trips");
 
     /* optimistic concurrency */
@@ -143,8 +143,8 @@ static void test_crud(void)
     /* status subresource */
     json_t *st = json_deep_copy(got);
     json_object_del(json_object_get(st, "metadata"), "resourceVersion");
-    json_object_set_new(st, "status", json_pack("{s:{s:{s:[]}}}", "allocation", "devices",
-                                                "results"));
+    json_object_set_new(st, "status",
+                        json_pack("{s:{s:{s:[]}}}", "allocation", "devices", "results"));
     r = gs_k8s_update(c, &gs_k8s_resourceclaims, "default", "claim-a", "status", st, 0, &out, &err);
     is_int(r, 0, "update /status");
     ok(json_is_object(json_object_get(json_object_get(out, "status"), "allocation")),
@@ -160,8 +160,8 @@ static void test_crud(void)
     r = gs_k8s_patch(c, &gs_k8s_resourceclaims, "default", "claim-a", NULL, GS_K8S_PATCH_MERGE, mp,
                      0, &out, &err);
     is_int(r, 0, "merge patch");
-    is_str(json_string_value(json_object_get(json_object_get(json_object_get(out, "metadata"),
-                                                             "labels"), "tier")),
+    is_str(json_string_value(json_object_get(
+               json_object_get(json_object_get(out, "metadata"), "labels"), "tier")),
            "gpu", "merge patch applied");
     json_decref(out);
     json_decref(mp);
@@ -174,8 +174,8 @@ static void test_crud(void)
     r = gs_k8s_patch(c, &gs_k8s_resourceclaims, "default", "claim-a", NULL, GS_K8S_PATCH_JSON, jp,
                      0, &out, &err);
     is_int(r, 0, "JSON patch");
-    is_str(json_string_value(json_object_get(json_object_get(json_object_get(out, "metadata"),
-                                                             "annotations"), "b")),
+    is_str(json_string_value(json_object_get(
+               json_object_get(json_object_get(out, "metadata"), "annotations"), "b")),
            "2", "JSON patch applied");
     json_decref(out);
     json_decref(jp);
@@ -241,7 +241,8 @@ static void test_list(void)
         char name[32], node[32];
         snprintf(name, sizeof(name), "s-%d", i);
         snprintf(node, sizeof(node), "node-%d", i % 2);
-        json_t *s = slice(name, node, i == 4 ? "other.example.com" : "hami-core-gpu.project-hami.io");
+        json_t *s =
+            slice(name, node, i == 4 ? "other.example.com" : "hami-core-gpu.project-hami.io");
         gs_k8s_create(c, &gs_k8s_resourceslices, NULL, s, 0, NULL, &err);
         json_decref(s);
     }
@@ -264,7 +265,8 @@ static void test_list(void)
     json_decref(out);
     free(rv);
 
-    lo = (struct gs_k8s_list_options){.field_selector = "spec.nodeName=node-0,spec.driver!=other.example.com"};
+    lo = (struct gs_k8s_list_options){.field_selector =
+                                          "spec.nodeName=node-0,spec.driver!=other.example.com"};
     r = gs_k8s_list(c, &gs_k8s_resourceslices, NULL, &lo, &out, NULL, &err);
     is_uint(json_array_size(json_object_get(out, "items")), 2, "two field requirements (= and !=)");
     json_decref(out);
@@ -272,7 +274,8 @@ static void test_list(void)
     lo = (struct gs_k8s_list_options){.label_selector = "app in (web,api)"};
     r = gs_k8s_list(c, &gs_k8s_resourceclaims, NULL, &lo, &out, NULL, &err);
     is_int(r, 0, "list claims in all namespaces with a label selector");
-    is_uint(json_array_size(json_object_get(out, "items")), 1, "one claim matches app in (web,api)");
+    is_uint(json_array_size(json_object_get(out, "items")), 1,
+            "one claim matches app in (web,api)");
     is_str(meta(json_array_get(json_object_get(out, "items"), 0), "name"), "a", "it is claim a");
     json_decref(out);
     r = gs_k8s_list(c, &gs_k8s_resourceclaims, "team", NULL, &out, NULL, &err);
@@ -322,7 +325,8 @@ static int record(void *user, enum gs_k8s_event_type t, json_t *obj)
         rc->bookmarks++;
     } else if (rc->n < 64) {
         rc->types[rc->n] = t;
-        snprintf(rc->names[rc->n], sizeof(rc->names[0]), "%s", meta(obj, "name") ? meta(obj, "name") : "");
+        snprintf(rc->names[rc->n], sizeof(rc->names[0]), "%s",
+                 meta(obj, "name") ? meta(obj, "name") : "");
         rc->n++;
     }
     int stop = rc->stop_after && rc->n >= rc->stop_after;
@@ -453,7 +457,8 @@ static void test_watch(void)
         json_t *log = fakeapi_get(&api, "log"), *r;
         size_t i;
         bool found = false;
-        json_array_foreach(json_object_get(log, "requests"), i, r) {
+        json_array_foreach(json_object_get(log, "requests"), i, r)
+        {
             json_t *q = json_object_get(r, "query");
             if (json_object_get(q, "watch") && !found) {
                 found = true;
@@ -520,8 +525,8 @@ static void test_watch(void)
 static void test_retries(void)
 {
     struct fake_clock clk = {.mu = PTHREAD_MUTEX_INITIALIZER, .now = 1000};
-    struct gs_k8s_options o = {.max_attempts = 3, .backoff_base_ms = 100, .backoff_max_ms = 1000,
-                               .qps = -1};
+    struct gs_k8s_options o = {
+        .max_attempts = 3, .backoff_base_ms = 100, .backoff_max_ms = 1000, .qps = -1};
     struct gs_k8s_client *c = client_with(&clk, &o);
     struct gs_k8s_stats st;
     struct gs_error err = {0};
@@ -675,8 +680,8 @@ static void test_token(void)
 
 static void test_bounds(void)
 {
-    struct gs_k8s_options o = {.qps = -1, .max_response_bytes = 64 * 1024,
-                               .max_event_bytes = 64 * 1024};
+    struct gs_k8s_options o = {
+        .qps = -1, .max_response_bytes = 64 * 1024, .max_event_bytes = 64 * 1024};
     struct gs_k8s_client *c = client_with(NULL, &o);
     struct gs_error err = {0};
     char *big = malloc(100 * 1024 + 1);
@@ -818,9 +823,9 @@ static void test_tls(void)
     snprintf(ca, sizeof(ca), "%s/ca.crt", d);
     snprintf(crt, sizeof(crt), "%s/server.crt", d);
     snprintf(key, sizeof(key), "%s/server.key", d);
-    if (fakeapi_start_tls(&t, (const char *const[]){"--tls-cert", crt, "--tls-key", key,
-                                                    "--client-ca", ca, "--token", "tls-token",
-                                                    NULL},
+    if (fakeapi_start_tls(&t,
+                          (const char *const[]){"--tls-cert", crt, "--tls-key", key, "--client-ca",
+                                                ca, "--token", "tls-token", NULL},
                           true, ca) < 0) {
         ok(0, "TLS fake API server starts");
         fakeapi_stop(&t);
@@ -828,12 +833,14 @@ static void test_tls(void)
     }
     char *ca64 = slurp("ca.crt.b64"), *crt64 = slurp("client.crt.b64"),
          *key64 = slurp("client.key.b64");
-    const char *head = "current-context: c\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\n";
+    const char *head =
+        "current-context: c\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\n";
 
-    snprintf(kc, sizeof(kc),
-             "%sclusters:\n- name: k\n  cluster:\n    server: %s\n"
-             "    certificate-authority-data: %s\nusers:\n- name: u\n  user:\n    token: tls-token\n",
-             head, t.url, ca64 ? ca64 : "");
+    snprintf(
+        kc, sizeof(kc),
+        "%sclusters:\n- name: k\n  cluster:\n    server: %s\n"
+        "    certificate-authority-data: %s\nusers:\n- name: u\n  user:\n    token: tls-token\n",
+        head, t.url, ca64 ? ca64 : "");
     r = tls_list(kc, &err);
     is_int(r, 0, "https with certificate-authority-data and a token");
 
@@ -886,8 +893,10 @@ int main(int argc, char **argv)
     char cmd[300];
 
     tap_plan_auto();
-    snprintf(tmpdir, sizeof(tmpdir), "%s/gs-k8s-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (!mkdtemp(tmpdir) || fakeapi_start(&api, (const char *const[]){"--bookmark-interval", "0.2", NULL}) < 0) {
+    snprintf(tmpdir, sizeof(tmpdir), "%s/gs-k8s-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(tmpdir) ||
+        fakeapi_start(&api, (const char *const[]){"--bookmark-interval", "0.2", NULL}) < 0) {
         ok(0, "fake API server starts");
         return tap_done();
     }
@@ -895,10 +904,9 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         void (*fn)(void);
-    } sections[] = {{"crud", test_crud},     {"list", test_list},     {"watch", test_watch},
+    } sections[] = {{"crud", test_crud},       {"list", test_list},   {"watch", test_watch},
                     {"retries", test_retries}, {"token", test_token}, {"bounds", test_bounds},
-                    {"gate", test_gate},
-                    {"tls", test_tls}};
+                    {"gate", test_gate},       {"tls", test_tls}};
     for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
         bool run = argc < 2;
         for (int a = 1; a < argc; a++) /* arguments select sections, for debugging */

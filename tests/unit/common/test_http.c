@@ -126,8 +126,8 @@ static int server_start(struct server *s)
     memset(s, 0, sizeof(*s));
     pthread_mutex_init(&s->mu, NULL);
     s->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (s->lfd < 0 || bind(s->lfd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(s->lfd, 16) < 0 ||
-        getsockname(s->lfd, (struct sockaddr *)&a, &al) < 0)
+    if (s->lfd < 0 || bind(s->lfd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+        listen(s->lfd, 16) < 0 || getsockname(s->lfd, (struct sockaddr *)&a, &al) < 0)
         return -1;
     s->port = ntohs(a.sin_port);
     return pthread_create(&s->thread, NULL, serve, s) == 0 ? 0 : -1;
@@ -216,16 +216,16 @@ int main(void)
     }
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/apis/x?a=b", srv.port);
 
-    struct gs_http_config cfg = {.bearer_token = "s3cret", .max_response_bytes = 1024,
-                                 .timeout_ms = 2000};
+    struct gs_http_config cfg = {
+        .bearer_token = "s3cret", .max_response_bytes = 1024, .timeout_ms = 2000};
     struct gs_http_client *c = gs_http_client_new(&cfg, &err);
     ok(c != NULL, "client created");
 
     /* 200 with a body, headers, token */
     set_body_response(&srv, 200, "", "{\"kind\":\"Status\"}");
     const char *hdrs[] = {"X-Test: yes", NULL};
-    struct gs_http_request rq = {.method = "POST", .url = url, .headers = hdrs,
-                                 .body = "{\"a\":1}", .body_len = 7};
+    struct gs_http_request rq = {
+        .method = "POST", .url = url, .headers = hdrs, .body = "{\"a\":1}", .body_len = 7};
     r = gs_http_do(c, &rq, &resp, &err);
     is_int(r, 0, "POST answered");
     is_int(resp.status, 200, "status 200");
@@ -283,8 +283,8 @@ int main(void)
         ok(resp.body == NULL && resp.body_len == 0, "no partial body handed out");
         gs_http_response_fini(&resp);
         /* per-request maximum */
-        r = gs_http_do(c, &(struct gs_http_request){.url = url, .max_response_bytes = 4096},
-                       &resp, &err);
+        r = gs_http_do(c, &(struct gs_http_request){.url = url, .max_response_bytes = 4096}, &resp,
+                       &err);
         is_int(r, 0, "a larger per-request maximum accepts it");
         gs_http_response_fini(&resp);
     }
@@ -328,7 +328,8 @@ int main(void)
         pthread_join(t, NULL);
         is_int(r, -ECANCELED, "a hanging request is cancelled from another thread");
         ok(gs_http_cancel_is_triggered(cancel), "cancel token reads triggered");
-        is_int(gs_http_cancel_sleep(cancel, 10000), -ECANCELED, "a triggered sleep returns at once");
+        is_int(gs_http_cancel_sleep(cancel, 10000), -ECANCELED,
+               "a triggered sleep returns at once");
         gs_http_cancel_reset(cancel);
         is_int(gs_http_cancel_sleep(cancel, 1), 0, "after reset a sleep runs to its end");
         gs_http_cancel_free(cancel);

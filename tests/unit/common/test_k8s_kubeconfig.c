@@ -32,49 +32,48 @@ static const char *path_of(const char *name)
 }
 
 /* "Q0EgUEVN" = "CA PEM", "Q0VSVA==" = "CERT", "S0VZ" = "KEY" */
-static const char *full_config =
-    "apiVersion: v1\n"
-    "kind: Config\n"
-    "current-context: dev\n"
-    "clusters:\n"
-    "- name: prod\n"
-    "  cluster:\n"
-    "    server: https://1.2.3.4:6443/\n"
-    "    certificate-authority-data: Q0EgUEVN\n"
-    "- name: lab\n"
-    "  cluster:\n"
-    "    server: http://127.0.0.1:8080\n"
-    "    certificate-authority: ca.crt\n"
-    "    insecure-skip-tls-verify: true\n"
-    "contexts:\n"
-    "- name: dev\n"
-    "  context:\n"
-    "    cluster: prod\n"
-    "    user: alice\n"
-    "    namespace: team-a\n"
-    "- name: lab\n"
-    "  context: {cluster: lab, user: bob}\n"
-    "- name: certs\n"
-    "  context: {cluster: prod, user: carol}\n"
-    "- name: tokfile\n"
-    "  context: {cluster: lab, user: dave}\n"
-    "- name: anon\n"
-    "  context: {cluster: lab}\n"
-    "users:\n"
-    "- name: alice\n"
-    "  user:\n"
-    "    token: abc.def\n"
-    "- name: bob\n"
-    "  user:\n"
-    "    client-certificate: client.crt\n"
-    "    client-key: client.key\n"
-    "- name: carol\n"
-    "  user:\n"
-    "    client-certificate-data: Q0VSVA==\n"
-    "    client-key-data: S0VZ\n"
-    "- name: dave\n"
-    "  user:\n"
-    "    tokenFile: sa/token\n";
+static const char *full_config = "apiVersion: v1\n"
+                                 "kind: Config\n"
+                                 "current-context: dev\n"
+                                 "clusters:\n"
+                                 "- name: prod\n"
+                                 "  cluster:\n"
+                                 "    server: https://1.2.3.4:6443/\n"
+                                 "    certificate-authority-data: Q0EgUEVN\n"
+                                 "- name: lab\n"
+                                 "  cluster:\n"
+                                 "    server: http://127.0.0.1:8080\n"
+                                 "    certificate-authority: ca.crt\n"
+                                 "    insecure-skip-tls-verify: true\n"
+                                 "contexts:\n"
+                                 "- name: dev\n"
+                                 "  context:\n"
+                                 "    cluster: prod\n"
+                                 "    user: alice\n"
+                                 "    namespace: team-a\n"
+                                 "- name: lab\n"
+                                 "  context: {cluster: lab, user: bob}\n"
+                                 "- name: certs\n"
+                                 "  context: {cluster: prod, user: carol}\n"
+                                 "- name: tokfile\n"
+                                 "  context: {cluster: lab, user: dave}\n"
+                                 "- name: anon\n"
+                                 "  context: {cluster: lab}\n"
+                                 "users:\n"
+                                 "- name: alice\n"
+                                 "  user:\n"
+                                 "    token: abc.def\n"
+                                 "- name: bob\n"
+                                 "  user:\n"
+                                 "    client-certificate: client.crt\n"
+                                 "    client-key: client.key\n"
+                                 "- name: carol\n"
+                                 "  user:\n"
+                                 "    client-certificate-data: Q0VSVA==\n"
+                                 "    client-key-data: S0VZ\n"
+                                 "- name: dave\n"
+                                 "  user:\n"
+                                 "    tokenFile: sa/token\n";
 
 static void expect_error(const char *text, const char *context, int code, const char *needle,
                          const char *what)
@@ -114,9 +113,8 @@ static void test_kubeconfig(void)
     is_str(cfg.source, path_of("kubeconfig"), "source names the file");
     r = gs_kube_config_copy(&copy, &cfg);
     is_int(r, 0, "copy");
-    ok(copy.server != cfg.server && strcmp(copy.server, cfg.server) == 0 &&
-           copy.ca_data_len == 6 && strcmp(copy.ca_data, "CA PEM") == 0 &&
-           strcmp(copy.token, "abc.def") == 0,
+    ok(copy.server != cfg.server && strcmp(copy.server, cfg.server) == 0 && copy.ca_data_len == 6 &&
+           strcmp(copy.ca_data, "CA PEM") == 0 && strcmp(copy.token, "abc.def") == 0,
        "deep copy has equal, separate fields");
     gs_kube_config_fini(&copy);
     gs_kube_config_fini(&cfg);
@@ -162,8 +160,8 @@ static void test_kubeconfig(void)
     gs_kube_config_fini(&cfg);
 
     /* errors name the file, the field and the value */
-    expect_error("clusters: []\n", NULL, -EINVAL, "kubeconfig test.yaml: current-context is not set",
-                 "no current-context");
+    expect_error("clusters: []\n", NULL, -EINVAL,
+                 "kubeconfig test.yaml: current-context is not set", "no current-context");
     expect_error(full_config, "nope", -ENOENT, "kubeconfig test.yaml: context \"nope\" not found",
                  "unknown context");
     expect_error("current-context: c\ncontexts:\n- name: c\n  context: {cluster: k}\n", NULL,
@@ -203,8 +201,8 @@ static void test_kubeconfig(void)
     expect_error("current-context: c\ncontexts:\n- name: c\n  context: {cluster: k}\n"
                  "clusters:\n- name: k\n  cluster: {server: [a, b]}\n",
                  NULL, -EINVAL, "clusters[k].cluster.server: expected a string", "mistyped server");
-    expect_error("current-context: c\nclusters: [\n", NULL, -EINVAL, "kubeconfig test.yaml: line 3, column 1: ",
-                 "broken YAML");
+    expect_error("current-context: c\nclusters: [\n", NULL, -EINVAL,
+                 "kubeconfig test.yaml: line 3, column 1: ", "broken YAML");
     expect_error("- a\n- b\n", NULL, -EINVAL, "kubeconfig test.yaml: not a mapping", "a list");
     expect_error("", NULL, -EINVAL, "empty document", "empty file");
 
@@ -329,7 +327,8 @@ int main(void)
     char cmd[300];
 
     tap_plan_auto();
-    snprintf(dir, sizeof(dir), "%s/gs-kubeconfig-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    snprintf(dir, sizeof(dir), "%s/gs-kubeconfig-XXXXXX",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
     if (!mkdtemp(dir)) {
         ok(0, "temporary directory");
         return tap_done();

@@ -79,13 +79,13 @@ int main(void)
     is_int(gs_k8s_request(c, "GET", "relative", NULL, NULL, NULL, NULL, &err), -EINVAL,
            "path must start with /");
     json_t *arr = json_array();
-    is_int(gs_k8s_patch(c, &gs_k8s_pods, "default", "x", NULL, GS_K8S_PATCH_MERGE, arr, 0, NULL,
-                        &err),
-           -EINVAL, "merge patch must be an object");
+    is_int(
+        gs_k8s_patch(c, &gs_k8s_pods, "default", "x", NULL, GS_K8S_PATCH_MERGE, arr, 0, NULL, &err),
+        -EINVAL, "merge patch must be an object");
     json_t *obj = json_object();
-    is_int(gs_k8s_patch(c, &gs_k8s_pods, "default", "x", NULL, GS_K8S_PATCH_JSON, obj, 0, NULL,
-                        &err),
-           -EINVAL, "JSON patch must be an array");
+    is_int(
+        gs_k8s_patch(c, &gs_k8s_pods, "default", "x", NULL, GS_K8S_PATCH_JSON, obj, 0, NULL, &err),
+        -EINVAL, "JSON patch must be an array");
     is_int(gs_k8s_update(c, &gs_k8s_pods, "default", NULL, NULL, obj, 0, NULL, &err), -EINVAL,
            "update without a name");
     like_str(err.msg, "object has no metadata.name", "update message");
