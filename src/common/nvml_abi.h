@@ -210,6 +210,7 @@ nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length);
 nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length);
 nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *cudaDriverVersion);
 nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *cudaDriverVersion);
+nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char *name, unsigned int length);
 
 nvmlReturn_t nvmlDeviceGetCount(unsigned int *deviceCount); /* v1 symbol */
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount);

@@ -1,0 +1,577 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* gpusim libcuda: primary and created contexts, the per-thread context stack, streams, events
+ * and synchronisation (which sleeps until the timeline says the work is done). */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "sim/cuda-internal.h"
+
+#define CTX_STACK_MAX 64
+
+static __thread struct sim_ctx *tls_stack[CTX_STACK_MAX];
+static __thread int tls_depth;
+
+void cu_wait_until(uint64_t t)
+{
+    struct timespec ts = {.tv_sec = (time_t)(t / 1000000000ull),
+                          .tv_nsec = (long)(t % 1000000000ull)};
+    while (sim_now_ns() < t) {
+        int r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+        if (r != 0 && r != EINTR)
+            break;
+    }
+}
+
+static bool ctx_usable(const struct sim_ctx *c)
+{
+    return c && c->h.magic == CU_MAGIC && c->h.kind == CU_OBJ_CTX && c->h.alive;
+}
+
+struct sim_ctx *cu_ctx_current(CUresult *err)
+{
+    if (GS_UNLIKELY(__atomic_load_n(&cu_g.init_state, __ATOMIC_ACQUIRE) <= 0)) {
+        *err = CUDA_ERROR_NOT_INITIALIZED;
+        return NULL;
+    }
+    struct sim_ctx *c = tls_depth ? tls_stack[tls_depth - 1] : NULL;
+    if (GS_UNLIKELY(!c)) {
+        *err = CUDA_ERROR_INVALID_CONTEXT;
+        return NULL;
+    }
+    if (GS_UNLIKELY(!ctx_usable(c))) {
+        *err = CUDA_ERROR_CONTEXT_IS_DESTROYED;
+        return NULL;
+    }
+    return c;
+}
+
+struct sim_stream *cu_stream_resolve(CUstream h, CUresult *err)
+{
+    if (h == NULL || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD) {
+        struct sim_ctx *c = cu_ctx_current(err);
+        return c ? &c->null_stream : NULL;
+    }
+    struct sim_stream *s = (struct sim_stream *)h;
+    if (GS_UNLIKELY(!cu_valid(s, CU_OBJ_STREAM) || !ctx_usable(s->ctx))) {
+        *err = CUDA_ERROR_INVALID_HANDLE;
+        return NULL;
+    }
+    return s;
+}
+
+static void atomic_max_u64(uint64_t *p, uint64_t v)
+{
+    uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (cur < v && !__atomic_compare_exchange_n(p, &cur, v, true, __ATOMIC_RELEASE,
+                                                   __ATOMIC_RELAXED))
+        ;
+}
+
+uint64_t cu_enqueue(struct sim_stream *s, uint64_t cost_ns)
+{
+    struct sim_ctx *c = s->ctx;
+    uint64_t now = sim_now_ns();
+    sim_lock(cu_g.st);
+    uint64_t end = sim_enqueue_locked(cu_g.st, c->dev, now,
+                                      __atomic_load_n(&s->tail_ns, __ATOMIC_RELAXED), cost_ns);
+    __atomic_store_n(&s->tail_ns, end, __ATOMIC_RELEASE);
+    sim_unlock(cu_g.st);
+    atomic_max_u64(&c->tail_ns, end);
+    return end;
+}
+
+/* ------------------------------------------------------------------ activation */
+CUresult cu_ctx_activate(struct sim_ctx *c)
+{
+    uint64_t ov = cu_g.cfg.ctx_overhead;
+    if (ov && sim_mem_charge(cu_g.st, c->dev, ov) < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    c->charged = ov;
+    sim_ctx_add(cu_g.st, c->dev, 1);
+    return CUDA_SUCCESS;
+}
+
+void cu_ctx_deactivate(struct sim_ctx *c)
+{
+    if (c->charged)
+        sim_mem_uncharge(cu_g.st, c->dev, c->charged);
+    c->charged = 0;
+    sim_ctx_add(cu_g.st, c->dev, -1);
+}
+
+/* ------------------------------------------------------------------ primary contexts */
+CU_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+    CU_CHECK_INIT();
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (cu_dev_of(dev) < 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    struct sim_ctx *c = &cu_g.primary[dev];
+    pthread_mutex_lock(&cu_g.lock);
+    if (c->refs == 0) {
+        CUresult r = cu_ctx_activate(c);
+        if (r != CUDA_SUCCESS) {
+            pthread_mutex_unlock(&cu_g.lock);
+            return r;
+        }
+        c->h.alive = true;
+    }
+    c->refs++;
+    pthread_mutex_unlock(&cu_g.lock);
+    *pctx = (CUcontext)c;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    CU_CHECK_INIT();
+    if (cu_dev_of(dev) < 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    struct sim_ctx *c = &cu_g.primary[dev];
+    pthread_mutex_lock(&cu_g.lock);
+    if (c->refs == 0) {
+        pthread_mutex_unlock(&cu_g.lock);
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    if (--c->refs == 0) {
+        cu_ctx_deactivate(c);
+        c->h.alive = false;
+    }
+    pthread_mutex_unlock(&cu_g.lock);
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+    CU_CHECK_INIT();
+    if (cu_dev_of(dev) < 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    struct sim_ctx *c = &cu_g.primary[dev];
+    pthread_mutex_lock(&cu_g.lock);
+    if (c->refs > 0) {
+        cu_ctx_deactivate(c);
+        c->refs = 0;
+        c->h.alive = false;
+    }
+    c->flags = 0;
+    pthread_mutex_unlock(&cu_g.lock);
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+{
+    CU_CHECK_INIT();
+    if (!flags || !active)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (cu_dev_of(dev) < 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&cu_g.lock);
+    *flags = cu_g.primary[dev].flags;
+    *active = cu_g.primary[dev].refs > 0;
+    pthread_mutex_unlock(&cu_g.lock);
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
+{
+    CU_CHECK_INIT();
+    if (cu_dev_of(dev) < 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (flags & ~(unsigned int)CU_CTX_FLAGS_MASK)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&cu_g.lock);
+    cu_g.primary[dev].flags = flags;
+    pthread_mutex_unlock(&cu_g.lock);
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ created contexts */
+static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    CU_CHECK_INIT();
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (cu_dev_of(dev) < 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (flags & ~(unsigned int)CU_CTX_FLAGS_MASK)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (tls_depth >= CTX_STACK_MAX)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    struct sim_ctx *c = cu_obj_new(CU_OBJ_CTX, sizeof(*c));
+    if (!c)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    c->ordinal = dev;
+    c->dev = cu_g.vis[dev];
+    c->flags = flags;
+    c->null_stream.h.magic = CU_MAGIC;
+    c->null_stream.h.kind = CU_OBJ_STREAM;
+    c->null_stream.h.alive = true;
+    c->null_stream.ctx = c;
+    CUresult r = cu_ctx_activate(c);
+    if (r != CUDA_SUCCESS) {
+        cu_obj_del(c);
+        return r;
+    }
+    tls_stack[tls_depth++] = c;
+    *pctx = (CUcontext)c;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    return ctx_create(pctx, flags, dev);
+}
+
+CU_API CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
+                               unsigned int flags, CUdevice dev)
+{
+    if (numParams < 0 || (numParams > 0 && !paramsArray))
+        return CUDA_ERROR_INVALID_VALUE;
+    for (int i = 0; i < numParams; i++)
+        if (paramsArray[i].type != CU_EXEC_AFFINITY_TYPE_SM_COUNT)
+            return CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY;
+    return ctx_create(pctx, flags, dev);
+}
+
+CU_API CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams,
+                               unsigned int flags, CUdevice dev)
+{
+    if (ctxCreateParams) {
+        if (ctxCreateParams->cigParams)
+            return CUDA_ERROR_NOT_SUPPORTED;
+        return cuCtxCreate_v3(pctx, ctxCreateParams->execAffinityParams,
+                              ctxCreateParams->numExecAffinityParams, flags, dev);
+    }
+    return ctx_create(pctx, flags, dev);
+}
+
+CU_API CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    CU_CHECK_INIT();
+    struct sim_ctx *c = (struct sim_ctx *)ctx;
+    if (!c)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!ctx_usable(c) || c->primary)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    cu_wait_until(__atomic_load_n(&c->tail_ns, __ATOMIC_ACQUIRE));
+    cu_ctx_deactivate(c);
+    /* Unbind from this thread's stack (other threads see it as destroyed). */
+    for (int i = tls_depth - 1; i >= 0; i--) {
+        if (tls_stack[i] == c) {
+            memmove(&tls_stack[i], &tls_stack[i + 1], (size_t)(tls_depth - i - 1) * sizeof(c));
+            tls_depth--;
+        }
+    }
+    cu_obj_del(c);
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+    CU_CHECK_INIT();
+    struct sim_ctx *c = (struct sim_ctx *)ctx;
+    if (!ctx_usable(c))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (tls_depth >= CTX_STACK_MAX)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    tls_stack[tls_depth++] = c;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
+{
+    CU_CHECK_INIT();
+    if (tls_depth == 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    struct sim_ctx *c = tls_stack[--tls_depth];
+    if (pctx)
+        *pctx = (CUcontext)c;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+    CU_CHECK_INIT();
+    struct sim_ctx *c = (struct sim_ctx *)ctx;
+    if (!c) {
+        if (tls_depth > 0)
+            tls_depth--;
+        return CUDA_SUCCESS;
+    }
+    if (!ctx_usable(c))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (tls_depth == 0)
+        tls_depth = 1;
+    tls_stack[tls_depth - 1] = c;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuCtxGetCurrent(CUcontext *pctx)
+{
+    CU_CHECK_INIT();
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pctx = tls_depth ? (CUcontext)tls_stack[tls_depth - 1] : NULL;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuCtxGetDevice(CUdevice *device)
+{
+    CUresult r;
+    if (!device)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_ctx *c = cu_ctx_current(&r);
+    if (!c)
+        return r;
+    *device = c->ordinal;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuCtxGetFlags(unsigned int *flags)
+{
+    CUresult r;
+    if (!flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_ctx *c = cu_ctx_current(&r);
+    if (!c)
+        return r;
+    *flags = c->flags;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
+{
+    CU_CHECK_INIT();
+    if (!version)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_ctx *c = (struct sim_ctx *)ctx;
+    if (!c) {
+        CUresult r;
+        if (!(c = cu_ctx_current(&r)))
+            return r;
+    }
+    if (!ctx_usable(c))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *version = 3020;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuCtxSynchronize(void)
+{
+    CUresult r;
+    struct sim_ctx *c = cu_ctx_current(&r);
+    if (!c)
+        return r;
+    cu_wait_until(__atomic_load_n(&c->tail_ns, __ATOMIC_ACQUIRE));
+    cu_pools_trim_at_sync();
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ streams */
+static CUresult stream_create(CUstream *phStream, unsigned int flags, int priority)
+{
+    CUresult r;
+    if (!phStream)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (flags & ~(unsigned int)CU_STREAM_NON_BLOCKING)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_ctx *c = cu_ctx_current(&r);
+    if (!c)
+        return r;
+    struct sim_stream *s = cu_obj_new(CU_OBJ_STREAM, sizeof(*s));
+    if (!s)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    s->ctx = c;
+    s->flags = flags;
+    s->priority = priority;
+    *phStream = (CUstream)s;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
+{
+    return stream_create(phStream, Flags, 0);
+}
+
+CU_API CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
+{
+    return stream_create(phStream, flags, priority);
+}
+
+CU_API CUresult cuStreamDestroy_v2(CUstream hStream)
+{
+    CU_CHECK_INIT();
+    struct sim_stream *s = (struct sim_stream *)hStream;
+    if (!cu_valid(s, CU_OBJ_STREAM) || hStream == CU_STREAM_LEGACY ||
+        hStream == CU_STREAM_PER_THREAD)
+        return CUDA_ERROR_INVALID_HANDLE;
+    /* Work already queued completes on the timeline; the handle goes now. */
+    cu_obj_del(s);
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuStreamSynchronize(CUstream hStream)
+{
+    CUresult r;
+    struct sim_stream *s = cu_stream_resolve(hStream, &r);
+    if (!s)
+        return r;
+    cu_wait_until(__atomic_load_n(&s->tail_ns, __ATOMIC_ACQUIRE));
+    cu_pools_trim_at_sync();
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuStreamSynchronize_ptsz(CUstream hStream)
+{
+    return cuStreamSynchronize(hStream);
+}
+
+CU_API CUresult cuStreamQuery(CUstream hStream)
+{
+    CUresult r;
+    struct sim_stream *s = cu_stream_resolve(hStream, &r);
+    if (!s)
+        return r;
+    return sim_now_ns() >= __atomic_load_n(&s->tail_ns, __ATOMIC_ACQUIRE) ? CUDA_SUCCESS
+                                                                           : CUDA_ERROR_NOT_READY;
+}
+
+CU_API CUresult cuStreamQuery_ptsz(CUstream hStream)
+{
+    return cuStreamQuery(hStream);
+}
+
+CU_API CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
+{
+    CUresult r;
+    struct sim_stream *s = cu_stream_resolve(hStream, &r);
+    if (!s)
+        return r;
+    struct sim_event *e = (struct sim_event *)hEvent;
+    if (!cu_valid(e, CU_OBJ_EVENT))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (Flags != 0 && Flags != 1 /* CU_EVENT_WAIT_EXTERNAL */)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (e->recorded)
+        atomic_max_u64(&s->tail_ns, e->t_ns);
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags)
+{
+    return cuStreamWaitEvent(hStream, hEvent, Flags);
+}
+
+/* ------------------------------------------------------------------ events */
+CU_API CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
+{
+    CUresult r;
+    if (!phEvent)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (Flags & ~(unsigned int)(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING |
+                                CU_EVENT_INTERPROCESS))
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((Flags & CU_EVENT_INTERPROCESS) && !(Flags & CU_EVENT_DISABLE_TIMING))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!cu_ctx_current(&r))
+        return r;
+    struct sim_event *e = cu_obj_new(CU_OBJ_EVENT, sizeof(*e));
+    if (!e)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    e->flags = Flags;
+    *phEvent = (CUevent)e;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
+{
+    CUresult r;
+    struct sim_event *e = (struct sim_event *)hEvent;
+    if (!cu_valid(e, CU_OBJ_EVENT))
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct sim_stream *s = cu_stream_resolve(hStream, &r);
+    if (!s)
+        return r;
+    /* The event completes when the work queued before it on the stream does. */
+    uint64_t now = sim_now_ns(), tail = __atomic_load_n(&s->tail_ns, __ATOMIC_ACQUIRE);
+    e->t_ns = GS_MAX(now, tail);
+    e->recorded = true;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream)
+{
+    return cuEventRecord(hEvent, hStream);
+}
+
+CU_API CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
+{
+    if (flags & ~1u /* CU_EVENT_RECORD_EXTERNAL */)
+        return CUDA_ERROR_INVALID_VALUE;
+    return cuEventRecord(hEvent, hStream);
+}
+
+CU_API CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags)
+{
+    return cuEventRecordWithFlags(hEvent, hStream, flags);
+}
+
+CU_API CUresult cuEventQuery(CUevent hEvent)
+{
+    CU_CHECK_INIT();
+    struct sim_event *e = (struct sim_event *)hEvent;
+    if (!cu_valid(e, CU_OBJ_EVENT))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!e->recorded)
+        return CUDA_SUCCESS;
+    return sim_now_ns() >= e->t_ns ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+CU_API CUresult cuEventSynchronize(CUevent hEvent)
+{
+    CU_CHECK_INIT();
+    struct sim_event *e = (struct sim_event *)hEvent;
+    if (!cu_valid(e, CU_OBJ_EVENT))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (e->recorded)
+        cu_wait_until(e->t_ns);
+    cu_pools_trim_at_sync();
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+{
+    CU_CHECK_INIT();
+    struct sim_event *a = (struct sim_event *)hStart, *b = (struct sim_event *)hEnd;
+    if (!pMilliseconds)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!cu_valid(a, CU_OBJ_EVENT) || !cu_valid(b, CU_OBJ_EVENT))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!a->recorded || !b->recorded)
+        return CUDA_ERROR_INVALID_HANDLE;
+    uint64_t now = sim_now_ns();
+    if (now < a->t_ns || now < b->t_ns)
+        return CUDA_ERROR_NOT_READY;
+    double ms = ((double)b->t_ns - (double)a->t_ns) / 1e6;
+    *pMilliseconds = (float)ms;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+{
+    return cuEventElapsedTime(pMilliseconds, hStart, hEnd);
+}
+
+CU_API CUresult cuEventDestroy_v2(CUevent hEvent)
+{
+    CU_CHECK_INIT();
+    struct sim_event *e = (struct sim_event *)hEvent;
+    if (!cu_valid(e, CU_OBJ_EVENT))
+        return CUDA_ERROR_INVALID_HANDLE;
+    cu_obj_del(e);
+    return CUDA_SUCCESS;
+}

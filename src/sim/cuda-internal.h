@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What the gpusim libcuda shares inside itself: the process-wide state (cu_g), the objects
+ * behind the opaque handles, and helpers. Handles are never freed while the library is loaded:
+ * a destroyed object is marked dead and recycled, so a stale handle is reported
+ * (CUDA_ERROR_INVALID_HANDLE / _CONTEXT_IS_DESTROYED) instead of being a use-after-free.
+ */
+#ifndef GS_SIM_CUDA_INTERNAL_H
+#define GS_SIM_CUDA_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/cuda_abi.h"
+#include "common/macros.h"
+#include "sim/gpusim.h"
+#include "sim/sim-config.h"
+#include "sim/sim-map.h"
+#include "sim/sim-state.h"
+
+#define CU_API GS_EXPORT
+
+enum cu_kind {
+    CU_OBJ_CTX = 1,
+    CU_OBJ_STREAM,
+    CU_OBJ_EVENT,
+    CU_OBJ_MODULE,
+    CU_OBJ_FUNC,
+    CU_OBJ_GRAPH,
+    CU_OBJ_GRAPH_EXEC,
+    CU_OBJ_POOL,
+    CU_OBJ_ARRAY,
+    CU_OBJ_VMM,
+    CU_OBJ_KIND_MAX,
+};
+
+#define CU_MAGIC 0x6d697367u /* "gsim" */
+
+/* Common header of every handle object. */
+struct cu_obj {
+    uint32_t magic;
+    uint32_t kind;
+    bool alive;
+    struct cu_obj *all_next;  /* every object ever made (freed at unload) */
+    struct cu_obj *free_next; /* recycled objects of this kind */
+};
+
+struct sim_ctx;
+
+struct sim_stream {
+    struct cu_obj h;
+    struct sim_ctx *ctx;
+    unsigned int flags;
+    int priority;
+    uint64_t tail_ns; /* end of the last work enqueued on it (atomic) */
+};
+
+struct sim_ctx {
+    struct cu_obj h;
+    int ordinal; /* CUDA device ordinal (after CUDA_VISIBLE_DEVICES) */
+    int dev;     /* index in the shared state / config */
+    unsigned int flags;
+    bool primary;
+    int refs; /* primary: retain count */
+    uint64_t charged; /* context overhead charged */
+    struct sim_stream null_stream;
+    uint64_t tail_ns; /* end of the last work enqueued in the context (atomic) */
+};
+
+struct sim_event {
+    struct cu_obj h;
+    unsigned int flags;
+    bool recorded;
+    uint64_t t_ns; /* completion time of the work before the record */
+};
+
+struct sim_func;
+struct sim_module {
+    struct cu_obj h;
+    struct sim_ctx *ctx;
+    struct sim_func *funcs;
+};
+
+struct sim_func {
+    struct cu_obj h;
+    struct sim_module *mod;
+    struct sim_func *next;
+    uint64_t cost_ns; /* atomic */
+    char name[256];
+};
+
+struct sim_graph_node {
+    struct sim_func *fn;
+    struct sim_graph_node *next;
+};
+
+struct sim_graph {
+    struct cu_obj h;
+    struct sim_graph_node *nodes, *last;
+    size_t n;
+};
+
+struct sim_graph_exec {
+    struct cu_obj h;
+    struct sim_func **fns;
+    size_t n;
+};
+
+struct sim_pool {
+    struct cu_obj h;
+    int ordinal;
+    int dev;
+    bool is_default;
+    bool destroyed;
+    uint64_t reserved, used, reserved_high, used_high;
+    uint64_t release_threshold, max_size;
+    int reuse[4];
+    struct sim_pool *next; /* list of this process's pools */
+};
+
+struct sim_array {
+    struct cu_obj h;
+    int dev;
+    uint64_t bytes;
+    bool mipmapped;
+};
+
+struct sim_vmm {
+    struct cu_obj h;
+    int dev;
+    uint64_t size;
+    uint32_t refs; /* 1 for the handle until cuMemRelease + 1 per mapping */
+    bool released;
+};
+
+/* Kinds of entries in the allocation map. */
+enum cu_alloc_kind {
+    CU_ALLOC_PLAIN = 1,
+    CU_ALLOC_PITCH,
+    CU_ALLOC_MANAGED,
+    CU_ALLOC_POOL,
+    CU_ALLOC_RESERVE,
+    CU_ALLOC_MAPPING,
+};
+
+#define CU_GRANULARITY   (2ull << 20)
+#define CU_ADDR_ALIGN    512ull
+#define CU_VA_BASE       (1ull << 48)
+#define CU_VA_PER_DEVICE (1ull << 44)
+
+struct cu_process {
+    pthread_mutex_t lock; /* init, contexts, objects, pools list */
+    int init_state;       /* 0 not yet, 1 ready, -1 failed (atomic) */
+    CUresult init_error;
+    struct sim_config cfg;
+    struct sim_state *st;
+    int nvis;
+    int vis[SIM_MAX_DEVICES]; /* ordinal -> device index */
+    struct sim_ctx primary[SIM_MAX_DEVICES];
+    struct sim_pool *default_pool[SIM_MAX_DEVICES];
+    struct sim_pool *current_pool[SIM_MAX_DEVICES];
+    struct sim_pool *pools;
+    struct cu_obj *all;
+    struct cu_obj *free_list[CU_OBJ_KIND_MAX];
+
+    pthread_mutex_t mem_lock; /* allocs map, pools' counters, VMM refs */
+    struct sim_map allocs;   /* pointers and VMM mappings */
+    struct sim_map reserves; /* VMM address reservations */
+    uint64_t next_va[SIM_MAX_DEVICES + 1]; /* atomic bump pointers; [SIM_MAX_DEVICES] = VA */
+};
+
+extern struct cu_process cu_g;
+
+#define CU_CHECK_INIT()                                                                            \
+    do {                                                                                           \
+        if (GS_UNLIKELY(__atomic_load_n(&cu_g.init_state, __ATOMIC_ACQUIRE) <= 0))                 \
+            return CUDA_ERROR_NOT_INITIALIZED;                                                     \
+    } while (0)
+
+static inline bool cu_valid(const void *p, uint32_t kind)
+{
+    const struct cu_obj *o = p;
+    return o && o->magic == CU_MAGIC && o->kind == kind && o->alive;
+}
+
+/* Allocate (or recycle) a zeroed object of `size` bytes; alive, registered. NULL on ENOMEM. */
+void *cu_obj_new(uint32_t kind, size_t size);
+/* Mark dead and recycle. */
+void cu_obj_del(void *p);
+
+/* Current context of the calling thread (validated), or NULL with *err set. */
+struct sim_ctx *cu_ctx_current(CUresult *err);
+/* Resolve a stream handle (NULL, legacy, per-thread -> context's null stream). */
+struct sim_stream *cu_stream_resolve(CUstream h, CUresult *err);
+/* Wait (sleeping) until CLOCK_MONOTONIC reaches t. */
+void cu_wait_until(uint64_t t);
+/* Release unused pool memory above each pool's release threshold (at synchronisation). */
+void cu_pools_trim_at_sync(void);
+/* Enqueue work on a stream's device timeline; returns the end time. */
+uint64_t cu_enqueue(struct sim_stream *s, uint64_t cost_ns);
+/* Activate / deactivate a context on its device (charge the overhead, count it). */
+CUresult cu_ctx_activate(struct sim_ctx *c);
+void cu_ctx_deactivate(struct sim_ctx *c);
+/* Lazily create the default pool of an ordinal (cu_g.lock held). */
+struct sim_pool *cu_default_pool_locked(int ordinal);
+/* Reset process-local allocation state (after fork / at unload). */
+void cu_mem_reset(void);
+
+/* Map an ordinal to a device index; -1 if invalid. */
+static inline int cu_dev_of(CUdevice d)
+{
+    return (d >= 0 && d < cu_g.nvis) ? cu_g.vis[d] : -1;
+}
+
+#endif /* GS_SIM_CUDA_INTERNAL_H */

@@ -1,0 +1,835 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * gpusim libcuda: device memory. Nothing is committed on the host: a device pointer is a
+ * synthetic address from a per-device bump allocator, recorded in a hash map (O(1) alloc/free)
+ * with the bytes charged to the device in the shared state. See docs/internals/gpusim.md for
+ * what each API charges.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "sim/cuda-internal.h"
+
+static uint64_t round_up(uint64_t v, uint64_t a)
+{
+    uint64_t r = gs_sat_add_u64(v, a - 1);
+    return r - r % a;
+}
+
+static uint64_t va_alloc(int slot, uint64_t size, uint64_t align)
+{
+    uint64_t step = round_up(size, CU_ADDR_ALIGN);
+    if (align <= CU_ADDR_ALIGN)
+        return __atomic_fetch_add(&cu_g.next_va[slot], step, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&cu_g.mem_lock);
+    uint64_t a = round_up(cu_g.next_va[slot], align);
+    cu_g.next_va[slot] = a + step;
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    return a;
+}
+
+void cu_mem_reset(void)
+{
+    sim_map_clear(&cu_g.allocs);
+    sim_map_clear(&cu_g.reserves);
+    cu_g.pools = NULL;
+    memset(cu_g.default_pool, 0, sizeof(cu_g.default_pool));
+    memset(cu_g.current_pool, 0, sizeof(cu_g.current_pool));
+}
+
+/* Record an allocation; on failure give the charge back. */
+static CUresult record(uint64_t addr, uint64_t size, uint32_t kind, int dev, void *aux,
+                       bool charged)
+{
+    struct sim_map_entry e = {.key = addr, .size = size, .aux = aux, .kind = kind, .dev = dev};
+    pthread_mutex_lock(&cu_g.mem_lock);
+    int r = sim_map_put(&cu_g.allocs, &e);
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    if (r < 0) {
+        if (charged)
+            sim_mem_uncharge(cu_g.st, dev, size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    return CUDA_SUCCESS;
+}
+
+static CUresult alloc_charged(CUdeviceptr *dptr, uint64_t bytes, uint32_t kind, int dev)
+{
+    if (sim_mem_charge(cu_g.st, dev, bytes) < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    uint64_t addr = va_alloc(dev, bytes, CU_ADDR_ALIGN);
+    CUresult r = record(addr, bytes, kind, dev, NULL, true);
+    if (r == CUDA_SUCCESS)
+        *dptr = addr;
+    return r;
+}
+
+CU_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    CUresult r;
+    struct sim_ctx *c = cu_ctx_current(&r);
+    if (!c)
+        return r;
+    if (!dptr || bytesize == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return alloc_charged(dptr, bytesize, CU_ALLOC_PLAIN, c->dev);
+}
+
+CU_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
+                                   size_t Height, unsigned int ElementSizeBytes)
+{
+    CUresult r;
+    struct sim_ctx *c = cu_ctx_current(&r);
+    if (!c)
+        return r;
+    if (!dptr || !pPitch || WidthInBytes == 0 || Height == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t pitch = round_up(WidthInBytes, CU_ADDR_ALIGN);
+    uint64_t bytes = gs_sat_mul_u64(pitch, Height);
+    if (bytes == UINT64_MAX)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    r = alloc_charged(dptr, bytes, CU_ALLOC_PITCH, c->dev);
+    if (r == CUDA_SUCCESS)
+        *pPitch = pitch;
+    return r;
+}
+
+CU_API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+    CUresult r;
+    struct sim_ctx *c = cu_ctx_current(&r);
+    if (!c)
+        return r;
+    if (!dptr || bytesize == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
+        return CUDA_ERROR_INVALID_VALUE;
+    return alloc_charged(dptr, bytesize, CU_ALLOC_MANAGED, c->dev);
+}
+
+/* ------------------------------------------------------------------ pools */
+/* Shrink a pool's reserve to max(used, keep) in granules; returns bytes to uncharge.
+ * mem_lock held. */
+static uint64_t pool_trim_locked(struct sim_pool *p, uint64_t keep)
+{
+    uint64_t target = GS_MAX(round_up(p->used, CU_GRANULARITY), round_up(keep, CU_GRANULARITY));
+    if (p->destroyed)
+        target = round_up(p->used, CU_GRANULARITY);
+    if (p->used == 0 && p->destroyed)
+        target = 0;
+    if (p->reserved <= target)
+        return 0;
+    uint64_t give = p->reserved - target;
+    p->reserved = target;
+    return give;
+}
+
+void cu_pools_trim_at_sync(void)
+{
+    if (!cu_g.pools)
+        return;
+    uint64_t give[SIM_MAX_DEVICES] = {0};
+    pthread_mutex_lock(&cu_g.mem_lock);
+    for (struct sim_pool *p = cu_g.pools; p; p = p->next)
+        give[p->dev] += pool_trim_locked(p, p->release_threshold);
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    for (int d = 0; d < SIM_MAX_DEVICES; d++)
+        if (give[d])
+            sim_mem_uncharge(cu_g.st, d, give[d]);
+}
+
+static struct sim_pool *pool_new(int ordinal, bool is_default)
+{
+    struct sim_pool *p = cu_obj_new(CU_OBJ_POOL, sizeof(*p));
+    if (!p)
+        return NULL;
+    p->ordinal = ordinal;
+    p->dev = cu_g.vis[ordinal];
+    p->is_default = is_default;
+    pthread_mutex_lock(&cu_g.mem_lock);
+    p->next = cu_g.pools;
+    cu_g.pools = p;
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    return p;
+}
+
+struct sim_pool *cu_default_pool_locked(int ordinal)
+{
+    if (!cu_g.default_pool[ordinal]) {
+        pthread_mutex_unlock(&cu_g.lock); /* pool_new takes cu_g.lock */
+        struct sim_pool *p = pool_new(ordinal, true);
+        pthread_mutex_lock(&cu_g.lock);
+        if (!p)
+            return NULL;
+        if (cu_g.default_pool[ordinal]) {
+            /* another thread won: this one stays unused (never charged) */
+            p->destroyed = true;
+        } else {
+            cu_g.default_pool[ordinal] = p;
+        }
+    }
+    if (!cu_g.current_pool[ordinal])
+        cu_g.current_pool[ordinal] = cu_g.default_pool[ordinal];
+    return cu_g.current_pool[ordinal];
+}
+
+static void pool_unlink_locked(struct sim_pool *p)
+{
+    for (struct sim_pool **pp = &cu_g.pools; *pp; pp = &(*pp)->next) {
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    }
+}
+
+static CUresult pool_alloc(CUdeviceptr *dptr, uint64_t size, struct sim_pool *p)
+{
+    pthread_mutex_lock(&cu_g.mem_lock);
+    uint64_t need = gs_sat_add_u64(p->used, size), grow = 0;
+    if (need > p->reserved)
+        grow = round_up(need - p->reserved, CU_GRANULARITY);
+    if (p->max_size && gs_sat_add_u64(p->reserved, grow) > p->max_size) {
+        pthread_mutex_unlock(&cu_g.mem_lock);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    if (grow && sim_mem_charge(cu_g.st, p->dev, grow) < 0) {
+        /* Like the driver: release what other pools hold unused, then retry once. */
+        cu_pools_trim_at_sync();
+        if (sim_mem_charge(cu_g.st, p->dev, grow) < 0)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    uint64_t addr = va_alloc(p->dev, size, CU_ADDR_ALIGN);
+    struct sim_map_entry e = {.key = addr, .size = size, .aux = p, .kind = CU_ALLOC_POOL,
+                              .dev = p->dev};
+    pthread_mutex_lock(&cu_g.mem_lock);
+    int r = sim_map_put(&cu_g.allocs, &e);
+    if (r == 0) {
+        p->reserved += grow;
+        p->used += size;
+        p->reserved_high = GS_MAX(p->reserved_high, p->reserved);
+        p->used_high = GS_MAX(p->used_high, p->used);
+    }
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    if (r < 0) {
+        if (grow)
+            sim_mem_uncharge(cu_g.st, p->dev, grow);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *dptr = addr;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    CUresult r;
+    struct sim_stream *s = cu_stream_resolve(hStream, &r);
+    if (!s)
+        return r;
+    if (!dptr || bytesize == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&cu_g.lock);
+    struct sim_pool *p = cu_default_pool_locked(s->ctx->ordinal);
+    pthread_mutex_unlock(&cu_g.lock);
+    if (!p)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    return pool_alloc(dptr, bytesize, p);
+}
+
+CU_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    return cuMemAllocAsync(dptr, bytesize, hStream);
+}
+
+CU_API CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                        CUstream hStream)
+{
+    CUresult r;
+    struct sim_stream *s = cu_stream_resolve(hStream, &r);
+    if (!s)
+        return r;
+    struct sim_pool *p = (struct sim_pool *)pool;
+    if (!dptr || bytesize == 0 || !cu_valid(p, CU_OBJ_POOL) || p->destroyed)
+        return CUDA_ERROR_INVALID_VALUE;
+    return pool_alloc(dptr, bytesize, p);
+}
+
+CU_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
+                                             CUmemoryPool pool, CUstream hStream)
+{
+    return cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream);
+}
+
+/* Free any kind of pointer allocation (not VMM ranges). */
+static CUresult free_ptr(CUdeviceptr dptr)
+{
+    struct sim_map_entry e;
+    pthread_mutex_lock(&cu_g.mem_lock);
+    struct sim_map_entry *hit = sim_map_get(&cu_g.allocs, dptr);
+    if (!hit || hit->kind == CU_ALLOC_RESERVE || hit->kind == CU_ALLOC_MAPPING) {
+        pthread_mutex_unlock(&cu_g.mem_lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    sim_map_del(&cu_g.allocs, dptr, &e);
+    uint64_t give = 0;
+    struct sim_pool *p = e.aux;
+    if (e.kind == CU_ALLOC_POOL) {
+        p->used = gs_sat_sub_u64(p->used, e.size);
+        if (p->destroyed) {
+            give = pool_trim_locked(p, 0);
+            if (p->used == 0 && p->reserved == 0) {
+                pool_unlink_locked(p);
+                pthread_mutex_unlock(&cu_g.mem_lock);
+                cu_obj_del(p);
+                if (give)
+                    sim_mem_uncharge(cu_g.st, e.dev, give);
+                return CUDA_SUCCESS;
+            }
+        }
+    } else {
+        give = e.size;
+    }
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    if (give)
+        sim_mem_uncharge(cu_g.st, e.dev, give);
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+    CU_CHECK_INIT();
+    if (dptr == 0)
+        return CUDA_SUCCESS;
+    return free_ptr(dptr);
+}
+
+CU_API CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+{
+    CUresult r;
+    if (!cu_stream_resolve(hStream, &r))
+        return r;
+    if (dptr == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    return free_ptr(dptr);
+}
+
+CU_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
+{
+    return cuMemFreeAsync(dptr, hStream);
+}
+
+CU_API CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
+{
+    CUresult r;
+    struct sim_ctx *c = cu_ctx_current(&r);
+    if (!c)
+        return r;
+    if (!free || !total)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t used, tot;
+    sim_mem_info(cu_g.st, c->dev, &used, &tot);
+    *total = tot;
+    *free = gs_sat_sub_u64(tot, used);
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+{
+    CU_CHECK_INIT();
+    CUresult res = CUDA_ERROR_NOT_FOUND;
+    pthread_mutex_lock(&cu_g.mem_lock);
+    const struct sim_map_entry *hit = sim_map_get(&cu_g.allocs, dptr);
+    if (!hit) {
+        /* Interior pointer: a scan (rare call). */
+        for (size_t i = 0; i < cu_g.allocs.cap; i++) {
+            const struct sim_map_entry *e = &cu_g.allocs.e[i];
+            if (e->key && e->kind != CU_ALLOC_RESERVE && dptr > e->key &&
+                dptr - e->key < e->size) {
+                hit = e;
+                break;
+            }
+        }
+    }
+    if (hit && hit->kind != CU_ALLOC_RESERVE) {
+        if (pbase)
+            *pbase = hit->key;
+        if (psize)
+            *psize = hit->size;
+        res = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    return res;
+}
+
+CU_API CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
+{
+    CU_CHECK_INIT();
+    if (!pool_out)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (cu_dev_of(dev) < 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&cu_g.lock);
+    cu_default_pool_locked(dev);
+    struct sim_pool *p = cu_g.default_pool[dev];
+    pthread_mutex_unlock(&cu_g.lock);
+    if (!p)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *pool_out = (CUmemoryPool)p;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
+{
+    CU_CHECK_INIT();
+    if (!pool)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (cu_dev_of(dev) < 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&cu_g.lock);
+    struct sim_pool *p = cu_default_pool_locked(dev);
+    pthread_mutex_unlock(&cu_g.lock);
+    if (!p)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *pool = (CUmemoryPool)p;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
+{
+    CU_CHECK_INIT();
+    struct sim_pool *p = (struct sim_pool *)pool;
+    if (cu_dev_of(dev) < 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (!cu_valid(p, CU_OBJ_POOL) || p->destroyed || p->ordinal != dev)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&cu_g.lock);
+    cu_g.current_pool[dev] = p;
+    pthread_mutex_unlock(&cu_g.lock);
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
+{
+    CU_CHECK_INIT();
+    if (!pool || !poolProps)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (poolProps->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        poolProps->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (cu_dev_of(poolProps->location.id) < 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    struct sim_pool *p = pool_new(poolProps->location.id, false);
+    if (!p)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    p->max_size = poolProps->maxSize;
+    *pool = (CUmemoryPool)p;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuMemPoolDestroy(CUmemoryPool pool)
+{
+    CU_CHECK_INIT();
+    struct sim_pool *p = (struct sim_pool *)pool;
+    if (!cu_valid(p, CU_OBJ_POOL) || p->destroyed || p->is_default)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&cu_g.lock);
+    if (cu_g.current_pool[p->ordinal] == p)
+        cu_g.current_pool[p->ordinal] = cu_g.default_pool[p->ordinal];
+    pthread_mutex_unlock(&cu_g.lock);
+    pthread_mutex_lock(&cu_g.mem_lock);
+    p->destroyed = true;
+    uint64_t give = pool_trim_locked(p, 0);
+    bool gone = p->used == 0;
+    if (gone)
+        pool_unlink_locked(p);
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    if (give)
+        sim_mem_uncharge(cu_g.st, p->dev, give);
+    if (gone)
+        cu_obj_del(p);
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    CU_CHECK_INIT();
+    struct sim_pool *p = (struct sim_pool *)pool;
+    if (!cu_valid(p, CU_OBJ_POOL) || p->destroyed || !value)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&cu_g.mem_lock);
+    switch (attr) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+        *(int *)value = !p->reuse[attr]; /* all enabled by default */
+        break;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: *(cuuint64_t *)value = p->release_threshold; break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: *(cuuint64_t *)value = p->reserved; break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: *(cuuint64_t *)value = p->reserved_high; break;
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *(cuuint64_t *)value = p->used; break;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *(cuuint64_t *)value = p->used_high; break;
+    default: r = CUDA_ERROR_INVALID_VALUE; break;
+    }
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    return r;
+}
+
+CU_API CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    CU_CHECK_INIT();
+    struct sim_pool *p = (struct sim_pool *)pool;
+    if (!cu_valid(p, CU_OBJ_POOL) || p->destroyed || !value)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&cu_g.mem_lock);
+    switch (attr) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+        p->reuse[attr] = !*(int *)value;
+        break;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: p->release_threshold = *(cuuint64_t *)value; break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+        /* Only resetting to 0 is allowed: the mark restarts from the current value. */
+        if (*(cuuint64_t *)value != 0)
+            r = CUDA_ERROR_INVALID_VALUE;
+        else if (attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH)
+            p->reserved_high = p->reserved;
+        else
+            p->used_high = p->used;
+        break;
+    default: r = CUDA_ERROR_INVALID_VALUE; break;
+    }
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    return r;
+}
+
+CU_API CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
+{
+    CU_CHECK_INIT();
+    struct sim_pool *p = (struct sim_pool *)pool;
+    if (!cu_valid(p, CU_OBJ_POOL) || p->destroyed)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&cu_g.mem_lock);
+    uint64_t give = pool_trim_locked(p, minBytesToKeep);
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    if (give)
+        sim_mem_uncharge(cu_g.st, p->dev, give);
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ VMM */
+static int prop_device(const CUmemAllocationProp *prop)
+{
+    if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return -1;
+    return cu_dev_of(prop->location.id) < 0 ? -1 : prop->location.id;
+}
+
+CU_API CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
+                                              CUmemAllocationGranularity_flags option)
+{
+    CU_CHECK_INIT();
+    if (!granularity || prop_device(prop) < 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM &&
+        option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)
+        return CUDA_ERROR_INVALID_VALUE;
+    *granularity = CU_GRANULARITY;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                            const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    CU_CHECK_INIT();
+    int ordinal = prop_device(prop);
+    if (!handle || ordinal < 0 || flags != 0 || size == 0 || size % CU_GRANULARITY)
+        return CUDA_ERROR_INVALID_VALUE;
+    int dev = cu_g.vis[ordinal];
+    if (sim_mem_charge(cu_g.st, dev, size) < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    struct sim_vmm *h = cu_obj_new(CU_OBJ_VMM, sizeof(*h));
+    if (!h) {
+        sim_mem_uncharge(cu_g.st, dev, size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    h->dev = dev;
+    h->size = size;
+    h->refs = 1;
+    *handle = (CUmemGenericAllocationHandle)(uintptr_t)h;
+    return CUDA_SUCCESS;
+}
+
+/* Drop one reference (mem_lock held); returns true when the memory goes back. */
+static bool vmm_unref_locked(struct sim_vmm *h)
+{
+    return --h->refs == 0;
+}
+
+static void vmm_gone(struct sim_vmm *h)
+{
+    sim_mem_uncharge(cu_g.st, h->dev, h->size);
+    cu_obj_del(h);
+}
+
+CU_API CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    CU_CHECK_INIT();
+    struct sim_vmm *h = (struct sim_vmm *)(uintptr_t)handle;
+    pthread_mutex_lock(&cu_g.mem_lock);
+    if (!cu_valid(h, CU_OBJ_VMM) || h->released) {
+        pthread_mutex_unlock(&cu_g.mem_lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    h->released = true;
+    bool gone = vmm_unref_locked(h);
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    if (gone)
+        vmm_gone(h);
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+                                    CUdeviceptr addr, unsigned long long flags)
+{
+    CU_CHECK_INIT();
+    if (!ptr || size == 0 || size % CU_GRANULARITY || flags != 0 ||
+        (alignment & (alignment - 1)))
+        return CUDA_ERROR_INVALID_VALUE;
+    (void)addr; /* a hint: gpusim places reservations itself */
+    uint64_t a = va_alloc(SIM_MAX_DEVICES, size, GS_MAX((uint64_t)alignment, CU_GRANULARITY));
+    struct sim_map_entry e = {.key = a, .size = size, .kind = CU_ALLOC_RESERVE, .dev = -1};
+    pthread_mutex_lock(&cu_g.mem_lock);
+    int r = sim_map_put(&cu_g.reserves, &e);
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    if (r < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *ptr = a;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    CU_CHECK_INIT();
+    pthread_mutex_lock(&cu_g.mem_lock);
+    struct sim_map_entry *e = sim_map_get(&cu_g.reserves, ptr);
+    if (!e || e->size != size) {
+        pthread_mutex_unlock(&cu_g.mem_lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    sim_map_del(&cu_g.reserves, ptr, NULL);
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    return CUDA_SUCCESS;
+}
+
+/* The reservation holding [ptr, ptr+size), mem_lock held (reservations are few: a scan). */
+static bool in_reservation_locked(uint64_t ptr, uint64_t size)
+{
+    for (size_t i = 0; i < cu_g.reserves.cap; i++) {
+        const struct sim_map_entry *e = &cu_g.reserves.e[i];
+        if (e->key && ptr >= e->key &&
+            ptr - e->key <= e->size && size <= e->size - (ptr - e->key))
+            return true;
+    }
+    return false;
+}
+
+CU_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                         CUmemGenericAllocationHandle handle, unsigned long long flags)
+{
+    CU_CHECK_INIT();
+    struct sim_vmm *h = (struct sim_vmm *)(uintptr_t)handle;
+    if (flags != 0 || size == 0 || size % CU_GRANULARITY || offset % CU_GRANULARITY)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&cu_g.mem_lock);
+    CUresult r = CUDA_SUCCESS;
+    if (!cu_valid(h, CU_OBJ_VMM) || h->released)
+        r = CUDA_ERROR_INVALID_HANDLE;
+    else if (offset > h->size || size > h->size - offset)
+        r = CUDA_ERROR_INVALID_VALUE;
+    else if (!in_reservation_locked(ptr, size))
+        r = CUDA_ERROR_INVALID_VALUE;
+    else if (sim_map_get(&cu_g.allocs, ptr))
+        r = CUDA_ERROR_ALREADY_MAPPED;
+    if (r == CUDA_SUCCESS) {
+        struct sim_map_entry e = {.key = ptr, .size = size, .aux = h, .kind = CU_ALLOC_MAPPING,
+                                  .dev = h->dev};
+        if (sim_map_put(&cu_g.allocs, &e) < 0)
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        else
+            h->refs++;
+    }
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    return r;
+}
+
+CU_API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    CU_CHECK_INIT();
+    if (size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_vmm *gone[64];
+    int ngone = 0;
+    CUresult r = CUDA_SUCCESS;
+    uint64_t cur = ptr, end = gs_sat_add_u64(ptr, size);
+    pthread_mutex_lock(&cu_g.mem_lock);
+    /* Unmap every mapping that starts inside [ptr, ptr+size), in address order. */
+    while (cur < end) {
+        struct sim_map_entry *e = sim_map_get(&cu_g.allocs, cur);
+        if (!e || e->kind != CU_ALLOC_MAPPING) {
+            if (cur == ptr)
+                r = CUDA_ERROR_INVALID_VALUE;
+            break;
+        }
+        struct sim_map_entry out;
+        sim_map_del(&cu_g.allocs, cur, &out);
+        struct sim_vmm *h = out.aux;
+        if (vmm_unref_locked(h) && ngone < (int)GS_ARRAY_SIZE(gone))
+            gone[ngone++] = h;
+        cur += out.size;
+    }
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    for (int i = 0; i < ngone; i++)
+        vmm_gone(gone[i]);
+    return r;
+}
+
+CU_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
+                               size_t count)
+{
+    CU_CHECK_INIT();
+    if (!desc || count == 0 || size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < count; i++)
+        if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+            cu_dev_of(desc[i].location.id) < 0)
+            return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&cu_g.mem_lock);
+    const struct sim_map_entry *e = sim_map_get(&cu_g.allocs, ptr);
+    bool ok = e && e->kind == CU_ALLOC_MAPPING;
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ------------------------------------------------------------------ arrays */
+static uint64_t format_bytes(CUarray_format f)
+{
+    switch (f) {
+    case CU_AD_FORMAT_UNSIGNED_INT8:
+    case CU_AD_FORMAT_SIGNED_INT8: return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF: return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32:
+    case CU_AD_FORMAT_SIGNED_INT32:
+    case CU_AD_FORMAT_FLOAT: return 4;
+    default: return 0;
+    }
+}
+
+/* Bytes of a W x H x D array level (H, D of 0 mean 1). */
+static uint64_t level_bytes(uint64_t w, uint64_t h, uint64_t d, uint64_t texel)
+{
+    return gs_sat_mul_u64(gs_sat_mul_u64(gs_sat_mul_u64(w, h ? h : 1), d ? d : 1), texel);
+}
+
+static CUresult array_new(CUarray *out, uint64_t bytes, bool mip)
+{
+    CUresult r;
+    struct sim_ctx *c = cu_ctx_current(&r);
+    if (!c)
+        return r;
+    if (bytes == UINT64_MAX || sim_mem_charge(cu_g.st, c->dev, bytes) < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    struct sim_array *a = cu_obj_new(CU_OBJ_ARRAY, sizeof(*a));
+    if (!a) {
+        sim_mem_uncharge(cu_g.st, c->dev, bytes);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    a->dev = c->dev;
+    a->bytes = bytes;
+    a->mipmapped = mip;
+    *out = (CUarray)a;
+    return CUDA_SUCCESS;
+}
+
+static uint64_t texel_of(CUarray_format f, unsigned int ch)
+{
+    if (ch != 1 && ch != 2 && ch != 4)
+        return 0;
+    return format_bytes(f) * ch;
+}
+
+CU_API CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *d)
+{
+    CU_CHECK_INIT();
+    if (!pHandle || !d || d->Width == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t t = texel_of(d->Format, d->NumChannels);
+    if (!t)
+        return CUDA_ERROR_INVALID_VALUE;
+    return array_new(pHandle, level_bytes(d->Width, d->Height, 1, t), false);
+}
+
+CU_API CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d)
+{
+    CU_CHECK_INIT();
+    if (!pHandle || !d || d->Width == 0 || (d->Depth && !d->Height))
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t t = texel_of(d->Format, d->NumChannels);
+    if (!t)
+        return CUDA_ERROR_INVALID_VALUE;
+    return array_new(pHandle, level_bytes(d->Width, d->Height, d->Depth, t), false);
+}
+
+CU_API CUresult cuArrayDestroy(CUarray hArray)
+{
+    CU_CHECK_INIT();
+    struct sim_array *a = (struct sim_array *)hArray;
+    if (!cu_valid(a, CU_OBJ_ARRAY) || a->mipmapped)
+        return CUDA_ERROR_INVALID_HANDLE;
+    sim_mem_uncharge(cu_g.st, a->dev, a->bytes);
+    cu_obj_del(a);
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
+                                       const CUDA_ARRAY3D_DESCRIPTOR *d,
+                                       unsigned int numMipmapLevels)
+{
+    CU_CHECK_INIT();
+    if (!pHandle || !d || d->Width == 0 || numMipmapLevels == 0 || numMipmapLevels > 32)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t t = texel_of(d->Format, d->NumChannels);
+    if (!t)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t total = 0;
+    for (unsigned int l = 0; l < numMipmapLevels; l++) {
+        uint64_t w = GS_MAX(d->Width >> l, 1), h = d->Height ? GS_MAX(d->Height >> l, 1) : 0,
+                 z = d->Depth ? GS_MAX(d->Depth >> l, 1) : 0;
+        total = gs_sat_add_u64(total, level_bytes(w, h, z, t));
+    }
+    CUarray a;
+    CUresult r = array_new(&a, total, true);
+    if (r == CUDA_SUCCESS)
+        *pHandle = (CUmipmappedArray)a;
+    return r;
+}
+
+CU_API CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)
+{
+    CU_CHECK_INIT();
+    struct sim_array *a = (struct sim_array *)hMipmappedArray;
+    if (!cu_valid(a, CU_OBJ_ARRAY) || !a->mipmapped)
+        return CUDA_ERROR_INVALID_HANDLE;
+    sim_mem_uncharge(cu_g.st, a->dev, a->bytes);
+    cu_obj_del(a);
+    return CUDA_SUCCESS;
+}
