@@ -26,9 +26,40 @@ static void format_uuid(const CUuuid *u, char *buf, size_t len)
              b[15]);
 }
 
+/* Dead pids the driver still lists as holding memory (NVML, same pid namespace as ours). */
+static void driver_holds(const int *pids, bool *holds, int n)
+{
+    static atomic_bool nvml_init_done;
+    if (!vgpu_nvml_ready() || !gs_real_nvml.nvmlDeviceGetCount_v2 ||
+        !gs_real_nvml.nvmlDeviceGetHandleByIndex_v2 ||
+        !gs_real_nvml.nvmlDeviceGetComputeRunningProcesses_v3)
+        return;
+    if (!atomic_load(&nvml_init_done)) {
+        if (!gs_real_nvml.nvmlInit_v2 || gs_real_nvml.nvmlInit_v2() != NVML_SUCCESS)
+            return;
+        atomic_store(&nvml_init_done, true);
+    }
+    unsigned count = 0;
+    if (gs_real_nvml.nvmlDeviceGetCount_v2(&count) != NVML_SUCCESS)
+        return;
+    nvmlProcessInfo_t infos[256];
+    for (unsigned i = 0; i < count && i < VGPU_MAX_DEVICES; i++) {
+        nvmlDevice_t h;
+        unsigned k = GS_ARRAY_SIZE(infos);
+        if (gs_real_nvml.nvmlDeviceGetHandleByIndex_v2(i, &h) != NVML_SUCCESS ||
+            gs_real_nvml.nvmlDeviceGetComputeRunningProcesses_v3(h, &k, infos) != NVML_SUCCESS)
+            continue;
+        for (unsigned j = 0; j < k && j < GS_ARRAY_SIZE(infos); j++)
+            for (int p = 0; p < n; p++)
+                if ((int)infos[j].pid == pids[p])
+                    holds[p] = true;
+    }
+}
+
 static void discover(void)
 {
     vgpu_config_load();
+    vgpu_region_set_driver_check(driver_holds);
     if (!vgpu_cuda_ready())
         return;
     if (gs_real_cu.cuInit && gs_real_cu.cuInit(0) != CUDA_SUCCESS)
@@ -81,7 +112,7 @@ static void discover(void)
                                     : -1;
             }
             if (d->region && d->cfg.region_path[0])
-                vgpu_region_sweep(d->region, true); /* give back what dead processes hold */
+                vgpu_region_sweep(d->region, VGPU_SWEEP_FORCE); /* what dead processes held */
             any_tracked = true;
         }
         if (d->cfg.cores)
@@ -160,11 +191,11 @@ int vgpu_charge(struct vgpu_device *d, uint64_t size)
         return 0;
     static _Thread_local unsigned calls;
     if (GS_UNLIKELY((++calls & 1023) == 0))
-        vgpu_region_sweep(d->region, false); /* periodic; rate-limited inside */
+        vgpu_region_sweep(d->region, VGPU_SWEEP_PERIODIC); /* rate-limited inside */
     int r = vgpu_region_reserve(d->region, d->slot, size, d->cfg.memory_limit);
     if (r == -ENOMEM || r == -ENOSPC) {
         /* At the limit: reclaim what dead processes still hold, then try once more. */
-        if (vgpu_region_sweep(d->region, true) > 0)
+        if (vgpu_region_sweep(d->region, VGPU_SWEEP_OOM) > 0)
             r = vgpu_region_reserve(d->region, d->slot, size, d->cfg.memory_limit);
     }
     if (r < 0) {

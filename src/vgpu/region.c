@@ -257,14 +257,24 @@ static bool proc_dead(const struct gs_region_proc *s)
     return st == 0 || st != atomic_load(&s->start_time);
 }
 
-int vgpu_region_sweep(struct vgpu_region *vr, bool force)
+static vgpu_driver_holds_fn driver_holds;
+
+void vgpu_region_set_driver_check(vgpu_driver_holds_fn fn)
+{
+    driver_holds = fn;
+}
+
+int vgpu_region_sweep(struct vgpu_region *vr, enum vgpu_sweep_mode mode)
 {
     struct gs_region *r = vr->shm;
     uint64_t now = vgpu_now_ns();
     uint64_t last = atomic_load(&r->sweep_ns);
-    if (!force && now - last < GS_REGION_SWEEP_INTERVAL_MS * 1000000ULL)
+    uint64_t interval = mode == VGPU_SWEEP_PERIODIC ? GS_REGION_SWEEP_INTERVAL_MS * 1000000ULL
+                        : mode == VGPU_SWEEP_OOM    ? 10000000ULL
+                                                    : 0;
+    if (mode != VGPU_SWEEP_FORCE && now - last < interval)
         return 0;
-    if (!atomic_compare_exchange_strong(&r->sweep_ns, &last, now) && !force)
+    if (!atomic_compare_exchange_strong(&r->sweep_ns, &last, now) && mode != VGPU_SWEEP_FORCE)
         return 0;
     if (!self_pidns)
         self_pidns = vgpu_self_pidns();
@@ -283,6 +293,13 @@ int vgpu_region_sweep(struct vgpu_region *vr, bool force)
     }
     if (n_dead == 0)
         return 0;
+    bool holds[64] = {false};
+    if (driver_holds) {
+        int pids[64];
+        for (int i = 0; i < n_dead; i++)
+            pids[i] = atomic_load(&r->procs[dead[i]].pid);
+        driver_holds(pids, holds, n_dead);
+    }
     int reclaimed = 0;
     region_lock(r);
     uint32_t nd = atomic_load(&r->n_devices);
@@ -290,6 +307,8 @@ int vgpu_region_sweep(struct vgpu_region *vr, bool force)
         struct gs_region_proc *s = &r->procs[dead[i]];
         if (atomic_load(&s->pid) == 0 || atomic_load(&s->start_time) != dead_start[i])
             continue; /* reclaimed or reused meanwhile */
+        if (holds[i])
+            continue; /* the driver has not freed its memory yet: next sweep */
         for (uint32_t d = 0; d < nd && d < GS_REGION_MAX_DEVICES; d++) {
             uint64_t u = atomic_exchange(&s->used[d], 0);
             uint64_t cur = atomic_load(&r->devices[d].used);

@@ -90,8 +90,17 @@ struct gs_region *vgpu_region_shm(struct vgpu_region *r);
 int vgpu_region_reserve(struct vgpu_region *r, int slot, uint64_t size, uint64_t limit);
 void vgpu_region_release(struct vgpu_region *r, int slot, uint64_t size);
 uint64_t vgpu_region_used(struct vgpu_region *r, int slot);
-/* Reclaim slots of dead processes; force ignores the rate limit. Returns slots reclaimed. */
-int vgpu_region_sweep(struct vgpu_region *r, bool force);
+/* Reclaim slots of dead processes. Returns slots reclaimed. */
+enum vgpu_sweep_mode {
+    VGPU_SWEEP_PERIODIC = 0, /* at most every GS_REGION_SWEEP_INTERVAL_MS */
+    VGPU_SWEEP_OOM = 1,      /* at most every 10 ms */
+    VGPU_SWEEP_FORCE = 2,
+};
+int vgpu_region_sweep(struct vgpu_region *r, enum vgpu_sweep_mode mode);
+/* Optional: which of these (dead) pids does the driver still hold memory for? A dead process's
+ * charge is given back only once the driver has let go of its memory too. */
+typedef void (*vgpu_driver_holds_fn)(const int *pids, bool *holds, int n);
+void vgpu_region_set_driver_check(vgpu_driver_holds_fn fn);
 /* Forget the mappings after fork() in the child (the child registers its own slot). */
 void vgpu_region_atfork_child(void);
 

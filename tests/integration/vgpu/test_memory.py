@@ -63,11 +63,15 @@ def apis(t, w):
     t.is_eq(kv.get('pitch_freed_used'), '0', 'pitch: freeing gives it back')
     t.is_eq(kv.get('async'), '0', 'cuMemAllocAsync succeeds')
     t.is_eq(kv.get('async_over'), oom, 'cuMemAllocAsync: pool usage counts against the limit')
-    t.is_eq(kv.get('async_freed_used'), kv.get('pool_reserved'),
-            'default pool: after free + sync + trim the charge equals what the pool reserves')
+    line = next((d for d in lines if 'async_freed_used' in d), {})
+    t.is_eq((line.get('async_freed_used'), line.get('pool_reserved')), ('0', '0'),
+            'default pool: after free + sync + trim nothing reserved, nothing charged')
+    line = next((d for d in lines if 'pool_kept_used' in d), {})
+    t.is_eq(line.get('pool_kept_used'), line.get('pool_reserved'),
+            'pool with release threshold: the charge is exactly what the pool reserves')
     t.is_eq(kv.get('pool'), '0', 'cuMemAllocFromPoolAsync succeeds')
-    t.is_eq(kv.get('pool_kept_used'), kv.get('pool_reserved'),
-            'pool with release threshold: freed blocks stay charged (pool keeps them)')
+    t.ok(int(line.get('pool_kept_used', 0)) >= big,
+         'pool with release threshold: freed blocks stay charged (pool keeps them)')
     t.is_eq(kv.get('pool_kept_over'), oom, 'memory kept by a pool is not available elsewhere')
     t.is_eq(kv.get('pool_reuse'), '0', 'the pool reuses its own kept memory under the limit')
     t.is_eq(kv.get('pool_trimmed_used'), '0', 'trimming the pool gives the memory back')

@@ -15,7 +15,7 @@ from vgpulib import MiB, World, have_sim, parse  # noqa: E402
 
 PROCS = 64
 THREADS = 4
-STORM_MS = 5000
+STORM_MS = 4000
 LIMIT = 256 * MiB
 DEV0_USED_OFFSET = 128 + 96  # struct gs_region: devices[0].used (shared_region.h)
 
@@ -42,32 +42,37 @@ def main():
         procs = [w.spawn(['storm', THREADS, STORM_MS, 16]) for _ in range(PROCS)]
         rng = random.Random(4)
         kills = 0
-        deadline = time.monotonic() + STORM_MS / 1000.0
-        while time.monotonic() < deadline - 0.5:
-            time.sleep(0.05)
+        storm_end = time.monotonic() + STORM_MS / 1000.0
+        killed = []
+        while time.monotonic() < storm_end - 1.0:
+            time.sleep(0.08)
             live = [p for p in procs if p.poll() is None]
             if not live:
                 break
             victim = rng.choice(live)
             victim.send_signal(signal.SIGKILL)
             kills += 1
+            procs.remove(victim)
+            killed.append(victim)
+            left_ms = int((storm_end - time.monotonic()) * 1000)
+            procs.append(w.spawn(['storm', THREADS, max(left_ms, 100), 16]))
         finished = 0
-        for p in procs:
+        allocs = 0
+        for p in procs + killed:
             try:
-                p.wait(timeout=STORM_MS / 1000.0 + 20)
+                out, _ = p.communicate(timeout=STORM_MS / 1000.0 + 20)
             except Exception:  # noqa: BLE001
                 p.kill()
-                p.wait()
-            out = p.stdout.read()
-            p.stdout.close()
-            p.stderr.close()
+                out, _ = p.communicate()
             finished += 'storm_done' in out
+            allocs += int(parse(out).get('allocs', 0))
         wout, _ = watcher.communicate(timeout=30)
         elapsed = time.monotonic() - start
-        t.diag(f'{kills} processes killed, {finished} finished, {elapsed:.1f}s')
+        t.diag(f'{kills} processes killed, {finished} finished, {allocs} allocations by the '
+               f'finished ones, {elapsed:.1f}s')
         t.ok(kills >= 20, 'the killer SIGKILLed at least 20 processes', diag=kills)
-        t.ok(finished >= PROCS - kills - 2, 'the survivors completed their loops',
-             diag=f'{finished} finished, {kills} killed')
+        t.is_eq(finished, PROCS, 'the 64 processes alive at the end completed their loops')
+        t.ok(allocs > 1000, 'and allocated under the limit all along', diag=allocs)
         kv = parse(wout)
         t.ok(int(kv.get('samples', 0)) > 100, 'physical usage sampled throughout', diag=wout)
         t.ok(int(kv.get('max_used', LIMIT + 1)) <= LIMIT,

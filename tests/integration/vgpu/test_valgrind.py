@@ -23,8 +23,8 @@ def main():
     try:
         uuid = w.devices()[0][1]
         w.write_limits('claim-vg', [(uuid, 64 * MiB, 50)], region=w.region('vg'))
-        p = subprocess.run(['valgrind', '--error-exitcode=1', '--quiet', w.probe, 'boundary', 80,
-                            MiB], env=w.env(), capture_output=True, text=True, timeout=110)
+        p = subprocess.run(['valgrind', '--error-exitcode=1', '--quiet', w.probe, 'boundary', '80',
+                            str(MiB)], env=w.env(), capture_output=True, text=True, timeout=110)
         kv = parse(p.stdout)
         t.is_eq(p.returncode, 0, 'valgrind reports no memory errors on the preload path')
         if p.returncode:

@@ -125,6 +125,8 @@ static void resolve(void)
     }
 }
 
+static CUcontext probe_ctx;
+
 static void setup(int ordinal)
 {
     CUresult r = cu.cuInit(0);
@@ -138,6 +140,7 @@ static void setup(int ordinal)
         die("cuDevicePrimaryCtxRetain", r);
     if ((r = cu.cuCtxSetCurrent(ctx)))
         die("cuCtxSetCurrent", r);
+    probe_ctx = ctx;
 }
 
 static uint64_t used_now(void)
@@ -346,6 +349,7 @@ struct storm_arg {
     long ms;
     unsigned long long max_mib;
     unsigned seed;
+    long allocs;
 };
 
 static void *storm_thread(void *arg)
@@ -354,6 +358,8 @@ static void *storm_thread(void *arg)
     CUdeviceptr live[8] = {0};
     uint64_t end = now_ms() + (uint64_t)a->ms;
     unsigned seed = a->seed;
+    cu.cuCtxSetCurrent(probe_ctx);
+    long ok = 0;
     while (now_ms() < end) {
         int i = rand_r(&seed) % 8;
         if (live[i]) {
@@ -363,8 +369,12 @@ static void *storm_thread(void *arg)
             size_t sz = (size_t)(1 + rand_r(&seed) % a->max_mib) * MiB;
             if (cu.cuMemAlloc_v2(&live[i], sz) != CUDA_SUCCESS)
                 live[i] = 0;
+            else
+                ok++;
         }
+        usleep(200);
     }
+    a->allocs = ok;
     for (int i = 0; i < 8; i++)
         if (live[i])
             cu.cuMemFree_v2(live[i]);
@@ -382,9 +392,12 @@ static int cmd_storm(int threads, long ms, unsigned long long max_mib)
         a[i] = (struct storm_arg){.ms = ms, .max_mib = max_mib, .seed = (unsigned)getpid() * 31u + (unsigned)i};
         pthread_create(&t[i], NULL, storm_thread, &a[i]);
     }
-    for (int i = 0; i < threads; i++)
+    long allocs = 0;
+    for (int i = 0; i < threads; i++) {
         pthread_join(t[i], NULL);
-    printf("storm_done\n");
+        allocs += a[i].allocs;
+    }
+    printf("storm_done allocs=%ld\n", allocs);
     return 0;
 }
 

@@ -59,7 +59,7 @@ static void test_sweep(struct vgpu_region *r, int slot)
     is_uint(vgpu_region_used(r, slot), 100 * MiB, "parent sees the child's usage");
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
-    is_int(vgpu_region_sweep(r, true), 1, "sweep reclaims the dead child's slot");
+    is_int(vgpu_region_sweep(r, VGPU_SWEEP_FORCE), 1, "sweep reclaims the dead child's slot");
     is_uint(vgpu_region_used(r, slot), 0, "usage back to 0 after the sweep");
     close(pipefd[0]);
     close(pipefd[1]);
