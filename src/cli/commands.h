@@ -13,5 +13,8 @@ struct gs_command {
 /* Each cmd-<name>.c defines one of these; add it to the table in main.c. */
 int cmd_version(int argc, char **argv);
 int cmd_schedule(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_ls(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 
 #endif /* GS_CLI_COMMANDS_H */

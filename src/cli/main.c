@@ -7,6 +7,9 @@
 
 static const struct gs_command commands[] = {
     {"version", "print the version", cmd_version},
+    {"run", "run a command on a slice of this machine's GPUs (standalone mode)", cmd_run},
+    {"ls", "list GPUs and live slices (standalone mode)", cmd_ls},
+    {"top", "live view of GPUs and slices (standalone mode)", cmd_top},
     {"schedule", "allocate ResourceClaims as kube-scheduler does, or explain why not", cmd_schedule},
 };
 
