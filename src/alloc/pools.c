@@ -227,7 +227,8 @@ const struct alloc_node_pools *alloc_pools_for_node(struct alloc_state *st, cons
             return NULL;
         }
     }
-    qsort(np->pools, np->n, sizeof(*np->pools), cmp_pool);
+    if (np->n)
+        qsort(np->pools, np->n, sizeof(*np->pools), cmp_pool);
     for (size_t i = 0; i < np->n; i++) {
         struct alloc_pool *p = &np->pools[i];
         qsort(p->slices, p->n_slices, sizeof(*p->slices), cmp_slice);

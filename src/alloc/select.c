@@ -13,15 +13,20 @@ static int eval(struct alloc_state *st, const char *expr, const struct alloc_dev
                 bool *out, struct gs_error *err)
 {
     const struct cel_program *p = cel_cache_get(st->cel, expr, err);
-    if (!p)
+    if (!p) {
+        gs_error_prefix(err, "CEL compile error: ");
         return err && err->code ? err->code : -EINVAL;
+    }
     struct cel_device dev = {
         .driver = d->slice->driver,
         .attributes = d->attributes,
         .capacity = d->capacity_json,
         .allow_multiple_allocations = d->shareable,
     };
-    return cel_eval_device(p, &dev, out, err);
+    int r = cel_eval_device(p, &dev, out, err);
+    if (r < 0)
+        gs_error_prefix(err, "CEL runtime error: ");
+    return r;
 }
 
 int alloc_selectors_match(struct alloc_state *st, const struct alloc_selector *sel, size_t n,
