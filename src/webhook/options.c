@@ -128,8 +128,8 @@ int wh_options_parse(struct wh_options *o, int argc, char **argv, struct gs_erro
             if (strlen(table[i].flag) == nlen && strncmp(table[i].flag, name, nlen) == 0)
                 op = &table[i];
         if (!op)
-            return gs_error_set(err, -EINVAL, "unknown option \"%.*s\" (see --help)",
-                                (int)GS_MIN(nlen, 64), arg);
+            return gs_error_set(err, -EINVAL, "unknown option \"--%.*s\" (see --help)",
+                                (int)GS_MIN(nlen, 64), name);
         const char *value = eq ? eq + 1 : NULL;
         if (!value && op->type == OPT_BOOL)
             value = "true";

@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Bench: gpuslice-webhook under wrk over TLS. /mutate with a typical AdmissionReview (the seed
+article's pod: gpu 1, gpumem 10240, gpucores 50, plus the usual pod fields) against a baseline of
+/healthz over the same TLS server, paced near 2,000 requests/s (wrk 4.1 has no -R: connections
+x per-request delay, the achieved rate is reported) and unpaced; p50/p99 and the server's RSS.
+Targets: p99 <= 2 ms at 2,000 req/s, RSS <= 10 MiB. Figures only: nothing here is asserted."""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', '..', 'tests', 'integration', 'webhook'))
+
+from fakeapi import FakeAPI  # noqa: E402
+from gstest import Tap, env_paths  # noqa: E402
+from whlib import DRIVER, Webhook, make_cert, review, slice_obj, write_kubeconfig  # noqa: E402
+
+UNIT = {'us': 1e-3, 'ms': 1.0, 's': 1e3}
+
+
+def typical_review():
+    pod = {'apiVersion': 'v1', 'kind': 'Pod',
+           'metadata': {'generateName': 'trainer-7d9f8c-', 'namespace': 'team-a',
+                        'labels': {'app': 'trainer', 'pod-template-hash': '7d9f8c',
+                                   'team': 'vision'},
+                        'annotations': {'nvidia.com/use-gputype': 'T4',
+                                        'kubectl.kubernetes.io/restartedAt':
+                                            '2026-11-30T04:00:00Z'},
+                        'ownerReferences': [{'apiVersion': 'apps/v1', 'kind': 'ReplicaSet',
+                                             'name': 'trainer-7d9f8c', 'uid':
+                                             '5f0c8a3e-0b6a-4a57-9d55-6b0f3c1d2e4f',
+                                             'controller': True, 'blockOwnerDeletion': True}]},
+           'spec': {'containers': [{
+               'name': 'main', 'image': 'nvcr.io/nvidia/pytorch:24.05-py3',
+               'command': ['python', 'train.py'], 'args': ['--epochs', '10'],
+               'env': [{'name': f'VAR_{i}', 'value': f'value-{i}'} for i in range(8)],
+               'ports': [{'containerPort': 8080, 'protocol': 'TCP'}],
+               'resources': {'limits': {'nvidia.com/gpu': '1', 'nvidia.com/gpumem': '10240',
+                                        'nvidia.com/gpucores': '50', 'cpu': '4',
+                                        'memory': '16Gi'},
+                             'requests': {'cpu': '2', 'memory': '8Gi'}},
+               'volumeMounts': [{'name': 'data', 'mountPath': '/data'},
+                                {'name': 'kube-api-access-x', 'mountPath':
+                                    '/var/run/secrets/kubernetes.io/serviceaccount',
+                                 'readOnly': True}],
+               'terminationMessagePath': '/dev/termination-log',
+               'terminationMessagePolicy': 'File', 'imagePullPolicy': 'IfNotPresent'}],
+               'volumes': [{'name': 'data', 'persistentVolumeClaim': {'claimName': 'data'}},
+                           {'name': 'kube-api-access-x', 'projected': {'sources': [
+                               {'serviceAccountToken': {'expirationSeconds': 3607,
+                                                        'path': 'token'}}]}}],
+               'restartPolicy': 'Always', 'terminationGracePeriodSeconds': 30,
+               'dnsPolicy': 'ClusterFirst', 'serviceAccountName': 'default',
+               'schedulerName': 'default-scheduler',
+               'tolerations': [{'key': 'node.kubernetes.io/not-ready', 'operator': 'Exists',
+                                'effect': 'NoExecute', 'tolerationSeconds': 300}],
+               'priority': 0, 'enableServiceLinks': True, 'preemptionPolicy':
+                   'PreemptLowerPriority'}}
+    return review(pod)
+
+
+def wrk(url, script, connections, seconds, delay_ms, body):
+    env = dict(os.environ, WH_BODY=body, WH_DELAY_MS=str(delay_ms))
+    r = subprocess.run(['wrk', '-t1', f'-c{connections}', f'-d{seconds}s', '--latency',
+                        '--timeout', '5s', '-s', script, url],
+                       capture_output=True, text=True, env=env, timeout=seconds + 60)
+    out = r.stdout
+    pct = {}
+    for p, v, u in re.findall(r'^\s+(50|75|90|99)%\s+([\d.]+)(us|ms|s)\s*$', out, re.M):
+        pct[p] = float(v) * UNIT[u]
+    rate = float(re.search(r'Requests/sec:\s+([\d.]+)', out).group(1))
+    bad = re.search(r'Non-2xx or 3xx responses:\s+(\d+)', out)
+    errors = re.search(r'Socket errors:.*', out)
+    return {'p50': pct.get('50'), 'p99': pct.get('99'), 'rate': rate,
+            'non2xx': int(bad.group(1)) if bad else 0,
+            'errors': errors.group(0) if errors else '', 'raw': out}
+
+
+def rss_kib(pid):
+    vals = {}
+    with open(f'/proc/{pid}/status') as f:
+        for line in f:
+            k, _, v = line.partition(':')
+            if k in ('VmRSS', 'VmHWM'):
+                vals[k] = int(v.split()[0])
+    return vals
+
+
+def main():
+    t = Tap()
+    binary = env_paths()['GS_WEBHOOK']
+    seconds = int(os.environ.get('WH_BENCH_SECONDS', '5'))
+    with tempfile.TemporaryDirectory() as tmp, FakeAPI(token='bench') as api:
+        api.put(slice_obj('node-1', DRIVER, ['15Gi']))
+        cert, key = make_cert(tmp)
+        wh = Webhook(binary, cert, key, write_kubeconfig(tmp, api.url, 'bench'), workdir=tmp,
+                     extra=['--log-level', 'warn'])
+        body = os.path.join(tmp, 'review.json')
+        with open(body, 'w') as f:
+            json.dump(typical_review(), f)
+        t.diag(f'AdmissionReview body: {os.path.getsize(body)} bytes')
+        status, resp = wh.mutate(json.load(open(body)))
+        t.ok(status == 200 and resp['response']['allowed'] and 'patch' in resp['response'],
+             'typical AdmissionReview is mutated (template created once, then cached)')
+        base = f'https://127.0.0.1:{wh.port}'
+        results = {}
+        # Paced: 20 connections x one request per 10 ms each = ~2,000 req/s offered.
+        for name, path, script in (('healthz', '/healthz', 'get.lua'),
+                                   ('mutate', '/mutate', 'post.lua')):
+            results[name + '@2k'] = wrk(base + path, os.path.join(HERE, script), 20, seconds, 10,
+                                        body)
+            results[name + '@max'] = wrk(base + path, os.path.join(HERE, script), 4, seconds, 0,
+                                         body)
+        mem = rss_kib(wh.proc.pid)
+        posts = len([r for r in api.requests(method='POST')])
+        rc = wh.stop()
+        t.is_eq(rc, 0, 'webhook exited cleanly')
+        for k, r in results.items():
+            t.ok(r['p99'] is not None and r['non2xx'] == 0, f'{k}: measured, all 2xx',
+                 diag=r['raw'])
+            t.diag(f"{k:12s} rate {r['rate']:9.1f} req/s  p50 {r['p50']:.3f} ms  "
+                   f"p99 {r['p99']:.3f} ms {r['errors']}")
+        m, h = results['mutate@2k'], results['healthz@2k']
+        t.diag(f"/mutate vs /healthz at ~2k req/s: p50 ratio {m['p50'] / h['p50']:.2f}, "
+               f"p99 ratio {m['p99'] / h['p99']:.2f}")
+        mm, hm = results['mutate@max'], results['healthz@max']
+        t.diag(f"/mutate vs /healthz unpaced (4 connections): throughput ratio "
+               f"{mm['rate'] / hm['rate']:.2f}")
+        t.diag(f"RSS {mem['VmRSS'] / 1024:.1f} MiB (peak {mem['VmHWM'] / 1024:.1f} MiB); "
+               f"API POSTs during the run: {posts} (templates cached)")
+        t.diag(f"targets: p99 <= 2 ms at ~2k req/s: "
+               f"{'met' if m['p99'] <= 2.0 else 'NOT met'} ({m['p99']:.3f} ms at "
+               f"{m['rate']:.0f} req/s); RSS <= 10 MiB: "
+               f"{'met' if mem['VmHWM'] <= 10 * 1024 else 'NOT met'}")
+    sys.exit(t.done())
+
+
+if __name__ == '__main__':
+    main()

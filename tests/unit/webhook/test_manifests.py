@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""deploy/webhook: the MutatingWebhookConfiguration, Deployment, Service, RBAC and Certificate say
+what the webhook needs (and only that), the Deployment's flags are ones the binary accepts, and
+make-cert.sh produces a usable self-signed pair."""
+import base64
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import jsonschema
+import yaml
+
+from gstest import Tap, env_paths
+
+
+def load(deploy):
+    docs = []
+    for path in sorted(glob.glob(os.path.join(deploy, '*.yaml'))):
+        if path.endswith('kustomization.yaml'):
+            continue
+        with open(path) as f:
+            docs += [d for d in yaml.safe_load_all(f) if d]
+    return docs
+
+
+def keys_within(t, got, sample, where):
+    extra = set(got) - set(sample)
+    t.ok(not extra, f'{where}: only fields the v1.36 object has', diag=f'unknown {extra}')
+
+
+def main():
+    t = Tap()
+    paths = env_paths()
+    root, shared = paths['GS_SOURCE_ROOT'], paths['GS_SHARED_DIR']
+    deploy = os.path.join(root, 'deploy', 'webhook')
+    docs = load(deploy)
+    by_kind = {}
+    for d in docs:
+        by_kind.setdefault(d['kind'], []).append(d)
+    kust = yaml.safe_load(open(os.path.join(deploy, 'kustomization.yaml')))
+    listed = sorted(kust['resources'])
+    on_disk = sorted(os.path.basename(p) for p in glob.glob(os.path.join(deploy, '*.yaml'))
+                     if not p.endswith('kustomization.yaml'))
+    t.is_eq(listed, on_disk, 'kustomization lists every manifest')
+
+    ns = by_kind['Namespace'][0]['metadata']['name']
+    mwc = by_kind['MutatingWebhookConfiguration'][0]
+    wh = mwc['webhooks'][0]
+    ref = json.load(open(os.path.join(shared, 'reference', 'k8s-api-testdata-v1.36',
+                                      'admissionregistration.k8s.io.v1.'
+                                      'MutatingWebhookConfiguration.json')))
+    keys_within(t, wh, ref['webhooks'][0], 'webhook')
+    keys_within(t, wh['clientConfig']['service'], ref['webhooks'][0]['clientConfig']['service'],
+                'clientConfig.service')
+    t.is_eq(wh['rules'], [{'operations': ['CREATE'], 'apiGroups': [''], 'apiVersions': ['v1'],
+                           'resources': ['pods'], 'scope': 'Namespaced'}], 'rules: CREATE pods only')
+    t.is_eq(wh['failurePolicy'], 'Fail', 'failurePolicy Fail')
+    t.is_eq(wh['timeoutSeconds'], 10, 'timeoutSeconds 10')
+    t.is_eq(wh['admissionReviewVersions'], ['v1'], 'admissionReviewVersions [v1]')
+    t.is_eq(wh['sideEffects'], 'NoneOnDryRun', 'sideEffects NoneOnDryRun')
+    exprs = wh['namespaceSelector']['matchExpressions']
+    excluded = [v for e in exprs if e['key'] == 'kubernetes.io/metadata.name'
+                and e['operator'] == 'NotIn' for v in e['values']]
+    t.ok('kube-system' in excluded and ns in excluded,
+         f'namespaceSelector excludes kube-system and {ns}', diag=excluded)
+    svc = by_kind['Service'][0]
+    cs = wh['clientConfig']['service']
+    t.is_eq((cs['name'], cs['namespace'], cs['path'], cs['port']),
+            (svc['metadata']['name'], svc['metadata']['namespace'], '/mutate',
+             svc['spec']['ports'][0]['port']), 'clientConfig points at the Service /mutate')
+    cert = by_kind['Certificate'][0]
+    t.is_eq(mwc['metadata']['annotations']['cert-manager.io/inject-ca-from'],
+            f"{cert['metadata']['namespace']}/{cert['metadata']['name']}",
+            'caBundle injected from the Certificate')
+    t.ok(f"{svc['metadata']['name']}.{ns}.svc" in cert['spec']['dnsNames'],
+         'certificate names the Service DNS name')
+
+    for kind, schema_file in (('Service', 'service-v1.json'),
+                              ('ServiceAccount', 'serviceaccount-v1.json')):
+        schema = json.load(open(os.path.join(shared, 'reference', 'k8s-json-schema', schema_file)))
+        errs = [e.message for e in jsonschema.Draft7Validator(schema).iter_errors(by_kind[kind][0])]
+        t.ok(not errs, f'{kind} validates against the strict schema', diag=errs)
+
+    dep = by_kind['Deployment'][0]
+    t.is_eq(dep['spec']['replicas'], 2, 'Deployment: 2 replicas')
+    pod = dep['spec']['template']['spec']
+    c = pod['containers'][0]
+    t.is_eq(pod['serviceAccountName'], by_kind['ServiceAccount'][0]['metadata']['name'],
+            'runs as the webhook ServiceAccount')
+    vol = {v['name']: v for v in pod['volumes']}
+    mounts = {m['mountPath']: m['name'] for m in c['volumeMounts']}
+    args = dict(a[2:].split('=', 1) for a in c['args'])
+    cert_dir = os.path.dirname(args['tls-cert-file'])
+    t.is_eq(vol[mounts[cert_dir]]['secret']['secretName'], cert['spec']['secretName'],
+            'serving pair mounted from the Certificate secret')
+    t.is_eq(c['ports'][0]['containerPort'], int(args['listen'].rsplit(':', 1)[1]),
+            'container port = --listen port')
+    t.is_eq((c['readinessProbe']['httpGet']['path'], c['readinessProbe']['httpGet']['scheme'],
+             c['livenessProbe']['httpGet']['path']), ('/readyz', 'HTTPS', '/healthz'),
+            'probes on /readyz and /healthz over HTTPS')
+    t.ok(c['securityContext']['readOnlyRootFilesystem']
+         and c['securityContext']['capabilities']['drop'] == ['ALL']
+         and pod['securityContext']['runAsNonRoot'], 'non-root, read-only, no capabilities')
+    binary = paths['GS_WEBHOOK']
+    r = subprocess.run([binary, '--print-config'] + c['args'], capture_output=True, text=True)
+    t.ok(r.returncode == 0, 'the binary accepts every Deployment flag', diag=r.stderr)
+
+    role = by_kind['ClusterRole'][0]
+    grants = {(g, res): sorted(rule['verbs']) for rule in role['rules']
+              for g in rule['apiGroups'] for res in rule['resources']}
+    t.is_eq(grants, {('resource.k8s.io', 'resourceslices'): ['list'],
+                     ('resource.k8s.io', 'deviceclasses'): ['list'],
+                     ('resource.k8s.io', 'resourceclaimtemplates'): ['create', 'get'],
+                     ('resource.k8s.io', 'resourceclaims'): ['get']},
+            'RBAC: exactly the verbs the webhook uses')
+    crb = by_kind['ClusterRoleBinding'][0]
+    t.is_eq((crb['roleRef']['name'], crb['subjects'][0]['name'], crb['subjects'][0]['namespace']),
+            (role['metadata']['name'], 'gpuslice-webhook', ns), 'role bound to the ServiceAccount')
+
+    script = os.path.join(deploy, 'make-cert.sh')
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, 'pair')
+        r = subprocess.run(['sh', script, out, 'gs-ns', 'gs-svc', '30'], capture_output=True,
+                           text=True)
+        t.is_eq(r.returncode, 0, 'make-cert.sh succeeds')
+        san = subprocess.run(['openssl', 'x509', '-in', os.path.join(out, 'tls.crt'), '-noout',
+                              '-ext', 'subjectAltName'], capture_output=True, text=True).stdout
+        t.ok('DNS:gs-svc.gs-ns.svc' in san and 'DNS:gs-svc.gs-ns.svc.cluster.local' in san,
+             'certificate names the Service', diag=san)
+        pub_c = subprocess.run(['openssl', 'x509', '-in', os.path.join(out, 'tls.crt'), '-noout',
+                                '-pubkey'], capture_output=True, text=True).stdout
+        pub_k = subprocess.run(['openssl', 'pkey', '-in', os.path.join(out, 'tls.key'),
+                                '-pubout'], capture_output=True, text=True).stdout
+        t.ok(pub_c and pub_c == pub_k, 'key matches the certificate')
+        t.is_eq(oct(os.stat(os.path.join(out, 'tls.key')).st_mode & 0o777), '0o600',
+                'key file is private')
+        secret = yaml.safe_load(open(os.path.join(out, 'secret.yaml')))
+        t.is_eq(base64.b64decode(secret['data']['tls.crt']),
+                open(os.path.join(out, 'tls.crt'), 'rb').read(), 'Secret carries the certificate')
+        t.is_eq((secret['type'], secret['metadata']['name'], secret['metadata']['namespace']),
+                ('kubernetes.io/tls', 'gs-svc-tls', 'gs-ns'), 'Secret type and name')
+        r = subprocess.run(['sh', script, out, 'n', 's', 'ten'], capture_output=True, text=True)
+        t.is_eq((r.returncode, r.stderr.strip()),
+                (2, 'make-cert.sh: DAYS must be a number, got "ten"'), 'bad DAYS refused')
+    sys.exit(t.done())
+
+
+if __name__ == '__main__':
+    main()
