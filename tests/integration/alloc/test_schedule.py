@@ -1,0 +1,164 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""gpuslice schedule over the lab's objects: allocations in the exact shape of
+resource.k8s.io/v1 status.allocation (validated against the Kubernetes JSON schema), shares of
+one device, explanations, exit codes and messages for bad input."""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import jsonschema
+import yaml
+
+from gstest import Tap, env_paths
+
+P = env_paths()
+GS = P['GS_GPUSLICE']
+HERE = os.path.dirname(os.path.abspath(__file__))
+LAB = os.path.join(HERE, 'lab')
+SCHEMA = os.path.join(P['GS_SHARED_DIR'], 'reference', 'k8s-json-schema',
+                      'resourceclaim-resource-v1.json')
+UUID = re.compile(r'^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$')
+
+
+def run(*args):
+    p = subprocess.run([GS, 'schedule', *args], capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def lab_claims():
+    with open(os.path.join(LAB, '02-claims.yaml')) as f:
+        return {d['metadata']['name']: d for d in yaml.safe_load_all(f)
+                if d and d.get('kind') == 'ResourceClaim'}
+
+
+def main():
+    t = Tap()
+    with open(SCHEMA) as f:
+        validator = jsonschema.Draft7Validator(json.load(f))
+    claims = lab_claims()
+
+    rc, out, err = run('-f', LAB, '-o', 'json')
+    t.is_eq(rc, 1, 'exit 1: two lab claims cannot be allocated')
+    doc = json.loads(out)
+    items = {i['metadata']['name']: i for i in doc['items']}
+    t.is_eq(sorted(items), sorted(claims), 'one item per claim')
+    first = items['single-gpu-0']['status']['allocation']
+    second = items['pod-tpl-1-single-gpu-x7k2p']['status']['allocation']
+    r1, r2 = first['devices']['results'], second['devices']['results']
+    t.is_eq(len(r1), 1, 'one result')
+    want = {'request': 'single-gpu', 'driver': 'hami-core-gpu.project-hami.io',
+            'pool': 'hami-workshop', 'device': 'hami-gpu-0',
+            'consumedCapacity': {'cores': '30', 'memory': '4Gi'}}
+    t.is_eq({k: v for k, v in r1[0].items() if k != 'shareID'}, want,
+            'the lab result: hami-gpu-0 with consumedCapacity {cores: "30", memory: "4Gi"}')
+    t.ok(UUID.match(r1[0]['shareID']), 'shareID is a version 4 UUID', r1[0]['shareID'])
+    t.is_eq({k: v for k, v in r2[0].items() if k != 'shareID'}, want,
+            'the second claim: same device, same consumption')
+    t.ok(UUID.match(r2[0]['shareID']) and r2[0]['shareID'] != r1[0]['shareID'],
+         'the second share has its own shareID')
+    t.is_eq(first['nodeSelector'], {'nodeSelectorTerms': [{'matchFields': [
+        {'key': 'metadata.name', 'operator': 'In', 'values': ['lab-node']}]}]},
+        'nodeSelector pins lab-node')
+    for name in ('single-gpu-0', 'pod-tpl-1-single-gpu-x7k2p'):
+        obj = dict(claims[name])
+        obj['status'] = items[name]['status']
+        errors = [e.message for e in validator.iter_errors(obj)]
+        t.is_eq(errors, [], f'{name} with its allocation is a valid resource.k8s.io/v1 ResourceClaim')
+    t.ok('status' not in items['too-big'], 'the 80-core claim has no allocation')
+    t.like(err, 'hami-core-gpu.project-hami.io/hami-workshop/hami-gpu-0: InsufficientCapacity '
+                'cores: need 80, free 40 [CardInsufficientCore]',
+           'stderr explains the 80-core claim: need 80, free 40')
+    t.like(err, 'claim test-dra/whole-gpu on node lab-node: Unschedulable',
+           'the claim without capacity requests does not fit beside the shares')
+    t.like(err, 'InsufficientCapacity cores: need 100, free 40',
+           'it takes the defaults (100 cores)')
+
+    rc, out, err = run('-f', LAB, '--explain')
+    t.is_eq(rc, 1, '--explain: same exit status')
+    t.like(out, 'claim test-dra/single-gpu-0 on node lab-node: Allocated', 'explains successes')
+    t.like(out, '  request single-gpu: InsufficientDevices: need 1 device, 0 of 1 usable',
+           'request-level reason')
+
+    rc, out, err = run('-f', LAB, '-o', 'yaml')
+    ydocs = [d for d in yaml.safe_load_all(out) if d]
+    t.is_eq(len(ydocs), 4, '-o yaml: one document per claim')
+    t.is_eq(ydocs[0]['status']['allocation']['devices']['results'][0]['consumedCapacity'],
+            {'cores': '30', 'memory': '4Gi'}, '-o yaml carries the same allocation')
+
+    rc, out, err = run('-f', LAB)
+    lines = out.splitlines()
+    t.ok(lines and lines[0].split()[:4] == ['CLAIM', 'NODE', 'REQUEST', 'DEVICE'], 'table header')
+    t.ok(any(l.startswith('test-dra/single-gpu-0') and 'cores=30,memory=4Gi' in l for l in lines),
+         'table row with the consumed capacity')
+
+    with tempfile.TemporaryDirectory() as tmp:
+        # Allocated claims from the first run form the in-use state of the next one.
+        state = os.path.join(tmp, 'allocated.json')
+        with open(state, 'w') as f:
+            json.dump({'apiVersion': 'v1', 'kind': 'List', 'items': [
+                dict(claims[n], status=items[n]['status'])
+                for n in ('single-gpu-0', 'pod-tpl-1-single-gpu-x7k2p')]}, f)
+        more = os.path.join(tmp, 'more.yaml')
+        with open(more, 'w') as f:
+            for name, cores in (('forty', 40), ('one-more', 1)):
+                c = json.loads(json.dumps(claims['single-gpu-0']))
+                c['metadata']['name'] = name
+                c['spec']['devices']['requests'][0]['exactly']['capacity']['requests']['cores'] = cores
+                f.write('---\n' + yaml.safe_dump(c))
+        rc, out, err = run('-f', os.path.join(LAB, '00-deviceclass.yaml'),
+                           '-f', os.path.join(LAB, '01-resourceslice.yaml'),
+                           '-f', state, '-f', more, '-o', 'json')
+        got = {i['metadata']['name']: i for i in json.loads(out)['items']}
+        t.is_eq(rc, 1, 'allocated claims from a file count as in use')
+        t.is_eq(got['forty']['status']['allocation']['devices']['results'][0]['consumedCapacity'],
+                {'cores': '40', 'memory': '4Gi'}, 'the last 40 cores are allocated')
+        t.ok('status' not in got['one-more'], 'then not one core more')
+        t.like(err, 'InsufficientCapacity cores: need 1, free 0', 'explained')
+
+        rc, out, err = run('-f', os.path.join(LAB, '00-deviceclass.yaml'),
+                           '-f', os.path.join(LAB, '01-resourceslice.yaml'), '-f', more,
+                           '--node', 'lab-node', '--policy', 'spread')
+        t.is_eq(rc, 0, 'exit 0 when every claim is allocated')
+
+        bad = os.path.join(tmp, 'bad.yaml')
+        with open(bad, 'w') as f:
+            f.write(open(os.path.join(LAB, '01-resourceslice.yaml')).read()
+                    .replace('value: 15Gi', 'value: 15Qi'))
+        rc, out, err = run('-f', os.path.join(LAB, '00-deviceclass.yaml'), '-f', bad)
+        t.is_eq(rc, 2, 'bad input: exit 2')
+        t.like(err, f'{bad}: document 1: ResourceSlice lab-node-hami-core-gpu.project-hami.io-abcde: '
+                    'spec.devices[0].capacity.memory.value: "15Qi" is not a quantity',
+               'the message names the file, the object and the field')
+
+        badclaim = os.path.join(tmp, 'badclaim.yaml')
+        with open(badclaim, 'w') as f:
+            f.write('kind: ResourceClaim\nmetadata: {name: c}\nspec:\n  devices:\n    requests:\n'
+                    '    - name: r\n      exactly: {deviceClassName: x, count: 0}\n')
+        rc, out, err = run('-f', LAB, '-f', badclaim)
+        t.is_eq(rc, 2, 'an invalid claim: exit 2')
+        t.like(err, 'badclaim.yaml: document 1: ResourceClaim c: '
+                    'spec.devices.requests[0].exactly.count: 0 is not between 1 and 32',
+               'names file, claim and field')
+
+        notyaml = os.path.join(tmp, 'broken.yaml')
+        with open(notyaml, 'w') as f:
+            f.write('kind: [unclosed\n')
+        rc, out, err = run('-f', notyaml)
+        t.is_eq(rc, 2, 'unparsable YAML: exit 2')
+        t.like(err, 'broken.yaml: line', 'names the file and the line')
+
+    rc, out, err = run('-f', LAB, '--policy', 'best')
+    t.is_eq(rc, 2, 'unknown policy: exit 2')
+    t.like(err, '"best" is not one of first-fit, binpack, spread, topology', 'lists the policies')
+    rc, out, err = run('-f', '/nonexistent/x.yaml')
+    t.is_eq(rc, 2, 'missing file: exit 2')
+    t.like(err, '/nonexistent/x.yaml: No such file or directory', 'names the file')
+    return t.done()
+
+
+if __name__ == '__main__':
+    sys.exit(main())
