@@ -10,6 +10,7 @@ static const struct gs_command commands[] = {
     {"run", "run a command on a slice of this machine's GPUs (standalone mode)", cmd_run},
     {"ls", "list GPUs and live slices (standalone mode)", cmd_ls},
     {"top", "live view of GPUs and slices (standalone mode)", cmd_top},
+    {"probe", "check a GPU or slice through the CUDA driver API (memory, kernels)", cmd_probe},
     {"schedule", "allocate ResourceClaims as kube-scheduler does, or explain why not", cmd_schedule},
 };
 
