@@ -667,12 +667,13 @@ int gs_k8s_get(struct gs_k8s_client *c, const struct gs_k8s_resource *res, const
     return r;
 }
 
-int gs_k8s_list(struct gs_k8s_client *c, const struct gs_k8s_resource *res, const char *ns,
-                const struct gs_k8s_list_options *opts, json_t **out, char **resource_version,
-                struct gs_error *err)
+/* List at `base` (a collection path without query), joining pages. */
+static int list_at(struct gs_k8s_client *c, const char *base,
+                   const struct gs_k8s_list_options *opts, json_t **out, char **resource_version,
+                   struct gs_error *err)
 {
     static const struct gs_k8s_list_options none;
-    char base[PATH_MAX_LEN], path[PATH_MAX_LEN * 2];
+    char path[PATH_MAX_LEN * 2];
     json_auto_t *result = NULL;
     _cleanup_free_ char *cont = NULL;
     char limit[32];
@@ -684,9 +685,6 @@ int gs_k8s_list(struct gs_k8s_client *c, const struct gs_k8s_resource *res, cons
         *resource_version = NULL;
     if (!opts)
         opts = &none;
-    r = gs_k8s_path(base, sizeof(base), res, ns, NULL, NULL, err);
-    if (r < 0)
-        return r;
     for (int page = 0;; page++) {
         json_t *resp = NULL, *items, *meta;
         const char *next;
@@ -752,6 +750,23 @@ int gs_k8s_list(struct gs_k8s_client *c, const struct gs_k8s_resource *res, cons
     if (out)
         *out = TAKE_PTR(result);
     return 0;
+}
+
+int gs_k8s_list(struct gs_k8s_client *c, const struct gs_k8s_resource *res, const char *ns,
+                const struct gs_k8s_list_options *opts, json_t **out, char **resource_version,
+                struct gs_error *err)
+{
+    char base[PATH_MAX_LEN];
+    int r;
+
+    if (out)
+        *out = NULL;
+    if (resource_version)
+        *resource_version = NULL;
+    r = gs_k8s_path(base, sizeof(base), res, ns, NULL, NULL, err);
+    if (r < 0)
+        return r;
+    return list_at(c, base, opts, out, resource_version, err);
 }
 
 static const char *obj_str(json_t *obj, const char *key)
@@ -973,6 +988,7 @@ struct stream {
     bool stale;  /* 410 seen */
     int fail;    /* why the stream was aborted by us */
     unsigned events;
+    unsigned error_events; /* ERROR events other than 410 */
 };
 
 static int handle_event(struct stream *s, const char *line, size_t len)
@@ -1008,6 +1024,7 @@ static int handle_event(struct stream *s, const char *line, size_t len)
     if (t == GS_K8S_EVENT_ERROR) {
         json_int_t code = json_integer_value(json_object_get(obj, "code"));
         const char *msg = json_string_value(json_object_get(obj, "message"));
+        s->error_events++;
         if (code == 410) {
             s->stale = true;
             return gs_error_set(s->err, -ESTALE, "%s (410)",
@@ -1156,7 +1173,9 @@ int gs_k8s_watch_run(struct gs_k8s_watch *w, const char *resource_version, gs_k8
             return r;
         }
         free(s.buf);
-        if (!transient) { /* the server ended the stream (timeoutSeconds): watch on */
+        if (s.error_events > 0 && s.error_events == s.events)
+            transient = true; /* only ERROR events: back off before watching again */
+        if (!transient) {     /* the server ended the stream (timeoutSeconds): watch on */
             failures = 0;
             continue;
         }
@@ -1170,5 +1189,41 @@ int gs_k8s_watch_run(struct gs_k8s_watch *w, const char *resource_version, gs_k8
                  w->base_path, failures, (unsigned long long)sleep);
         if (wait_ms(c, sleep, w->cancel) < 0)
             return gs_error_set(err, -ECANCELED, "watch %s: stopped", w->base_path);
+    }
+}
+
+int gs_k8s_list_watch(struct gs_k8s_watch *w, gs_k8s_list_fn on_list, gs_k8s_watch_fn on_event,
+                      void *user, struct gs_error *err)
+{
+    struct gs_k8s_list_options lo;
+    int r;
+
+    if (!w || !on_list || !on_event)
+        return gs_error_set(err, -EINVAL, "k8s: list-watch needs a watch and two callbacks");
+    lo = (struct gs_k8s_list_options){.label_selector = w->label_selector,
+                                      .field_selector = w->field_selector};
+    for (;;) {
+        json_t *list = NULL;
+        char *rv = NULL;
+
+        if (gs_http_cancel_is_triggered(w->cancel))
+            return gs_error_set(err, -ECANCELED, "watch %s: stopped", w->base_path);
+        r = list_at(w->c, w->base_path, &lo, &list, &rv, err);
+        if (r < 0)
+            return r;
+        r = on_list(user, list);
+        json_decref(list);
+        if (r < 0) {
+            free(rv);
+            if (!err || err->code == 0)
+                gs_error_set(err, r, "watch %s: stopped by the list handler: %s", w->base_path,
+                             gs_strerror(r));
+            return r;
+        }
+        r = gs_k8s_watch_run(w, rv, on_event, user, err);
+        free(rv);
+        if (r != -ESTALE)
+            return r;
+        gs_debug("watch expired, relisting", "path=%s", w->base_path);
     }
 }

@@ -186,6 +186,19 @@ void gs_k8s_watch_free(struct gs_k8s_watch *w);
  */
 int gs_k8s_watch_run(struct gs_k8s_watch *w, const char *resource_version, gs_k8s_watch_fn fn,
                      void *user, struct gs_error *err);
+/* Called with the List object (items = the whole current state) after every (re)list. Return 0
+ * to go on, a negative code to stop. */
+typedef int (*gs_k8s_list_fn)(void *user, json_t *list);
+
+/*
+ * The informer loop: list (with the watch's namespace and selectors), hand the list to on_list,
+ * watch from its resourceVersion; on 410 list again (on_list sees the fresh state, so it must
+ * reconcile rather than append). Returns what gs_k8s_watch_run returns other than -ESTALE, or a
+ * list error (after the client's retries).
+ */
+int gs_k8s_list_watch(struct gs_k8s_watch *w, gs_k8s_list_fn on_list, gs_k8s_watch_fn on_event,
+                      void *user, struct gs_error *err);
+
 /* From any thread: makes a running (or the next) gs_k8s_watch_run return -ECANCELED promptly. */
 void gs_k8s_watch_stop(struct gs_k8s_watch *w);
 /* The last resourceVersion seen (copied into buf; "" if none). */

@@ -520,6 +520,92 @@ static void test_watch(void)
     gs_k8s_client_free(c);
 }
 
+/* ---- list-watch (informer loop) ------------------------------------------------------------- */
+
+struct informer {
+    struct recorder rc; /* events */
+    int lists;
+    size_t last_items;
+};
+
+static int on_list(void *user, json_t *list)
+{
+    struct informer *in = user;
+    pthread_mutex_lock(&in->rc.mu);
+    in->lists++;
+    in->last_items = json_array_size(json_object_get(list, "items"));
+    pthread_cond_broadcast(&in->rc.cond);
+    pthread_mutex_unlock(&in->rc.mu);
+    return 0;
+}
+
+static int on_informer_event(void *user, enum gs_k8s_event_type t, json_t *obj)
+{
+    struct informer *in = user;
+    return record(&in->rc, t, obj);
+}
+
+static void *informer_thread(void *arg)
+{
+    struct informer *in = arg;
+    int r = gs_k8s_list_watch(in->rc.w, on_list, on_informer_event, in, &in->rc.err);
+    pthread_mutex_lock(&in->rc.mu);
+    in->rc.result = r;
+    in->rc.done = true;
+    pthread_cond_broadcast(&in->rc.cond);
+    pthread_mutex_unlock(&in->rc.mu);
+    return NULL;
+}
+
+static bool have_lists(struct recorder *rc, int n)
+{
+    struct informer *in = (struct informer *)rc; /* rc is the first member */
+    return in->lists >= n || rc->done;
+}
+
+static void test_list_watch(void)
+{
+    struct gs_k8s_options o = {0};
+    struct gs_k8s_client *c = client_with(NULL, &o);
+    struct gs_error err = {0};
+    struct informer in = {0};
+    pthread_t t;
+
+    fakeapi_ctl(&api, "reset", NULL);
+    json_t *a = claim("a", "web"), *b = claim("b", "db");
+    gs_k8s_create(c, &gs_k8s_resourceclaims, "default", a, 0, NULL, &err);
+    recorder_init(&in.rc);
+    struct gs_k8s_watch_options wo = {.label_selector = "app=web"};
+    in.rc.w = gs_k8s_watch_new(c, &gs_k8s_resourceclaims, "default", &wo, &err);
+    pthread_create(&t, NULL, informer_thread, &in);
+    ok(wait_until(&in.rc, have_lists, 1), "informer lists first");
+    is_uint(in.last_items, 1, "the list holds the one matching claim");
+    json_t *p = json_pack("{s:{s:{s:s}}}", "metadata", "annotations", "x", "1");
+    gs_k8s_patch(c, &gs_k8s_resourceclaims, "default", "a", NULL, GS_K8S_PATCH_MERGE, p, 0, NULL,
+                 &err);
+    gs_k8s_create(c, &gs_k8s_resourceclaims, "default", b, 0, NULL, &err); /* not app=web */
+    ok(wait_until(&in.rc, have_events, 1), "then watches: the update arrives");
+    ok(in.rc.types[0] == GS_K8S_EVENT_MODIFIED && !strcmp(in.rc.names[0], "a"),
+       "MODIFIED a (b filtered by the label selector)");
+    json_t *c2 = claim("c", "web");
+    gs_k8s_create(c, &gs_k8s_resourceclaims, "default", c2, 0, NULL, &err);
+    fakeapi_ctl(&api, "expire-watches", NULL); /* history gone: the next watch needs a relist */
+    ok(wait_until(&in.rc, have_lists, 2), "410 -> relist");
+    is_uint(in.last_items, 2, "the relist sees the current state (a and c)");
+    gs_k8s_watch_stop(in.rc.w);
+    ok(wait_until(&in.rc, is_done, 0), "informer stops");
+    pthread_join(t, NULL);
+    is_int(in.rc.result, -ECANCELED, "stopped informer returns -ECANCELED");
+    is_int(in.lists, 2, "listed exactly twice");
+    gs_k8s_watch_free(in.rc.w);
+    recorder_fini(&in.rc);
+    json_decref(p);
+    json_decref(a);
+    json_decref(b);
+    json_decref(c2);
+    gs_k8s_client_free(c);
+}
+
 /* ---- retries and rate limit ----------------------------------------------------------------- */
 
 static void test_retries(void)
@@ -904,9 +990,11 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         void (*fn)(void);
-    } sections[] = {{"crud", test_crud},       {"list", test_list},   {"watch", test_watch},
-                    {"retries", test_retries}, {"token", test_token}, {"bounds", test_bounds},
-                    {"gate", test_gate},       {"tls", test_tls}};
+    } sections[] = {{"crud", test_crud},       {"list", test_list},
+                    {"watch", test_watch},     {"listwatch", test_list_watch},
+                    {"retries", test_retries}, {"token", test_token},
+                    {"bounds", test_bounds},   {"gate", test_gate},
+                    {"tls", test_tls}};
     for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
         bool run = argc < 2;
         for (int a = 1; a < argc; a++) /* arguments select sections, for debugging */
