@@ -14,12 +14,16 @@
 
 #include "vgpu/vgpu-internal.h"
 
+/* dlsym() is called by sanitizer runtimes while they initialise (before their shadow memory
+ * exists), so the code on that path must not be instrumented. */
+#define NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
+
 struct gs_real_cuda gs_real_cu;
 struct gs_real_nvml gs_real_nvml;
 __attribute__((tls_model("initial-exec"))) _Thread_local int vgpu_depth;
 
 typedef void *(*dlsym_fn)(void *, const char *);
-static dlsym_fn real_dlsym;
+dlsym_fn real_dlsym; /* read by the dlsym stub below */
 static void *cuda_handle, *nvml_handle;
 static pthread_once_t cuda_once = PTHREAD_ONCE_INIT;
 static pthread_once_t nvml_once = PTHREAD_ONCE_INIT;
@@ -44,7 +48,7 @@ static const struct hook_entry hooks[] = {
 #undef NVML_REAL
 };
 
-static void resolve_dlsym(void)
+NO_SANITIZE static void resolve_dlsym(void)
 {
     if (real_dlsym)
         return;
@@ -122,8 +126,26 @@ void *vgpu_hook_for_name(const char *name)
     return NULL;
 }
 
+/* Byte compare without libc: dlsym() may run before a sanitizer runtime finished initialising. */
+NO_SANITIZE static bool same_name(const char *a, const char *b)
+{
+    while (*a && *a == *b) {
+        a++;
+        b++;
+    }
+    return *a == *b;
+}
+
+NO_SANITIZE static void *hook_named(const char *name)
+{
+    for (size_t i = 0; i < GS_ARRAY_SIZE(hooks); i++)
+        if (same_name(hooks[i].name, name))
+            return hooks[i].hook;
+    return NULL;
+}
+
 /* The object that contains addr (its link_map), or NULL. */
-static struct link_map *object_of(const void *addr)
+NO_SANITIZE static struct link_map *object_of(const void *addr)
 {
     Dl_info info;
     struct link_map *lm = NULL;
@@ -133,40 +155,24 @@ static struct link_map *object_of(const void *addr)
 }
 
 /*
- * RTLD_NEXT is relative to the CALLER of dlsym. Forwarding would make it relative to libvgpu,
- * so emulate it: search the objects loaded after the caller, in load order, and take the first
- * definition that lives in that object itself.
+ * dlsym(handle, symbol) with the caller's return address: hooked names looked up in the driver
+ * libraries answer our hooks, except for the driver libraries themselves.
  */
-static void *dlsym_next(const void *caller, const char *symbol)
+NO_SANITIZE void *vgpu_dlsym(void *handle, const char *symbol, const void *caller);
+NO_SANITIZE void *vgpu_dlsym(void *handle, const char *symbol, const void *caller)
 {
-    struct link_map *me = object_of(caller);
-    if (!me)
-        return real_dlsym(RTLD_NEXT, symbol);
-    for (struct link_map *lm = me->l_next; lm; lm = lm->l_next) {
-        void *p = real_dlsym(lm, symbol);
-        if (p && object_of(p) == lm)
-            return p;
-    }
-    return NULL;
-}
-
-GS_EXPORT void *dlsym(void *handle, const char *symbol)
-{
-    const void *caller = __builtin_return_address(0);
-    resolve_dlsym();
+    if (!real_dlsym)
+        resolve_dlsym();
     if (!real_dlsym)
         return NULL;
-    if (handle == RTLD_NEXT)
-        return dlsym_next(caller, symbol);
     void *p = real_dlsym(handle, symbol);
-    if (!p || (symbol[0] != 'c' && symbol[0] != 'n'))
+    if (!p || !symbol || (symbol[0] != 'c' && symbol[0] != 'n'))
         return p;
-    void *hook = vgpu_hook_for_name(symbol);
+    void *hook = hook_named(symbol);
     if (!hook || hook == p)
         return p;
-    /* The driver libraries resolving their own symbols get the real thing. */
     struct link_map *from = object_of(caller);
-    if (from && (from == object_of(p)))
+    if (from && from == object_of(p))
         return p;
     if (symbol[0] == 'c')
         vgpu_cuda_ready();
@@ -174,3 +180,47 @@ GS_EXPORT void *dlsym(void *handle, const char *symbol)
         vgpu_nvml_ready();
     return hook;
 }
+
+NO_SANITIZE void vgpu_resolve_dlsym(void);
+NO_SANITIZE void vgpu_resolve_dlsym(void)
+{
+    resolve_dlsym();
+}
+
+NO_SANITIZE void *vgpu_dlsym_c(void *handle, const char *symbol);
+NO_SANITIZE void *vgpu_dlsym_c(void *handle, const char *symbol)
+{
+    return vgpu_dlsym(handle, symbol, __builtin_return_address(0));
+}
+
+#if defined(__x86_64__)
+/*
+ * The exported dlsym is a stub that only JUMPS: RTLD_NEXT is relative to the caller's object,
+ * which glibc finds from the return address, so RTLD_NEXT goes straight to the real dlsym with
+ * the caller's return address intact (sanitizer runtimes and other preloads rely on it); any
+ * other handle tail-jumps to vgpu_dlsym_c, which sees the caller's return address too.
+ */
+__asm__(".text\n"
+        ".globl dlsym\n"
+        ".type dlsym, @function\n"
+        "dlsym:\n"
+        "    cmpq $0, real_dlsym(%rip)\n"
+        "    jne 1f\n"
+        "    push %rdi\n"
+        "    push %rsi\n"
+        "    sub $8, %rsp\n"
+        "    call vgpu_resolve_dlsym\n"
+        "    add $8, %rsp\n"
+        "    pop %rsi\n"
+        "    pop %rdi\n"
+        "1:  cmpq $-1, %rdi\n"
+        "    jne vgpu_dlsym_c\n"
+        "    jmp *real_dlsym(%rip)\n"
+        ".size dlsym, .-dlsym\n");
+#else
+/* Other architectures: RTLD_NEXT is answered relative to libvgpu (documented limitation). */
+GS_EXPORT NO_SANITIZE void *dlsym(void *handle, const char *symbol)
+{
+    return vgpu_dlsym(handle, symbol, __builtin_return_address(0));
+}
+#endif
