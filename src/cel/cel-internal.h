@@ -408,6 +408,9 @@ void cel_regex_free(void *re);
 int cel_regex_search(const void *re, const char *s, size_t len);
 
 /* ---------- Kubernetes extensions ---------- */
+/* Parse a quantity of `len` bytes. Plain integers with an SI or binary suffix ("15Gi", "100",
+ * "4k") take a fast path; everything else goes through gs_quantity_parse(). */
+int cel_quantity_parse(const char *s, size_t len, struct gs_quantity *out, struct gs_error *err);
 /* Parse a semantic version "1.2.3[-pre][+build]" into the arena. 0 or -EINVAL. */
 int cel_semver_parse(struct cel_arena *a, const char *s, size_t len, struct cel_semver **out);
 int cel_semver_cmp(const struct cel_semver *a, const struct cel_semver *b);

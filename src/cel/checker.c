@@ -477,6 +477,23 @@ static int parse_overload(struct cel_arena *a, const char *ov, const struct cel_
     return *result && !*s ? np : -EINVAL;
 }
 
+/* quantity('15Gi') / semver('1.2.3') with a literal argument: evaluate once, at compile time.
+ * A literal that does not parse stays a call and fails at run time, as upstream. */
+static void fold_constant(struct checker *c, struct cel_node *n)
+{
+    if (n->receiver || n->nargs != 1 || n->args[0]->kind != CEL_N_LITERAL ||
+        (strcmp(n->fn->name, "quantity") && strcmp(n->fn->name, "semver")))
+        return;
+    struct cel_eval ev = {.prog = c->p, .arena = &c->p->arena, .cost_limit = CEL_COST_LIMIT};
+    struct cel_value arg = n->args[0]->lit;
+    struct cel_value v = n->fn->impl(&ev, n, &arg, 1);
+    if (v.kind == CEL_K_ERROR || ev.aborted)
+        return;
+    n->kind = CEL_N_LITERAL;
+    n->lit = v;
+    n->nargs = 0;
+}
+
 static void check_call(struct checker *c, struct cel_node *n)
 {
     for (uint32_t i = 0; i < n->nargs && !c->failed; i++)
@@ -534,6 +551,7 @@ static void check_call(struct checker *c, struct cel_node *n)
                     sig);
     }
     n->type = mixed ? &cel_type_dyn : result;
+    fold_constant(c, n);
 regex:
     /* matches() with a constant pattern: compile once, here */
     if (!strcmp(fn->name, "matches")) {

@@ -131,7 +131,7 @@ static int cap_value(struct cel_eval *ev, const json_t *c, const char *name,
         *out = cel_error(ev, NULL, "device capacity %s: missing value", name);
         return -EINVAL;
     }
-    if (gs_quantity_parse(json_string_value(v), &q, &err) < 0) {
+    if (cel_quantity_parse(json_string_value(v), json_string_length(v), &q, &err) < 0) {
         *out = cel_error(ev, NULL, "device capacity %s: %s", name, err.msg);
         return -EINVAL;
     }

@@ -69,8 +69,11 @@ static struct cel_value eval_select(struct cel_eval *ev, const struct cel_node *
     if (obj.kind == CEL_K_MAP) {
         struct cel_value key = cel_str(n->name, n->name_len), v;
         int r = cel_map_get(ev, obj.map, &key, &v);
-        if (r < 0)
+        if (r < 0) {
+            if (v.kind == CEL_K_ERROR && v.err.pos < 0)
+                v.err.pos = n->pos;
             return v;
+        }
         if (n->test_only)
             return cel_bool(r == 1);
         if (r == 0)
@@ -129,8 +132,11 @@ static struct cel_value eval_index(struct cel_eval *ev, const struct cel_node *n
         }
         struct cel_value v;
         int r = cel_map_get(ev, obj.map, &idx, &v);
-        if (r < 0)
+        if (r < 0) {
+            if (v.kind == CEL_K_ERROR && v.err.pos < 0)
+                v.err.pos = n->pos;
             return v;
+        }
         if (r == 0) {
             if (idx.kind == CEL_K_STRING)
                 return cel_error(ev, n, "no such key: %.*s", (int)GS_MIN(idx.len, 100u), idx.s);

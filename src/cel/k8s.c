@@ -11,18 +11,61 @@
 
 #define NO_OVERLOAD() cel_no_overload(ev, call, a, n)
 
+int cel_quantity_parse(const char *s, size_t len, struct gs_quantity *out, struct gs_error *err)
+{
+    static const struct {
+        char suffix[3];
+        int64_t mult;
+        enum gs_quantity_format format;
+    } suffixes[] = {
+        {"", 1, GS_QUANTITY_DECIMAL_SI},
+        {"k", 1000, GS_QUANTITY_DECIMAL_SI},
+        {"M", 1000000, GS_QUANTITY_DECIMAL_SI},
+        {"G", 1000000000, GS_QUANTITY_DECIMAL_SI},
+        {"T", 1000000000000, GS_QUANTITY_DECIMAL_SI},
+        {"P", 1000000000000000, GS_QUANTITY_DECIMAL_SI},
+        {"E", 1000000000000000000, GS_QUANTITY_DECIMAL_SI},
+        {"Ki", 1LL << 10, GS_QUANTITY_BINARY_SI},
+        {"Mi", 1LL << 20, GS_QUANTITY_BINARY_SI},
+        {"Gi", 1LL << 30, GS_QUANTITY_BINARY_SI},
+        {"Ti", 1LL << 40, GS_QUANTITY_BINARY_SI},
+        {"Pi", 1LL << 50, GS_QUANTITY_BINARY_SI},
+        {"Ei", 1LL << 60, GS_QUANTITY_BINARY_SI},
+    };
+    size_t i = 0;
+    int64_t v = 0;
+    bool fast = len > 0;
+    while (fast && i < len && s[i] >= '0' && s[i] <= '9') {
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, s[i] - '0', &v))
+            fast = false;
+        i++;
+    }
+    if (fast && i > 0) {
+        for (size_t k = 0; k < GS_ARRAY_SIZE(suffixes); k++) {
+            size_t sl = strlen(suffixes[k].suffix);
+            int64_t r;
+            if (len - i != sl || memcmp(s + i, suffixes[k].suffix, sl))
+                continue;
+            if (__builtin_mul_overflow(v, suffixes[k].mult, &r))
+                break;
+            gs_quantity_from_int64(r, suffixes[k].format, out);
+            return 0;
+        }
+    }
+    char buf[GS_QUANTITY_STR_MAX + 1];
+    if (len >= sizeof(buf) || memchr(s, '\0', len))
+        return gs_error_set(err, -EINVAL, "invalid quantity: '%.*s'", (int)GS_MIN(len, 64u), s);
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    return gs_quantity_parse(buf, out, err);
+}
+
 static struct cel_value parse_quantity(struct cel_eval *ev, const struct cel_node *call,
                                        const struct cel_value *s, bool test)
 {
-    char buf[GS_QUANTITY_STR_MAX + 1];
     struct gs_quantity q;
     struct gs_error err;
-    bool ok = s->len < sizeof(buf);
-    if (ok) {
-        memcpy(buf, s->s, s->len);
-        buf[s->len] = '\0';
-        ok = strlen(buf) == s->len && gs_quantity_parse(buf, &q, &err) == 0;
-    }
+    bool ok = cel_quantity_parse(s->s, s->len, &q, &err) == 0;
     if (test)
         return cel_bool(ok);
     if (!ok)

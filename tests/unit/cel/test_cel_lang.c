@@ -256,6 +256,35 @@ static void test_variables(void)
     cel_arena_fini(&types);
 }
 
+static void test_quantity_fast_path(void)
+{
+    /* the fast path for plain integers must give exactly what gs_quantity_parse gives */
+    static const char *const inputs[] = {
+        "0",   "1",    "100",  "15Gi", "141Gi", "1Ki", "1024Mi", "4k",  "5M",      "7G",
+        "3T",  "2P",   "1E",   "8Ei",  "7Ei",   "0Gi", "000123", "10",  "1000000", "9223372036854775807",
+        "9223372036854775808", "1.5Gi", "-1", "+1", "1e3", "500m", "1Gi ", "", "Gi", "16Ei",
+    };
+    for (size_t i = 0; i < sizeof(inputs) / sizeof(inputs[0]); i++) {
+        struct gs_quantity a = {0}, b = {0};
+        struct gs_error ea, eb;
+        int ra = cel_quantity_parse(inputs[i], strlen(inputs[i]), &a, &ea);
+        int rb = gs_quantity_parse(inputs[i], &b, &eb);
+        ok(ra == rb && (ra < 0 || (a.mant == b.mant && a.exp10 == b.exp10 && a.format == b.format)),
+           "quantity '%s' parses identically (rc %d/%d)", inputs[i], ra, rb);
+    }
+    /* folded at compile time: a literal quantity becomes a constant */
+    struct gs_error err;
+    const char *e = "quantity('10Gi')";
+    struct cel_program *p = cel_compile_env(e, strlen(e), NULL, 0, true, &err);
+    ok(p && p->root->kind == CEL_N_LITERAL && p->root->lit.kind == CEL_K_QUANTITY,
+       "quantity('10Gi') is folded into a constant");
+    cel_program_free(p);
+    e = "quantity('bad')";
+    p = cel_compile_env(e, strlen(e), NULL, 0, true, &err);
+    ok(p && p->root->kind == CEL_N_CALL, "an invalid literal stays a call (run-time error)");
+    cel_program_free(p);
+}
+
 int main(void)
 {
     tap_plan_auto();
@@ -272,5 +301,6 @@ int main(void)
     }
     test_cost_accounting();
     test_variables();
+    test_quantity_fast_path();
     return tap_done();
 }
