@@ -118,12 +118,20 @@ static void device_defaults(struct sim_device_cfg *d, int index, const struct ar
         d->link_peer[l] = -1;
 }
 
+/* splitmix64 finaliser: nearby inputs give unrelated outputs. */
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
 static void derive_uuid(struct sim_device_cfg *d, uint64_t seed, int index)
 {
     char s[64];
     int n = snprintf(s, sizeof(s), "gpusim-device-%d", index);
-    uint64_t h1 = sim_fnv1a(s, (size_t)n, seed);
-    uint64_t h2 = sim_fnv1a(s, (size_t)n, h1 ^ 0x9e3779b97f4a7c15ull);
+    uint64_t h1 = mix64(sim_fnv1a(s, (size_t)n, seed));
+    uint64_t h2 = mix64(h1 ^ 0x9e3779b97f4a7c15ull);
     snprintf(d->uuid, sizeof(d->uuid), "GPU-%08x-%04x-%04x-%04x-%012" PRIx64,
              (unsigned int)(h1 >> 32), (unsigned int)((h1 >> 16) & 0xffff),
              (unsigned int)((h1 & 0x0fff) | 0x4000), (unsigned int)((h2 >> 48 & 0x3fff) | 0x8000),

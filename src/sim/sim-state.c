@@ -105,19 +105,20 @@ static int byte_lock(int fd, int cmd, short type, off_t start, off_t len)
     return cmd == F_OFD_GETLK ? fl.l_type : 0;
 }
 
-static bool slot_alive(struct sim_state *st, int i)
+/* Alive while its byte lock is held (released by the kernel when the process dies, even by
+ * SIGKILL, and at exec). A full check also catches a recycled pid in our namespace. */
+static bool slot_alive(struct sim_state *st, int i, bool full)
 {
     struct sim_proc *p = &st->sh->procs[i];
-    if (p->pidns != 0 && p->pidns == st->pidns) {
-        uint64_t t;
-        if (sim_proc_start_time(p->pid, &t) < 0)
-            return false;
-        return t == p->start_time;
-    }
     int r = byte_lock(st->fd, F_OFD_GETLK, F_WRLCK, SIM_LOCK_BASE + i, 1);
-    if (r < 0)
-        return true; /* cannot tell: keep it */
-    return r != F_UNLCK;
+    if (r == F_UNLCK)
+        return false;
+    if (full && p->pidns != 0 && p->pidns == st->pidns) {
+        uint64_t t;
+        if (sim_proc_start_time(p->pid, &t) < 0 || t != p->start_time)
+            return false;
+    }
+    return true;
 }
 
 static void reclaim_slot(struct sim_shared *sh, int i)
@@ -135,25 +136,26 @@ static void reclaim_slot(struct sim_shared *sh, int i)
     p->state = SIM_PROC_FREE;
 }
 
-int sim_sweep_locked(struct sim_state *st)
+int sim_sweep_locked(struct sim_state *st, bool full)
 {
     int n = 0;
     for (int i = 0; i < SIM_MAX_PROCS; i++) {
         if (st->sh->procs[i].state != SIM_PROC_LIVE || i == st->slot)
             continue;
-        if (!slot_alive(st, i)) {
+        if (!slot_alive(st, i, full)) {
             reclaim_slot(st->sh, i);
             n++;
         }
     }
-    st->sh->last_sweep_ns = sim_now_ns();
+    if (full)
+        st->sh->last_sweep_ns = sim_now_ns();
     return n;
 }
 
 int sim_sweep(struct sim_state *st)
 {
     sim_lock(st);
-    int n = sim_sweep_locked(st);
+    int n = sim_sweep_locked(st, true);
     sim_unlock(st);
     return n;
 }
@@ -169,7 +171,7 @@ static void repair_locked(struct sim_state *st)
                 sum = gs_sat_add_u64(sum, sh->procs[i].mem[d]);
         sh->dev[d].used_mem = sum;
     }
-    sim_sweep_locked(st);
+    sim_sweep_locked(st, true);
 }
 
 void sim_lock(struct sim_state *st)
@@ -340,7 +342,7 @@ int sim_proc_register(struct sim_state *st, struct gs_error *err)
     int slot = -1;
     for (int pass = 0; pass < 2 && slot < 0; pass++) {
         if (pass == 1)
-            sim_sweep_locked(st);
+            sim_sweep_locked(st, true);
         for (int i = 0; i < SIM_MAX_PROCS; i++) {
             if (st->sh->procs[i].state == SIM_PROC_FREE) {
                 slot = i;
@@ -383,7 +385,7 @@ int sim_mem_charge(struct sim_state *st, int dev, uint64_t bytes)
     uint64_t now = sim_now_ns();
     if (now - sh->last_sweep_ns > SWEEP_PERIOD_NS ||
         gs_sat_add_u64(d->used_mem, bytes) > d->total_mem)
-        sim_sweep_locked(st);
+        sim_sweep_locked(st, true);
     if (gs_sat_add_u64(d->used_mem, bytes) > d->total_mem) {
         sim_unlock(st);
         return -ENOMEM;
@@ -422,8 +424,7 @@ void sim_ctx_add(struct sim_state *st, int dev, int delta)
 void sim_mem_info(struct sim_state *st, int dev, uint64_t *used, uint64_t *total)
 {
     sim_lock(st);
-    if (sim_now_ns() - st->sh->last_sweep_ns > SWEEP_PERIOD_NS / 10)
-        sim_sweep_locked(st);
+    sim_sweep_locked(st, false);
     *used = st->sh->dev[dev].used_mem;
     *total = st->sh->dev[dev].total_mem;
     sim_unlock(st);
@@ -433,7 +434,7 @@ int sim_procs_on_device(struct sim_state *st, int dev, struct sim_proc_info *out
 {
     int n = 0;
     sim_lock(st);
-    sim_sweep_locked(st);
+    sim_sweep_locked(st, true);
     for (int i = 0; i < SIM_MAX_PROCS; i++) {
         const struct sim_proc *p = &st->sh->procs[i];
         if (p->state != SIM_PROC_LIVE || (p->ctx[dev] == 0 && p->mem[dev] == 0))

@@ -9,9 +9,9 @@
  * the derived counters and sweeps dead slots before marking it consistent.
  *
  * Liveness of a slot: the owner holds an open-file-description lock on byte SIM_LOCK_BASE+slot
- * of the file for its whole life. A slot of a process in our pid namespace is dead when
- * /proc/<pid>/stat is gone or its start time (field 22) differs; a slot from another pid
- * namespace is dead when its byte lock is free.
+ * of the file for its whole life; the kernel drops it when the process dies (SIGKILL included),
+ * whatever its pid namespace. A slot is dead when that lock is free, or (full sweeps, same pid
+ * namespace) when /proc/<pid>/stat is gone or its start time (field 22) differs.
  *
  * Layout (version 1), all little-endian host structs, see static_asserts in sim-state.c:
  *   struct sim_shared { header; mutex; procs[SIM_MAX_PROCS]; dev[SIM_MAX_DEVICES] }.
@@ -110,8 +110,10 @@ void sim_unlock(struct sim_state *st);
 /* Register this process (takes a slot). 0, or -EAGAIN when every slot is live. */
 int sim_proc_register(struct sim_state *st, struct gs_error *err);
 
-/* Reclaim slots of dead processes (lock held). Returns how many were reclaimed. */
-int sim_sweep_locked(struct sim_state *st);
+/* Reclaim slots of dead processes (lock held). Returns how many were reclaimed. A quick sweep
+ * tests each live slot's byte lock (one fcntl each); a full one also re-reads the start time
+ * of processes in our pid namespace. */
+int sim_sweep_locked(struct sim_state *st, bool full);
 /* Take the lock, sweep, release. */
 int sim_sweep(struct sim_state *st);
 

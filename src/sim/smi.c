@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* nvidia-smi-like table through NVML only (see smi.h). */
+#include "sim/smi.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/macros.h"
+#include "common/nvml_abi.h"
+
+#define NVML_USED(X)                                                                               \
+    X(nvmlInit_v2) X(nvmlShutdown) X(nvmlErrorString) X(nvmlSystemGetDriverVersion)                \
+    X(nvmlSystemGetCudaDriverVersion_v2) X(nvmlDeviceGetCount_v2) X(nvmlDeviceGetHandleByIndex_v2) \
+    X(nvmlDeviceGetName) X(nvmlDeviceGetUUID) X(nvmlDeviceGetPciInfo_v3)                           \
+    X(nvmlDeviceGetMemoryInfo) X(nvmlDeviceGetUtilizationRates)                                    \
+    X(nvmlDeviceGetComputeRunningProcesses_v3)
+
+struct nvml {
+    void *h;
+#define FIELD(n) GS_NVML_PFN(n) n;
+    NVML_USED(FIELD)
+#undef FIELD
+    GS_NVML_PFN(nvmlSystemGetProcessName) nvmlSystemGetProcessName; /* optional */
+};
+
+#define WIDTH     103 /* between the outer corners */
+#define MAX_PROCS 256
+#define DASHES    "------------------------------------------------------------------------"
+
+static void *open_nvml(void)
+{
+    void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (h)
+        return h;
+    const char *env = getenv("GPUSIM_SMI_NVML");
+    if (env && *env && (h = dlopen(env, RTLD_NOW | RTLD_LOCAL)))
+        return h;
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return NULL;
+    exe[n] = '\0';
+    const char *dir = dirname(exe);
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof(path), "%s/libnvidia-ml.so.1", dir);
+    if ((h = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+        return h;
+    snprintf(path, sizeof(path), "%s/../lib/gpusim/libnvidia-ml.so.1", dir);
+    return dlopen(path, RTLD_NOW | RTLD_LOCAL);
+}
+
+static int load(struct nvml *nv, struct gs_error *err)
+{
+    memset(nv, 0, sizeof(*nv));
+    nv->h = open_nvml();
+    if (!nv->h)
+        return gs_error_set(err, -ENOENT,
+                            "cannot load libnvidia-ml.so.1 (no NVIDIA driver or gpusim found; set "
+                            "LD_LIBRARY_PATH or GPUSIM_SMI_NVML)");
+#define LOAD(n)                                                                                    \
+    if (!(nv->n = (GS_NVML_PFN(n))dlsym(nv->h, #n))) {                                             \
+        dlclose(nv->h);                                                                            \
+        return gs_error_set(err, -ENOSYS, "libnvidia-ml.so.1 has no %s", #n);                      \
+    }
+    NVML_USED(LOAD)
+#undef LOAD
+    nv->nvmlSystemGetProcessName =
+        (GS_NVML_PFN(nvmlSystemGetProcessName))dlsym(nv->h, "nvmlSystemGetProcessName");
+    return 0;
+}
+
+/* One table row: `text` padded to the width between the borders. */
+static void row(FILE *out, const char *text)
+{
+    fprintf(out, "| %-*.*s |\n", WIDTH - 2, WIDTH - 2, text);
+}
+
+static void rule(FILE *out, char c)
+{
+    char line[WIDTH + 1];
+    memset(line, c, WIDTH);
+    line[WIDTH] = '\0';
+    fprintf(out, "%c%s%c\n", c == '=' ? '|' : '+', line, c == '=' ? '|' : '+');
+}
+
+static unsigned long long mib(unsigned long long b)
+{
+    return b / (1024ull * 1024ull);
+}
+
+static int fail(struct nvml *nv, struct gs_error *err, const char *call, nvmlReturn_t r)
+{
+    int code = gs_error_set(err, -EIO, "NVML: %s failed: %s", call, nv->nvmlErrorString(r));
+    return code;
+}
+
+int gs_smi_print(FILE *out, struct gs_error *err)
+{
+    struct nvml nv;
+    int rc = load(&nv, err);
+    if (rc < 0)
+        return rc;
+    nvmlReturn_t r = nv.nvmlInit_v2();
+    if (r != NVML_SUCCESS) {
+        rc = fail(&nv, err, "nvmlInit_v2", r);
+        dlclose(nv.h);
+        return rc;
+    }
+    char drv[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = "N/A";
+    int cuda = 0;
+    unsigned int count = 0;
+    char line[256];
+    nv.nvmlSystemGetDriverVersion(drv, sizeof(drv));
+    nv.nvmlSystemGetCudaDriverVersion_v2(&cuda);
+    if ((r = nv.nvmlDeviceGetCount_v2(&count)) != NVML_SUCCESS) {
+        rc = fail(&nv, err, "nvmlDeviceGetCount_v2", r);
+        goto done;
+    }
+
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    char stamp[64];
+    strftime(stamp, sizeof(stamp), "%a %b %e %H:%M:%S %Y", &tm);
+    fprintf(out, "%s\n", stamp);
+    rule(out, '-');
+    snprintf(line, sizeof(line), "GPUSIM-SMI                      Driver Version: %-16s CUDA Version: %d.%d",
+             drv, cuda / 1000, (cuda % 1000) / 10);
+    row(out, line);
+    fprintf(out, "|%.47s+%.18s+%.25s+%.10s|\n", DASHES, DASHES, DASHES, DASHES);
+    fprintf(out, "| %-45s | %-16s | %23s | %8s |\n", "GPU  Name", "Bus-Id", "Memory-Usage",
+            "GPU-Util");
+    fprintf(out, "| %-45s | %-16s | %23s | %8s |\n", "     UUID", "", "", "");
+    rule(out, '=');
+
+    struct {
+        unsigned int gpu;
+        nvmlProcessInfo_t info;
+    } *procs = calloc(MAX_PROCS, sizeof(*procs));
+    if (!procs) {
+        rc = gs_error_set(err, -ENOMEM, "out of memory");
+        goto done;
+    }
+    int nprocs = 0;
+    for (unsigned int i = 0; i < count; i++) {
+        nvmlDevice_t dev;
+        if ((r = nv.nvmlDeviceGetHandleByIndex_v2(i, &dev)) != NVML_SUCCESS) {
+            rc = fail(&nv, err, "nvmlDeviceGetHandleByIndex_v2", r);
+            free(procs);
+            goto done;
+        }
+        char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = "N/A";
+        char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = "N/A";
+        nvmlPciInfo_t pci;
+        nvmlMemory_t mem;
+        nvmlUtilization_t util = {0, 0};
+        nv.nvmlDeviceGetName(dev, name, sizeof(name));
+        nv.nvmlDeviceGetUUID(dev, uuid, sizeof(uuid));
+        if (nv.nvmlDeviceGetPciInfo_v3(dev, &pci) != NVML_SUCCESS)
+            snprintf(pci.busId, sizeof(pci.busId), "N/A");
+        if ((r = nv.nvmlDeviceGetMemoryInfo(dev, &mem)) != NVML_SUCCESS) {
+            rc = fail(&nv, err, "nvmlDeviceGetMemoryInfo", r);
+            free(procs);
+            goto done;
+        }
+        char utilbuf[32] = "N/A";
+        if (nv.nvmlDeviceGetUtilizationRates(dev, &util) == NVML_SUCCESS)
+            snprintf(utilbuf, sizeof(utilbuf), "%u%%", util.gpu);
+        char membuf[64];
+        snprintf(membuf, sizeof(membuf), "%lluMiB / %lluMiB", mib(mem.used), mib(mem.total));
+        char gpuname[64];
+        snprintf(gpuname, sizeof(gpuname), "%3u  %.40s", i, name);
+        fprintf(out, "| %-45s | %-16.16s | %23s | %8s |\n", gpuname, pci.busId, membuf, utilbuf);
+        char uuidcol[64];
+        snprintf(uuidcol, sizeof(uuidcol), "     %.40s", uuid);
+        fprintf(out, "| %-45s | %-16s | %23s | %8s |\n", uuidcol, "", "", "");
+        rule(out, '-');
+
+        unsigned int n = MAX_PROCS - (unsigned int)nprocs;
+        nvmlProcessInfo_t infos[MAX_PROCS];
+        r = nv.nvmlDeviceGetComputeRunningProcesses_v3(dev, &n, infos);
+        if (r == NVML_SUCCESS) {
+            for (unsigned int k = 0; k < n && nprocs < MAX_PROCS; k++) {
+                procs[nprocs].gpu = i;
+                procs[nprocs].info = infos[k];
+                nprocs++;
+            }
+        }
+    }
+    fprintf(out, "\n");
+    rule(out, '-');
+    row(out, "Processes:");
+    snprintf(line, sizeof(line), " GPU        PID   %-60s %20s", "Process name", "GPU Memory Usage");
+    row(out, line);
+    rule(out, '=');
+    if (nprocs == 0)
+        row(out, " No running processes found");
+    for (int k = 0; k < nprocs; k++) {
+        char pname[256] = "N/A";
+        if (nv.nvmlSystemGetProcessName)
+            nv.nvmlSystemGetProcessName(procs[k].info.pid, pname, sizeof(pname));
+        char usage[32];
+        if (procs[k].info.usedGpuMemory == (unsigned long long)NVML_VALUE_NOT_AVAILABLE)
+            snprintf(usage, sizeof(usage), "N/A");
+        else
+            snprintf(usage, sizeof(usage), "%lluMiB", mib(procs[k].info.usedGpuMemory));
+        size_t plen = strlen(pname);
+        const char *shown = plen > 60 ? pname + plen - 60 : pname;
+        snprintf(line, sizeof(line), "%4u   %8u   %-60s %20s", procs[k].gpu, procs[k].info.pid,
+                 shown, usage);
+        row(out, line);
+    }
+    rule(out, '-');
+    free(procs);
+    rc = 0;
+done:
+    nv.nvmlShutdown();
+    dlclose(nv.h);
+    return rc;
+}

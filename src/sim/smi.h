@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * An nvidia-smi-like table built ONLY from NVML calls (libnvidia-ml.so.1 opened with dlopen),
+ * so that with libvgpu preloaded it shows what the container is allowed to see. Used by
+ * gpusim-smi and `gpuslice smi`.
+ *
+ * The library is looked up as "libnvidia-ml.so.1" (the dynamic loader's search: a real driver,
+ * or gpusim via LD_LIBRARY_PATH), then GPUSIM_SMI_NVML (a path), then next to the executable
+ * (<exe dir>/libnvidia-ml.so.1 and <exe dir>/../lib/gpusim/libnvidia-ml.so.1).
+ */
+#ifndef GS_SIM_SMI_H
+#define GS_SIM_SMI_H
+
+#include <stdio.h>
+
+#include "common/error.h"
+
+/* Print the table to out. 0, or a negative code with err naming the NVML call that failed. */
+int gs_smi_print(FILE *out, struct gs_error *err);
+
+#endif /* GS_SIM_SMI_H */
