@@ -53,7 +53,7 @@ struct gs_k8s_client {
     ino_t token_ino;
     off_t token_size;
     bool token_loaded;
-    int64_t bucket_milli; /* rate-limit tokens * 1000 */
+    int64_t bucket_micro; /* rate-limit tokens * 10^6 */
     uint64_t bucket_last_ms;
     uint64_t rng;
     struct gs_k8s_stats stats;
@@ -138,16 +138,17 @@ static int rate_wait(struct gs_k8s_client *c, struct gs_http_cancel *cancel)
     pthread_mutex_lock(&c->mu);
     now = now_ms(c);
     if (now > c->bucket_last_ms) {
-        uint64_t add = gs_sat_mul_u64(now - c->bucket_last_ms, (uint64_t)c->qps_milli) / 1000u;
-        int64_t cap = (int64_t)c->o.burst * 1000;
-        c->bucket_milli =
-            add >= (uint64_t)(cap - c->bucket_milli) ? cap : c->bucket_milli + (int64_t)add;
+        /* qps_milli micro-tokens per millisecond: exact, no remainder lost between calls */
+        uint64_t add = gs_sat_mul_u64(now - c->bucket_last_ms, (uint64_t)c->qps_milli);
+        int64_t cap = (int64_t)c->o.burst * 1000000;
+        c->bucket_micro =
+            add >= (uint64_t)(cap - c->bucket_micro) ? cap : c->bucket_micro + (int64_t)add;
         c->bucket_last_ms = now;
     }
-    c->bucket_milli -= 1000;
-    if (c->bucket_milli < 0) {
-        uint64_t deficit = (uint64_t)(-c->bucket_milli);
-        wait = (deficit * 1000u + (uint64_t)c->qps_milli - 1) / (uint64_t)c->qps_milli;
+    c->bucket_micro -= 1000000;
+    if (c->bucket_micro < 0) {
+        uint64_t deficit = (uint64_t)(-c->bucket_micro);
+        wait = (deficit + (uint64_t)c->qps_milli - 1) / (uint64_t)c->qps_milli;
         c->stats.throttled++;
         c->stats.throttle_wait_ms = gs_sat_add_u64(c->stats.throttle_wait_ms, wait);
     }
@@ -265,10 +266,12 @@ struct gs_k8s_client *gs_k8s_client_new_with(const struct gs_kube_config *cfg,
         c->o.max_event_bytes = DEFAULT_MAX_EVENT;
     c->o.user_agent = NULL; /* only used for the http client below */
     qps = opts->qps == 0 ? DEFAULT_QPS : opts->qps;
+    if (qps != qps || qps > 1e9) /* NaN or beyond any API server: no limit */
+        qps = -1;
     c->qps_milli = qps < 0 ? -1 : (int64_t)(qps * 1000.0 + 0.5);
     if (c->qps_milli == 0)
         c->qps_milli = 1;
-    c->bucket_milli = (int64_t)c->o.burst * 1000;
+    c->bucket_micro = (int64_t)c->o.burst * 1000000;
     c->bucket_last_ms = now_ms(c);
     if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != sizeof(seed))
         seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
@@ -495,7 +498,7 @@ static int send_call(struct gs_k8s_client *c, const struct call *k, struct gs_ht
             gs_debug("k8s request failed, retrying",
                      "method=%s path=%.200s attempt=%u sleep_ms=%llu", k->method, k->path, attempt,
                      (unsigned long long)sleep);
-        } else if (resp->status == 401 && c->token_file && !reloaded) {
+        } else if (resp->status == 401 && c->token_file && !reloaded && !k->on_data) {
             /* the token may have rotated under an unchanged stat(): re-read it once */
             char *t = NULL;
             reloaded = true;
@@ -1165,7 +1168,7 @@ int gs_k8s_watch_run(struct gs_k8s_watch *w, const char *resource_version, gs_k8
             free(s.buf);
             return -ESTALE;
         } else if (s.status == 429 || s.status >= 500) {
-            status_error("GET", w->base_path, s.status, s.buf, s.len, err);
+            r = status_error("GET", w->base_path, s.status, s.buf, s.len, err);
             transient = true;
         } else if (s.status != 200) {
             r = status_error("GET", w->base_path, s.status, s.buf, s.len, err);
@@ -1173,17 +1176,24 @@ int gs_k8s_watch_run(struct gs_k8s_watch *w, const char *resource_version, gs_k8
             return r;
         }
         free(s.buf);
-        if (s.error_events > 0 && s.error_events == s.events)
-            transient = true; /* only ERROR events: back off before watching again */
-        if (!transient) {     /* the server ended the stream (timeoutSeconds): watch on */
+        if (!transient && s.error_events > 0 && s.error_events == s.events) {
+            /* only ERROR events: back off before watching again */
+            r = gs_error_set(err, -EIO, "watch %s: the server sent only ERROR events",
+                             w->base_path);
+            transient = true;
+        }
+        if (!transient) { /* the server ended the stream (timeoutSeconds): watch on */
             failures = 0;
             continue;
         }
         if (s.events > 0)
             failures = 0;
         if (++failures >= c->o.max_attempts)
-            return err && err->code ? err->code : r < 0 ? r : -EIO;
-        uint64_t sleep = backoff_ms(c, failures);
+            return r < 0 ? r : -EIO;
+        uint64_t sleep =
+            resp.retry_after_ms >= 0 && (s.status == 429 || s.status >= 500)
+                ? GS_MIN((uint64_t)resp.retry_after_ms, (uint64_t)c->o.retry_after_max_ms)
+                : backoff_ms(c, failures);
         record_backoff(c, sleep);
         gs_debug("watch interrupted, re-watching", "path=%s failures=%u sleep_ms=%llu",
                  w->base_path, failures, (unsigned long long)sleep);

@@ -663,6 +663,27 @@ static void test_retries(void)
     r = gs_k8s_create(c, &gs_k8s_resourceclaims, "default", in, 0, NULL, &err);
     is_int(r, -EEXIST, "POST retried after a 500 (and then finds the object exists)");
 
+    /* a watch that gets 503 twice backs off and opens again */
+    json_t *dc = json_pack("{s:s, s:s, s:{s:s}, s:{}}", "apiVersion", "resource.k8s.io/v1", "kind",
+                           "DeviceClass", "metadata", "name", "gpu.example.com", "spec");
+    gs_k8s_create(c, &gs_k8s_deviceclasses, NULL, dc, 0, NULL, &err);
+    json_decref(dc);
+    fakeapi_ctl(&api, "log/clear", NULL);
+    fakeapi_ctl(&api, "fail", "{\"count\":2,\"status\":503,\"match\":\"/deviceclasses\"}");
+    struct gs_k8s_watch *w = gs_k8s_watch_new(c, &gs_k8s_deviceclasses, NULL, NULL, &err);
+    struct recorder rc;
+    recorder_init(&rc);
+    rc.stop_after = 1;
+    r = gs_k8s_watch_run(w, "", record, &rc, &err);
+    is_int(r, -ECONNABORTED, "watch survives two 503s and delivers the event");
+    is_int(fakeapi_count(&api, "GET", "/deviceclasses", "watch"), 3, "three watch requests");
+    fakeapi_ctl(&api, "fail", "{\"count\":3,\"status\":503,\"match\":\"/deviceclasses\"}");
+    r = gs_k8s_watch_run(w, "", record, &rc, &err);
+    is_int(r, -EIO, "max_attempts failed watch opens end the watch with -EIO");
+    like_str(err.msg, "injected fault: 503 (503)", "with the server's message");
+    recorder_fini(&rc);
+    gs_k8s_watch_free(w);
+
     json_decref(in);
     gs_k8s_client_free(c);
 
@@ -703,6 +724,17 @@ static void test_retries(void)
         gs_k8s_get(c, &gs_k8s_resourceclaims, "default", "r", NULL, &err);
     gs_k8s_client_stats(c, &st);
     is_uint(st.throttled, 5, "after idling, a burst of 3 again, the 4th waits");
+    gs_k8s_client_free(c);
+
+    /* a rate that is not a whole number of milliseconds per token loses nothing to rounding */
+    struct fake_clock clk4 = {.mu = PTHREAD_MUTEX_INITIALIZER, .now = 5000};
+    struct gs_k8s_options o3 = {.qps = 3, .burst = 1};
+    c = client_with(&clk4, &o3);
+    for (int i = 0; i < 4; i++)
+        gs_k8s_get(c, &gs_k8s_resourceclaims, "default", "r", NULL, &err);
+    gs_k8s_client_stats(c, &st);
+    is_uint(st.throttled, 3, "qps 3, burst 1: 3 of 4 requests waited");
+    is_uint(st.throttle_wait_ms, 1000, "for 1000 ms in all (334 + 333 + 333)");
     gs_k8s_client_free(c);
 }
 
