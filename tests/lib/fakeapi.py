@@ -12,6 +12,7 @@ Importable:
     api.fail_next(1, status=429, retry_after=1, match='/resourceclaims')
     api.delay_next(1, 2.0)                # the next request waits 2 s before being served
     api.set_gate('DRAConsumableCapacity', False)   # drop the gated fields on writes
+    api.drop_on_write('resourceslices', 'spec.devices[*].bindsToNode')  # any other field
     api.compact()                         # watches from older resourceVersions get 410
     api.expire_watches()                  # open watches get an ERROR 410 event and end
     api.requests()                        # request log: [{'method','path','query','status',...}]
@@ -26,7 +27,7 @@ prints the port on the first line of stdout, then serves until SIGTERM/SIGINT (o
 --stdin-lifetime, until its stdin is closed). The same controls are on a control API that needs
 no token and is not logged: POST /_fake/fail {"count","status","retry_after","match","method",
 "message"}, POST /_fake/delay {"count","seconds","match","method"}, POST /_fake/gate {"<gate>":
-bool}, POST /_fake/token {"token": str|null}, POST /_fake/compact, POST /_fake/expire-watches,
+bool}, POST /_fake/drop {"resource": plural, "path": dotted}, POST /_fake/token {"token": str|null}, POST /_fake/compact, POST /_fake/expire-watches,
 POST /_fake/objects (an object to store), POST /_fake/reset, GET /_fake/log, POST
 /_fake/log/clear, GET /_fake/state ({"resourceVersion", "watchers"}).
 
@@ -227,6 +228,34 @@ def drop_consumable_capacity(res, obj):
                 r.pop('shareID', None)
 
 
+def drop_path(obj, path):
+    """Remove a dotted path from obj; `[*]` after a name walks every list element, a `*` segment
+    every value of a map: 'spec.devices[*].capacity.*.requestPolicy'."""
+    parts = path.split('.')
+
+    def walk(cur, i):
+        if i == len(parts) - 1:
+            key = parts[i]
+            if key.endswith('[*]'):
+                if isinstance(cur, dict):
+                    cur.pop(key[:-3], None)
+            elif isinstance(cur, dict):
+                cur.pop(key, None)
+            return
+        key = parts[i]
+        if key == '*':
+            for v in (cur.values() if isinstance(cur, dict) else []):
+                walk(v, i + 1)
+        elif key.endswith('[*]'):
+            lst = cur.get(key[:-3]) if isinstance(cur, dict) else None
+            for v in (lst if isinstance(lst, list) else []):
+                walk(v, i + 1)
+        elif isinstance(cur, dict) and key in cur:
+            walk(cur[key], i + 1)
+
+    walk(obj, 0)
+
+
 class FakeAPI:
     def __init__(self, host='127.0.0.1', port=0, token=None, tls_cert=None, tls_key=None,
                  client_ca=None, bookmark_interval=1.0, watch_410='event'):
@@ -239,6 +268,7 @@ class FakeAPI:
         self._reset_locked()
         self.tokens = {token} if token else set()
         self.gates = {'DRAConsumableCapacity': True}
+        self.drops = []           # (plural, dotted path) removed from objects on every write
         self.server = None
         self.thread = None
 
@@ -301,6 +331,7 @@ class FakeAPI:
             tokens, gates = self.tokens, self.gates
             self._reset_locked()
             self.tokens, self.gates = tokens, gates
+            self.drops = []
             self.expire_gen += 1
             self.cond.notify_all()
 
@@ -312,6 +343,12 @@ class FakeAPI:
     def set_gate(self, gate, enabled):
         with self.cond:
             self.gates[gate] = bool(enabled)
+
+    def drop_on_write(self, plural, path):
+        """Remove `path` (see drop_path) from every `plural` object written from now on, as an
+        API server that does not know a field does."""
+        with self.cond:
+            self.drops.append((plural, path))
 
     def fail_next(self, count, status=500, retry_after=None, match=None, method=None,
                   message=None):
@@ -581,6 +618,8 @@ class _Handler(BaseHTTPRequestHandler):
                 fake.set_gate(k, v)
         elif name == 'token':
             fake.set_token(body.get('token'))
+        elif name == 'drop':
+            fake.drop_on_write(body['resource'], body['path'])
         elif name == 'compact':
             fake.compact()
         elif name == 'expire-watches':
@@ -707,6 +746,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _gated(self, res, obj):
         if not self.fake.gates.get('DRAConsumableCapacity', True):
             drop_consumable_capacity(res, obj)
+        for plural, path in self.fake.drops:
+            if plural == res[2]:
+                drop_path(obj, path)
 
     def _create(self, res, ns, obj, dry):
         fake = self.fake

@@ -108,6 +108,11 @@ def test_gate(t, api):
          'capacity[*].requestPolicy dropped')
     t.ok(all('value' in cap for d in devs for cap in (d.get('capacity') or {}).values()),
          'capacity values kept')
+    api.drop_on_write('resourceslices', 'spec.devices[*].attributes.*.string')
+    code, out, _ = call(api, 'POST', RS, slice_obj('dropped'))
+    t.is_eq(out['spec']['devices'][0]['attributes'], {'type': {}},
+            'drop_on_write removes a path with [*] and * segments')
+    api.reset()
 
 
 def test_faults(t, api):
