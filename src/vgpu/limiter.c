@@ -107,6 +107,8 @@ static void poll_locked(void)
             else
                 e->ns += (ns - e->ns) / 16;
             e->samples++;
+            VLOG(VGPU_LOG_DEBUG, "limiter: kernel %llx measured %lld ns, estimate %lld ns",
+                 (unsigned long long)p->key, (long long)ns, (long long)e->ns);
             if (p->charged == 0) {
                 struct vgpu_device *d = vgpu_device_at(p->dev);
                 if (d && d->region)
@@ -158,6 +160,9 @@ void vgpu_limiter_before(struct vgpu_launch *l, uint64_t key, CUstream stream)
     l->key = key;
     l->stream = stream;
 
+    /* Wait for budget first: the measurement must not include our own throttling. */
+    gate(d);
+
     pthread_mutex_lock(&lim_lock);
     poll_locked();
     struct estimate *e = est_slot(key);
@@ -195,7 +200,6 @@ void vgpu_limiter_before(struct vgpu_launch *l, uint64_t key, CUstream stream)
     }
     pthread_mutex_unlock(&lim_lock);
 
-    gate(d);
     l->precharged = pre;
     charge(d, pre);
 }

@@ -25,8 +25,9 @@ def share_stats(kv, us):
     wall_ms = int(kv['wall_ms'])
     total = 100.0 * launches * us / 1000.0 / wall_ms
     windows = []
-    # 1 s windows = 10 buckets of 100 ms; skip the first second (bucket pre-filled)
-    for s in range(10, len(buckets) - 9, 10):
+    # 1 s windows = 10 buckets of 100 ms, from the start (the bucket starts full: at most
+    # GS_REGION_BURST_NS x cap of extra work in the first window)
+    for s in range(0, len(buckets) - 9, 10):
         windows.append(100.0 * sum(buckets[s:s + 10]) * us / 1e6)
     return total, windows
 

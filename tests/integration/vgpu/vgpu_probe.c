@@ -12,7 +12,7 @@
  *   vgpu_probe views                        cuMemGetInfo/cuDeviceTotalMem/NVML per device
  *   vgpu_probe hold <MiB> <ms>              allocate then sleep
  *   vgpu_probe storm <threads> <ms> <max_MiB>  alloc/free loop (killed by the test)
- *   vgpu_probe launch <us> <ms>             launch sim_busy_<us> for <ms>, sync each launch
+ *   vgpu_probe launch <us> <ms>             launch sim_busy_<us> for <ms> (sync every ~1 ms)
  *   vgpu_probe watch <ms>                   max physical usage of device 0 via NVML
  */
 #include <dlfcn.h>
@@ -417,14 +417,17 @@ static int cmd_launch(unsigned us, long ms)
     long n = 0;
     /* completions per 100 ms bucket, printed as one list */
     static long bucket[10000];
+    /* short kernels are queued a few at a time so the loop can saturate the device */
+    int batch = us >= 1000 ? 1 : (int)(1000 / (us ? us : 1));
     while (now_ms() < end) {
-        if ((r = cu.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL)))
-            die("cuLaunchKernel", r);
+        for (int i = 0; i < batch; i++)
+            if ((r = cu.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL)))
+                die("cuLaunchKernel", r);
         cu.cuCtxSynchronize();
-        n++;
+        n += batch;
         uint64_t b = (now_ms() - start) / 100;
         if (b < 10000)
-            bucket[b]++;
+            bucket[b] += batch;
     }
     printf("launches=%ld wall_ms=%llu\n", n, (unsigned long long)(now_ms() - start));
     printf("buckets=");
