@@ -36,31 +36,10 @@ static int fail(const char *what, const struct gs_error *err)
     return 1;
 }
 
-int main(int argc, char **argv)
+static int serve(const struct wh_options *opts)
 {
-    struct wh_options o;
+    const struct wh_options o = *opts;
     struct gs_error err = {0};
-    enum gs_log_level level;
-
-    gs_log_set_component("webhook");
-    if (wh_options_parse(&o, argc, argv, &err) < 0) {
-        fprintf(stderr, "gpuslice-webhook: %s\n", err.msg);
-        return 2;
-    }
-    if (o.help) {
-        wh_options_help(stdout, "gpuslice-webhook");
-        return 0;
-    }
-    if (o.print_config) {
-        wh_options_print(stdout, &o);
-        return 0;
-    }
-    if (gs_log_parse_level(o.log_level, &level) < 0) {
-        fprintf(stderr, "gpuslice-webhook: --log-level: \"%s\" is not error, warn, info or debug\n",
-                o.log_level);
-        return 2;
-    }
-    gs_log_set_level(level);
     struct sockaddr_storage listen_addr;
     if (wh_parse_listen(o.listen, &listen_addr, &err) < 0) {
         fprintf(stderr, "gpuslice-webhook: %s\n", err.msg);
@@ -92,8 +71,8 @@ int main(int argc, char **argv)
         .burst = (unsigned)o.kube_burst,
         .max_attempts = 3,
         .backoff_max_ms = 1000,
-        .timeout_ms = (long)o.api_timeout_ms,
-        .connect_timeout_ms = (long)o.api_timeout_ms,
+        .timeout_ms = (long)(o.api_timeout_ns / 1000000),
+        .connect_timeout_ms = (long)(o.api_timeout_ns / 1000000),
         .user_agent = "gpuslice-webhook",
     };
     struct gs_k8s_client *client = gs_k8s_client_new_with(&kc, &ko, &err);
@@ -107,9 +86,9 @@ int main(int argc, char **argv)
     gs_kube_config_fini(&kc);
     struct wh_cluster_config cc = {
         .driver = o.driver,
-        .slice_ttl_ms = (uint64_t)o.slice_cache_ttl_ms,
-        .class_ttl_ms = (uint64_t)o.class_cache_ttl_ms,
-        .template_ttl_ms = (uint64_t)o.template_cache_ttl_ms,
+        .slice_ttl_ms = (uint64_t)(o.slice_cache_ttl_ns / 1000000),
+        .class_ttl_ms = (uint64_t)(o.class_cache_ttl_ns / 1000000),
+        .template_ttl_ms = (uint64_t)(o.template_cache_ttl_ns / 1000000),
     };
     struct wh_cluster *cluster = wh_cluster_new(client, &cc);
     if (!cluster) {
@@ -118,7 +97,7 @@ int main(int argc, char **argv)
         return fail("cannot start", &err);
     }
     struct wh_tls *tls =
-        wh_tls_new(o.tls_cert_file, o.tls_key_file, (uint64_t)o.cert_check_interval_ms, &metrics,
+        wh_tls_new(o.tls_cert_file, o.tls_key_file, (uint64_t)(o.cert_check_interval_ns / 1000000), &metrics,
                    &err);
     if (!tls) {
         wh_cluster_free(cluster);
@@ -159,4 +138,24 @@ int main(int argc, char **argv)
     wh_tls_free(tls);
     wh_cluster_free(cluster);
     return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct wh_options o;
+    struct gs_error err = {0};
+
+    gs_log_set_component("webhook");
+    int pr = wh_options_parse(&o, argc, argv, stdout, &err);
+    if (pr != 0) {
+        wh_options_free(&o);
+        if (pr == GS_CONFIG_EXIT)
+            return 0;
+        fprintf(stderr, "gpuslice-webhook: %s\n", err.msg);
+        return 2;
+    }
+    gs_log_set_level((enum gs_log_level)(o.log_level + 1));
+    int rc = serve(&o);
+    wh_options_free(&o);
+    return rc;
 }

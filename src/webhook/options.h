@@ -1,46 +1,44 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The webhook's options: one typed table (flag, environment variable, type, default, bounds,
- * help). --help and --print-config are generated from it. Precedence: flag > environment >
- * default.
+ * The webhook's options: one typed table (common/config.h) — flag, environment variable, type,
+ * default, bounds, help. --help, --print-config and --config FILE come from it. Precedence:
+ * defaults < config file (--config or $GS_WEBHOOK_CONFIG) < environment < flags.
  */
 #ifndef GS_WEBHOOK_OPTIONS_H
 #define GS_WEBHOOK_OPTIONS_H
 
-#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/config.h"
 #include "common/error.h"
 
 struct wh_options {
-    const char *listen;
-    const char *tls_cert_file;
-    const char *tls_key_file;
-    const char *kubeconfig;
-    const char *device_class;
-    const char *driver;
-    const char *resource_name;
-    const char *resource_mem;
-    const char *resource_mem_percentage;
-    const char *resource_cores;
-    int64_t cert_check_interval_ms;
-    int64_t slice_cache_ttl_ms;
-    int64_t class_cache_ttl_ms;
-    int64_t template_cache_ttl_ms;
-    int64_t api_timeout_ms;
+    char *listen;
+    char *tls_cert_file;
+    char *tls_key_file;
+    char *kubeconfig; /* NULL: $KUBECONFIG, else in-cluster */
+    char *device_class;
+    char *driver;
+    char *resource_name;
+    char *resource_mem;
+    char *resource_mem_percentage;
+    char *resource_cores;
+    int64_t cert_check_interval_ns;
+    int64_t slice_cache_ttl_ns;
+    int64_t class_cache_ttl_ns;
+    int64_t template_cache_ttl_ns;
+    int64_t api_timeout_ns;
     int64_t kube_qps;
     int64_t kube_burst;
     int64_t max_connections;
-    const char *log_level;
-    bool help;
-    bool print_config;
+    int log_level; /* index into "error", "warn", "info", "debug" */
 };
 
-/* Defaults, then environment, then argv. -EINVAL with a message naming the option and value. */
-int wh_options_parse(struct wh_options *o, int argc, char **argv, struct gs_error *err);
-void wh_options_help(FILE *f, const char *argv0);
-/* One "name = value" line per option (the effective configuration). */
-void wh_options_print(FILE *f, const struct wh_options *o);
+/* 0, GS_CONFIG_EXIT (--help / --print-config written to `out`), or a negative code with a
+ * message naming the option, its source and the value. Positional arguments are refused. */
+int wh_options_parse(struct wh_options *o, int argc, char *const *argv, FILE *out,
+                     struct gs_error *err);
+void wh_options_free(struct wh_options *o);
 
 #endif /* GS_WEBHOOK_OPTIONS_H */

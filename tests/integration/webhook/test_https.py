@@ -305,7 +305,7 @@ def main():
                 (2, 'gpuslice-webhook: --listen: "nope" is not host:port'), 'bad --listen')
         r = subprocess.run([binary, '--resource-cores'], capture_output=True, text=True)
         t.is_eq((r.returncode, r.stderr.strip()),
-                (2, 'gpuslice-webhook: option --resource-cores needs a value'), 'missing value')
+                (2, 'gpuslice-webhook: --resource-cores: missing value'), 'missing value')
         r = subprocess.run([binary, '--listen', f'127.0.0.1:{free_port()}', '--kubeconfig',
                             kubeconfig, '--tls-cert-file', os.path.join(tmp, 'absent.crt'),
                             '--tls-key-file', key], capture_output=True, text=True)
@@ -313,8 +313,8 @@ def main():
              'missing certificate file: exit 1 naming the file', diag=r.stderr)
         r = subprocess.run([binary, '--print-config', '--resource-mem', 'example.com/vmem'],
                            capture_output=True, text=True)
-        t.ok(r.returncode == 0 and 'resource-mem = "example.com/vmem"' in r.stdout
-             and 'listen = ":8443"' in r.stdout, '--print-config shows the effective options')
+        t.ok(r.returncode == 0 and 'resource-mem: "example.com/vmem"' in r.stdout
+             and 'listen: ":8443"' in r.stdout, '--print-config shows the effective options')
     sys.exit(t.done())
 
 

@@ -82,7 +82,7 @@ class Webhook:
         self.log = open(self.log_path, 'w')
         args = [binary, '--listen', f'127.0.0.1:{self.port}', '--tls-cert-file', cert,
                 '--tls-key-file', key, '--kubeconfig', kubeconfig,
-                '--cert-check-interval-ms', '100'] + (extra or [])
+                '--cert-check-interval', '100ms'] + (extra or [])
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
         self.wait_ready()
 

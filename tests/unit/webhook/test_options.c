@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The option table: defaults, environment, flags, bounds and messages. */
+/* The option table: defaults, environment, flags, bounds, messages, --help/--print-config. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,9 +7,14 @@
 #include "tap.h"
 #include "webhook/options.h"
 
+static char out_buf[16384];
+
 static int parse(struct wh_options *o, struct gs_error *err, int argc, char **argv)
 {
-    return wh_options_parse(o, argc, argv, err);
+    FILE *out = fmemopen(out_buf, sizeof(out_buf), "w");
+    int r = wh_options_parse(o, argc, argv, out, err);
+    fclose(out);
+    return r;
 }
 
 int main(void)
@@ -17,8 +22,8 @@ int main(void)
     tap_plan_auto();
     struct wh_options o;
     struct gs_error err = {0};
-    unsetenv("KUBECONFIG");
     unsetenv("GS_LOG_LEVEL");
+    unsetenv("GS_WEBHOOK_CONFIG");
     char *a0[] = {"wh"};
     is_int(parse(&o, &err, 1, a0), 0, "defaults");
     is_str(o.listen, ":8443", "--listen default :8443");
@@ -27,37 +32,55 @@ int main(void)
     is_str(o.resource_mem, "nvidia.com/gpumem", "resource mem default");
     is_str(o.resource_mem_percentage, "nvidia.com/gpumem-percentage", "percentage default");
     is_str(o.resource_cores, "nvidia.com/gpucores", "cores default");
-    is_str(o.kubeconfig, "", "kubeconfig default: in-cluster");
-    is_int(o.cert_check_interval_ms, 1000, "cert check default");
+    ok(o.kubeconfig == NULL, "kubeconfig default: unset ($KUBECONFIG, else in-cluster)");
+    is_int(o.cert_check_interval_ns, 1000000000LL, "cert check default 1s");
+    is_int(o.template_cache_ttl_ns, 300000000000LL, "template cache default 5m");
+    is_int(o.log_level, 2, "log level default info");
+    wh_options_free(&o);
 
     setenv("GS_WEBHOOK_RESOURCE_CORES", "example.com/cores", 1);
     setenv("GS_WEBHOOK_LISTEN", ":9443", 1);
-    char *a1[] = {"wh", "--listen", "127.0.0.1:1", "--resource-mem=x.io/mem", "--help"};
-    is_int(parse(&o, &err, 5, a1), 0, "env and flags");
+    char *a1[] = {"wh", "--listen", "127.0.0.1:1", "--resource-mem=x.io/mem",
+                  "--slice-cache-ttl", "1m30s", "--log-level", "debug"};
+    is_int(parse(&o, &err, 8, a1), 0, "env and flags");
     is_str(o.resource_cores, "example.com/cores", "environment applies");
     is_str(o.listen, "127.0.0.1:1", "flag beats environment");
     is_str(o.resource_mem, "x.io/mem", "--name=value form");
-    ok(o.help, "--help is a bool flag");
+    is_int(o.slice_cache_ttl_ns, 90000000000LL, "durations in Go syntax");
+    is_int(o.log_level, 3, "log level debug");
+    wh_options_free(&o);
     unsetenv("GS_WEBHOOK_RESOURCE_CORES");
     unsetenv("GS_WEBHOOK_LISTEN");
 
     char *a2[] = {"wh", "--max-connections", "0"};
-    is_int(parse(&o, &err, 3, a2), -EINVAL, "bounds");
-    is_str(err.msg, "option --max-connections: 0 is outside 1-65536", "bounds message");
+    is_int(parse(&o, &err, 3, a2), -ERANGE, "bounds");
+    is_str(err.msg, "--max-connections: 0 is below the minimum 1", "bounds message");
+    wh_options_free(&o);
     char *a3[] = {"wh", "--bogus"};
     is_int(parse(&o, &err, 2, a3), -EINVAL, "unknown option");
-    is_str(err.msg, "unknown option \"--bogus\" (see --help)", "unknown named");
-    char *a4[] = {"wh", "--kube-qps", "ten"};
-    is_int(parse(&o, &err, 3, a4), -EINVAL, "not an integer");
-    is_str(err.msg, "option --kube-qps: \"ten\" is not an integer", "integer message");
-    setenv("GS_WEBHOOK_API_TIMEOUT_MS", "5", 1);
-    is_int(parse(&o, &err, 1, a0), -EINVAL, "environment checked too");
-    is_str(err.msg, "GS_WEBHOOK_API_TIMEOUT_MS --api-timeout-ms: 5 is outside 100-60000",
-           "environment variable named");
-    unsetenv("GS_WEBHOOK_API_TIMEOUT_MS");
+    like_str(err.msg, "--bogus", "unknown option named");
+    wh_options_free(&o);
+    setenv("GS_WEBHOOK_API_TIMEOUT", "5ms", 1);
+    ok(parse(&o, &err, 1, a0) < 0, "environment checked too");
+    like_str(err.msg, "GS_WEBHOOK_API_TIMEOUT", "environment variable named");
+    wh_options_free(&o);
+    unsetenv("GS_WEBHOOK_API_TIMEOUT");
     char *a5[] = {"wh", "--resource-name", ""};
     is_int(parse(&o, &err, 3, a5), -EINVAL, "empty resource name");
+    is_str(err.msg, "--resource-name: must not be empty", "empty named");
+    wh_options_free(&o);
     char *a6[] = {"wh", "positional"};
     is_int(parse(&o, &err, 2, a6), -EINVAL, "positional refused");
+    is_str(err.msg, "unexpected argument \"positional\" (see --help)", "positional named");
+    wh_options_free(&o);
+    char *a7[] = {"wh", "--help"};
+    is_int(parse(&o, &err, 2, a7), GS_CONFIG_EXIT, "--help exits");
+    like_str(out_buf, "--resource-mem-percentage", "help lists the options");
+    like_str(out_buf, "GS_WEBHOOK_RESOURCE_MEM", "help names the environment variables");
+    wh_options_free(&o);
+    char *a8[] = {"wh", "--print-config", "--device-class", "gpu.example.com"};
+    is_int(parse(&o, &err, 4, a8), GS_CONFIG_EXIT, "--print-config exits");
+    like_str(out_buf, "gpu.example.com", "effective configuration printed");
+    wh_options_free(&o);
     return tap_done();
 }
