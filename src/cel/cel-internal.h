@@ -105,7 +105,9 @@ struct cel_map {
     size_t n; /* generic: entries */
     const struct cel_value *keys, *vals;
     const struct cel_device *dev; /* DRA views */
-    const char *domain;           /* ATTR_DOMAIN / CAP_DOMAIN, NUL-terminated */
+    const char *domain;           /* ATTR_DOMAIN / CAP_DOMAIN (not NUL-terminated) */
+    uint32_t domain_len;
+    uint32_t driver_len;          /* strlen(dev->driver) */
 };
 
 static inline struct cel_value cel_bool(bool b)
@@ -404,8 +406,8 @@ int cel_resolve(struct cel_program *p, const struct cel_decl *decls, size_t ndec
 /* Compile an RE2-style pattern. NULL + message on error. Free with cel_regex_free. */
 void *cel_regex_compile(const char *pat, size_t len, char *msg, size_t msglen);
 void cel_regex_free(void *re);
-/* 1 match, 0 no match, <0 error. */
-int cel_regex_search(const void *re, const char *s, size_t len);
+/* 1 match, 0 no match, <0 error. Match state is allocated from `arena` (no malloc). */
+int cel_regex_search(const void *re, const char *s, size_t len, struct cel_arena *arena);
 
 /* ---------- Kubernetes extensions ---------- */
 /* Parse a quantity of `len` bytes. Plain integers with an SI or binary suffix ("15Gi", "100",
@@ -416,7 +418,9 @@ int cel_semver_parse(struct cel_arena *a, const char *s, size_t len, struct cel_
 int cel_semver_cmp(const struct cel_semver *a, const struct cel_semver *b);
 
 /* ---------- DRA environment ---------- */
-struct cel_value cel_dra_device_value(struct cel_eval *ev, const struct cel_device *dev);
+/* Set up the `device` value in views[0] with the attributes/capacity roots in views[1], views[2]
+ * (no allocation: the views live in the caller's frame for one evaluation). */
+struct cel_value cel_dra_device_init(struct cel_map views[3], const struct cel_device *dev);
 int cel_dra_map_get(struct cel_eval *ev, const struct cel_map *m, const struct cel_value *key,
                     struct cel_value *out);
 const struct cel_map *cel_dra_map_materialize(struct cel_eval *ev, const struct cel_map *m);

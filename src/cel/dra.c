@@ -49,38 +49,39 @@ static struct cel_value map_value(const struct cel_map *m)
     return (struct cel_value){.kind = CEL_K_MAP, .map = m};
 }
 
-struct cel_value cel_dra_device_value(struct cel_eval *ev, const struct cel_device *dev)
+static const char *driver_of(const struct cel_device *dev)
 {
-    struct cel_map *m = cel_arena_alloc(ev->arena, sizeof(*m));
-    if (!m)
-        return cel_oom(ev);
-    memset(m, 0, sizeof(*m));
-    m->impl = CEL_MAP_DEVICE;
-    m->dev = dev;
-    return map_value(m);
+    return dev->driver ? dev->driver : "";
 }
 
-static struct cel_value view(struct cel_eval *ev, const struct cel_device *dev, uint8_t impl,
-                             const char *domain, size_t domain_len)
+struct cel_value cel_dra_device_init(struct cel_map views[3], const struct cel_device *dev)
+{
+    static const uint8_t impls[3] = {CEL_MAP_DEVICE, CEL_MAP_ATTR_ROOT, CEL_MAP_CAP_ROOT};
+    size_t dl = strlen(driver_of(dev));
+    for (int i = 0; i < 3; i++) {
+        memset(&views[i], 0, sizeof(views[i]));
+        views[i].impl = impls[i];
+        views[i].dev = dev;
+        views[i].driver_len = (uint32_t)dl;
+    }
+    return map_value(&views[0]);
+}
+
+/* A domain view. The domain string (an AST literal, the device JSON or the evaluation arena)
+ * outlives the evaluation, so it is borrowed, not copied. */
+static struct cel_value domain_view(struct cel_eval *ev, const struct cel_map *root, uint8_t impl,
+                                    const char *domain, size_t domain_len)
 {
     struct cel_map *m = cel_arena_alloc(ev->arena, sizeof(*m));
     if (!m)
         return cel_oom(ev);
     memset(m, 0, sizeof(*m));
     m->impl = impl;
-    m->dev = dev;
-    if (domain) {
-        char *d = cel_arena_strndup(ev->arena, domain, domain_len);
-        if (!d)
-            return cel_oom(ev);
-        m->domain = d;
-    }
+    m->dev = root->dev;
+    m->driver_len = root->driver_len;
+    m->domain = domain;
+    m->domain_len = (uint32_t)domain_len;
     return map_value(m);
-}
-
-static const char *driver_of(const struct cel_device *dev)
-{
-    return dev->driver ? dev->driver : "";
 }
 
 /* Convert one attribute ({"int": 1} / {"bool"} / {"string"} / {"version"}). */
@@ -148,10 +149,11 @@ static int domain_get(struct cel_eval *ev, const struct cel_map *m, const char *
         return 0;
     const json_t *e = NULL;
     char key[DRA_NAME_MAX];
-    if (!strcmp(m->domain, driver_of(m->dev)) && len < sizeof(key) && !memchr(name, '/', len))
+    if (m->domain_len == m->driver_len && !memcmp(m->domain, driver_of(m->dev), m->driver_len) &&
+        len < sizeof(key) && !memchr(name, '/', len))
         e = json_object_getn(obj, name, len);
     if (!e) {
-        size_t dl = strlen(m->domain);
+        size_t dl = m->domain_len;
         if (dl + 1 + len >= sizeof(key))
             return 0;
         memcpy(key, m->domain, dl);
@@ -181,17 +183,17 @@ int cel_dra_map_get(struct cel_eval *ev, const struct cel_map *m, const struct c
     case CEL_MAP_DEVICE:
         switch (field_of(key->s, key->len)) {
         case F_DRIVER: *out = cel_str(driver_of(m->dev), strlen(driver_of(m->dev))); return 1;
-        case F_ATTRIBUTES: *out = view(ev, m->dev, CEL_MAP_ATTR_ROOT, NULL, 0); return 1;
-        case F_CAPACITY: *out = view(ev, m->dev, CEL_MAP_CAP_ROOT, NULL, 0); return 1;
+        case F_ATTRIBUTES: *out = map_value(m + 1); return 1; /* see cel_dra_device_init */
+        case F_CAPACITY: *out = map_value(m + 2); return 1;
         case F_ALLOW_MULTIPLE: *out = cel_bool(m->dev->allow_multiple_allocations); return 1;
         default: return 0;
         }
     case CEL_MAP_ATTR_ROOT:
     case CEL_MAP_CAP_ROOT:
         /* every domain exists: unknown ones are empty */
-        *out = view(ev, m->dev,
-                    m->impl == CEL_MAP_ATTR_ROOT ? CEL_MAP_ATTR_DOMAIN : CEL_MAP_CAP_DOMAIN, key->s,
-                    key->len);
+        *out = domain_view(ev, m,
+                           m->impl == CEL_MAP_ATTR_ROOT ? CEL_MAP_ATTR_DOMAIN : CEL_MAP_CAP_DOMAIN,
+                           key->s, key->len);
         return out->kind == CEL_K_ERROR ? -ENOMEM : 1;
     case CEL_MAP_ATTR_DOMAIN:
     case CEL_MAP_CAP_DOMAIN: return domain_get(ev, m, key->s, key->len, out);
@@ -264,7 +266,7 @@ const struct cel_map *cel_dra_map_materialize(struct cel_eval *ev, const struct 
             g->n++;
             continue;
         }
-        if (strlen(m->domain) != dlen || memcmp(m->domain, domain, dlen))
+        if (m->domain_len != dlen || memcmp(m->domain, domain, dlen))
             continue;
         struct cel_value k = cel_str(name, strlen(name));
         bool seen = false;

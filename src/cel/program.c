@@ -162,12 +162,10 @@ int cel_eval_device(const struct cel_program *p, const struct cel_device *dev, b
     struct cel_arena arena;
     cel_arena_init(&arena, buf, sizeof(buf));
     arena.max_total = EVAL_ARENA_MAX;
-    struct cel_eval boot = {.arena = &arena, .cost_limit = CEL_COST_LIMIT};
-    struct cel_value device = cel_dra_device_value(&boot, dev);
+    struct cel_map views[3];
+    struct cel_value device = cel_dra_device_init(views, dev);
     struct cel_value res;
-    int r = device.kind == CEL_K_ERROR
-                ? gs_error_set(err, -ENOMEM, "out of memory")
-                : cel_eval_program(p, &device, &arena, CEL_COST_LIMIT, &res, err);
+    int r = cel_eval_program(p, &device, &arena, CEL_COST_LIMIT, &res, err);
     if (r == 0) {
         if (res.kind == CEL_K_ERROR)
             r = cel_error_report(p, &res, err);

@@ -2,7 +2,8 @@
 /*
  * Regular expressions for matches(): PCRE2 in UTF mode. CEL specifies RE2 syntax; PCRE2 accepts
  * RE2's syntax (a subset of it), and a match limit bounds backtracking so that a hostile pattern
- * cannot stall the allocator.
+ * cannot stall the allocator. Patterns are JIT-compiled where PCRE2 supports it; compiled code is
+ * read-only, so one pattern may be matched from several threads at once.
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -25,6 +26,8 @@ void *cel_regex_compile(const char *pat, size_t len, char *msg, size_t msglen)
         snprintf(msg, msglen, "%s at offset %zu", (const char *)buf, (size_t)erroff);
         return NULL;
     }
+    /* JIT when the platform has it (matching then needs no heap frames); else interpret */
+    (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
     return re;
 }
 
@@ -33,20 +36,28 @@ void cel_regex_free(void *re)
     pcre2_code_free(re);
 }
 
-int cel_regex_search(const void *re, const char *s, size_t len)
+static void *arena_malloc(PCRE2_SIZE size, void *data)
 {
-    pcre2_match_data *md = pcre2_match_data_create(1, NULL);
-    pcre2_match_context *mc = pcre2_match_context_create(NULL);
-    if (!md || !mc) {
-        pcre2_match_data_free(md);
-        pcre2_match_context_free(mc);
+    return cel_arena_alloc(data, size);
+}
+
+static void arena_free(void *p, void *data)
+{
+    (void)p;
+    (void)data; /* released with the arena */
+}
+
+int cel_regex_search(const void *re, const char *s, size_t len, struct cel_arena *arena)
+{
+    pcre2_general_context *gc = pcre2_general_context_create(arena_malloc, arena_free, arena);
+    pcre2_match_data *md = gc ? pcre2_match_data_create(1, gc) : NULL;
+    pcre2_match_context *mc = gc ? pcre2_match_context_create(gc) : NULL;
+    if (!md || !mc)
         return -ENOMEM;
-    }
     pcre2_set_match_limit(mc, REGEX_MATCH_LIMIT);
     pcre2_set_depth_limit(mc, REGEX_DEPTH_LIMIT);
+    /* heap frames for backtracking come from the match context's allocator, i.e. the arena */
     int rc = pcre2_match(re, (PCRE2_SPTR)(len ? s : ""), len, 0, 0, md, mc);
-    pcre2_match_data_free(md);
-    pcre2_match_context_free(mc);
     if (rc >= 0)
         return 1;
     if (rc == PCRE2_ERROR_NOMATCH)

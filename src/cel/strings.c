@@ -111,7 +111,7 @@ static struct cel_value fn_matches(struct cel_eval *ev, const struct cel_node *c
         }
         re = c;
     }
-    int r = cel_regex_search(re, a[0].s, a[0].len);
+    int r = cel_regex_search(re, a[0].s, a[0].len, ev->arena);
     if (r < 0)
         return cel_error(ev, call, "regular expression match failed");
     return cel_bool(r == 1);
