@@ -11,6 +11,7 @@ Importable:
     api.fail_next(2, status=500)          # the next 2 API requests answer 500
     api.fail_next(1, status=429, retry_after=1, match='/resourceclaims')
     api.delay_next(1, 2.0)                # the next request waits 2 s before being served
+    api.clear_faults()                    # forget pending faults
     api.set_gate('DRAConsumableCapacity', False)   # drop the gated fields on writes
     api.drop_on_write('resourceslices', 'spec.devices[*].bindsToNode')  # any other field
     api.compact()                         # watches from older resourceVersions get 410
@@ -25,11 +26,14 @@ As a program (for C tests), loopback only:
 
 prints the port on the first line of stdout, then serves until SIGTERM/SIGINT (or, with
 --stdin-lifetime, until its stdin is closed). The same controls are on a control API that needs
-no token and is not logged: POST /_fake/fail {"count","status","retry_after","match","method",
-"message"}, POST /_fake/delay {"count","seconds","match","method"}, POST /_fake/gate {"<gate>":
-bool}, POST /_fake/drop {"resource": plural, "path": dotted}, POST /_fake/token {"token": str|null}, POST /_fake/compact, POST /_fake/expire-watches,
-POST /_fake/objects (an object to store), POST /_fake/reset, GET /_fake/log, POST
-/_fake/log/clear, GET /_fake/state ({"resourceVersion", "watchers"}).
+no token and is not logged:
+    POST /_fake/fail {"count","status","retry_after","match","method","message"}
+    POST /_fake/delay {"count","seconds","match","method"}      POST /_fake/clear-faults
+    POST /_fake/gate {"<gate>": bool}       POST /_fake/drop {"resource": plural, "path": dotted}
+    POST /_fake/token {"token": str|null}   POST /_fake/compact   POST /_fake/expire-watches
+    POST /_fake/objects (an object to store)                      POST /_fake/reset
+    GET /_fake/log   POST /_fake/log/clear   GET /_fake/state ({"resourceVersion", "watchers"})
+reset() forgets objects, history, faults, drops and the log; it keeps the token and the gates.
 
 Semantics follow the real API where tests rely on them: paths
 (/apis/resource.k8s.io/v1/resourceslices, /apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/
@@ -357,6 +361,11 @@ class FakeAPI:
                                 'retry_after': retry_after, 'match': match, 'method': method,
                                 'message': message})
 
+    def clear_faults(self):
+        """Forget every pending fault (fail_next / delay_next)."""
+        with self.cond:
+            self.faults = []
+
     def delay_next(self, count, seconds, match=None, method=None):
         with self.cond:
             self.faults.append({'kind': 'delay', 'count': int(count), 'seconds': float(seconds),
@@ -472,6 +481,9 @@ def _gen_suffix():
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = 'HTTP/1.1'
+    # as a real API server (Go sets TCP_NODELAY): otherwise header and body writes meet the
+    # client's delayed ACK and every keep-alive request costs ~40 ms on loopback
+    disable_nagle_algorithm = True
     fake = None  # set by FakeAPI.start
     server_version = 'fakeapi'
 
@@ -610,6 +622,8 @@ class _Handler(BaseHTTPRequestHandler):
             fake.fail_next(body.get('count', 1), body.get('status', 500),
                            body.get('retry_after'), body.get('match'), body.get('method'),
                            body.get('message'))
+        elif name == 'clear-faults':
+            fake.clear_faults()
         elif name == 'delay':
             fake.delay_next(body.get('count', 1), body.get('seconds', 1.0), body.get('match'),
                             body.get('method'))
