@@ -525,8 +525,9 @@ static int send_call(struct gs_k8s_client *c, const struct call *k, struct gs_ht
     }
 }
 
-static int do_json(struct gs_k8s_client *c, const char *method, const char *path, json_t *body,
-                   const char *content_type, json_t **out, long *http_status, struct gs_error *err)
+static int do_json(struct gs_k8s_client *c, const char *method, const char *path,
+                   const json_t *body, const char *content_type, json_t **out, long *http_status,
+                   struct gs_error *err)
 {
     struct gs_http_response resp = {0};
     _cleanup_free_ char *text = NULL;
@@ -570,8 +571,9 @@ static int do_json(struct gs_k8s_client *c, const char *method, const char *path
     return r;
 }
 
-int gs_k8s_request(struct gs_k8s_client *c, const char *method, const char *path, json_t *body,
-                   const char *content_type, json_t **out, long *http_status, struct gs_error *err)
+int gs_k8s_request(struct gs_k8s_client *c, const char *method, const char *path,
+                   const json_t *body, const char *content_type, json_t **out, long *http_status,
+                   struct gs_error *err)
 {
     if (!c || !method || !path || path[0] != '/')
         return gs_error_set(err, -EINVAL,
@@ -772,13 +774,13 @@ int gs_k8s_list(struct gs_k8s_client *c, const struct gs_k8s_resource *res, cons
     return list_at(c, base, opts, out, resource_version, err);
 }
 
-static const char *obj_str(json_t *obj, const char *key)
+static const char *obj_str(const json_t *obj, const char *key)
 {
     return json_string_value(json_object_get(json_object_get(obj, "metadata"), key));
 }
 
 static int write_path(struct gs_k8s_client *c, char *path, size_t len,
-                      const struct gs_k8s_resource *res, const char *ns, json_t *obj,
+                      const struct gs_k8s_resource *res, const char *ns, const json_t *obj,
                       const char *name, const char *sub, unsigned flags, struct gs_error *err)
 {
     int r;
@@ -796,7 +798,7 @@ static int write_path(struct gs_k8s_client *c, char *path, size_t len,
 }
 
 int gs_k8s_create(struct gs_k8s_client *c, const struct gs_k8s_resource *res, const char *ns,
-                  json_t *obj, unsigned flags, json_t **out, struct gs_error *err)
+                  const json_t *obj, unsigned flags, json_t **out, struct gs_error *err)
 {
     char path[PATH_MAX_LEN];
     int r;
@@ -813,7 +815,7 @@ int gs_k8s_create(struct gs_k8s_client *c, const struct gs_k8s_resource *res, co
 }
 
 int gs_k8s_update(struct gs_k8s_client *c, const struct gs_k8s_resource *res, const char *ns,
-                  const char *name, const char *subresource, json_t *obj, unsigned flags,
+                  const char *name, const char *subresource, const json_t *obj, unsigned flags,
                   json_t **out, struct gs_error *err)
 {
     char path[PATH_MAX_LEN];
@@ -837,7 +839,7 @@ int gs_k8s_update(struct gs_k8s_client *c, const struct gs_k8s_resource *res, co
 
 int gs_k8s_patch(struct gs_k8s_client *c, const struct gs_k8s_resource *res, const char *ns,
                  const char *name, const char *subresource, enum gs_k8s_patch_type type,
-                 json_t *patch, unsigned flags, json_t **out, struct gs_error *err)
+                 const json_t *patch, unsigned flags, json_t **out, struct gs_error *err)
 {
     char path[PATH_MAX_LEN];
     const char *ctype;

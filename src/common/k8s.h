@@ -104,8 +104,9 @@ void gs_k8s_client_stats(struct gs_k8s_client *c, struct gs_k8s_stats *out);
  * NULL = "application/json". On 2xx returns 0 and *out (if non-NULL) = the parsed body (NULL for
  * an empty body). `http_status` (may be NULL) receives the final status (0 if none arrived).
  */
-int gs_k8s_request(struct gs_k8s_client *c, const char *method, const char *path, json_t *body,
-                   const char *content_type, json_t **out, long *http_status, struct gs_error *err);
+int gs_k8s_request(struct gs_k8s_client *c, const char *method, const char *path,
+                   const json_t *body, const char *content_type, json_t **out, long *http_status,
+                   struct gs_error *err);
 
 /* "/apis/resource.k8s.io/v1/namespaces/<ns>/resourceclaims[/<name>[/<sub>]]" into buf.
  * ns is ignored for cluster-scoped resources; NULL ns for a namespaced one = all namespaces.
@@ -129,10 +130,10 @@ int gs_k8s_list(struct gs_k8s_client *c, const struct gs_k8s_resource *res, cons
 
 /* ns NULL = the object's metadata.namespace, else the client's namespace. */
 int gs_k8s_create(struct gs_k8s_client *c, const struct gs_k8s_resource *res, const char *ns,
-                  json_t *obj, unsigned flags, json_t **out, struct gs_error *err);
+                  const json_t *obj, unsigned flags, json_t **out, struct gs_error *err);
 /* PUT; `name` NULL = obj's metadata.name. subresource NULL or "status". -EBUSY on conflict. */
 int gs_k8s_update(struct gs_k8s_client *c, const struct gs_k8s_resource *res, const char *ns,
-                  const char *name, const char *subresource, json_t *obj, unsigned flags,
+                  const char *name, const char *subresource, const json_t *obj, unsigned flags,
                   json_t **out, struct gs_error *err);
 
 enum gs_k8s_patch_type {
@@ -141,7 +142,7 @@ enum gs_k8s_patch_type {
 };
 int gs_k8s_patch(struct gs_k8s_client *c, const struct gs_k8s_resource *res, const char *ns,
                  const char *name, const char *subresource, enum gs_k8s_patch_type type,
-                 json_t *patch, unsigned flags, json_t **out, struct gs_error *err);
+                 const json_t *patch, unsigned flags, json_t **out, struct gs_error *err);
 /* `uid` non-NULL adds a UID precondition. -ENOENT if absent. */
 int gs_k8s_delete(struct gs_k8s_client *c, const struct gs_k8s_resource *res, const char *ns,
                   const char *name, const char *uid, unsigned flags, struct gs_error *err);
