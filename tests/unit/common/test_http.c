@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "common/http.h"
@@ -130,6 +131,20 @@ static int server_start(struct server *s)
         listen(s->lfd, 16) < 0 || getsockname(s->lfd, (struct sockaddr *)&a, &al) < 0)
         return -1;
     s->port = ntohs(a.sin_port);
+    return pthread_create(&s->thread, NULL, serve, s) == 0 ? 0 : -1;
+}
+
+static int server_start_unix(struct server *s, const char *path)
+{
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+
+    memset(s, 0, sizeof(*s));
+    pthread_mutex_init(&s->mu, NULL);
+    snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+    unlink(path);
+    s->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s->lfd < 0 || bind(s->lfd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(s->lfd, 4) < 0)
+        return -1;
     return pthread_create(&s->thread, NULL, serve, s) == 0 ? 0 : -1;
 }
 
@@ -368,6 +383,26 @@ int main(void)
         r = gs_http_do(c, &(struct gs_http_request){.url = "https://127.0.0.1:1/"}, &resp, &err);
         ok(r == -ECONNREFUSED || r == -EPROTO, "https to a closed port fails (%d)", r);
         gs_http_client_free(c);
+    }
+
+    /* over a unix socket: the URL still names host and path */
+    {
+        char sock[108];
+        snprintf(sock, sizeof(sock), "/tmp/gs-http-test-%d.sock", (int)getpid());
+        ok(server_start_unix(&srv, sock) == 0, "unix-socket server starts");
+        set_body_response(&srv, 200, "", "{\"unix\":true}");
+        struct gs_http_config uc = {.unix_socket = sock};
+        c = gs_http_client_new(&uc, &err);
+        r = gs_http_do(c, &(struct gs_http_request){.url = "http://localhost/healthz"}, &resp,
+                       &err);
+        is_int(r, 0, "request over the unix socket");
+        is_str(resp.body, "{\"unix\":true}", "body over the unix socket");
+        last_request(&srv, req, sizeof(req));
+        like_str(req, "GET /healthz HTTP/1.1", "path sent over the unix socket");
+        gs_http_response_fini(&resp);
+        gs_http_client_free(c);
+        server_stop(&srv);
+        unlink(sock);
     }
 
     char *e = gs_http_escape("spec.nodeName=node 1,a/b&c");
