@@ -12,6 +12,7 @@
 
 static struct vgpu_device devices[VGPU_MAX_DEVICES];
 static int n_devices;
+static int only_device = -1; /* the process sees exactly one device: no context lookup needed */
 static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
 static atomic_bool devices_done;
 atomic_bool vgpu_any_compute_cap;
@@ -56,8 +57,17 @@ static void driver_holds(const int *pids, bool *holds, int n)
     }
 }
 
+/* After fork the child owns no GPU memory (CUDA contexts do not survive fork): it starts with an
+ * empty table and claims its own region slot on its first allocation. */
+static void atfork_child(void)
+{
+    vgpu_region_atfork_child();
+    vgpu_table_reset();
+}
+
 static void discover(void)
 {
+    pthread_atfork(NULL, NULL, atfork_child);
     vgpu_config_load();
     vgpu_region_set_driver_check(driver_holds);
     if (!vgpu_cuda_ready())
@@ -123,6 +133,14 @@ static void discover(void)
              (unsigned long long)d->cfg.memory_limit, d->cfg.cores,
              d->cfg.region_path[0] ? d->cfg.region_path : "(process)");
     }
+    int seen = 0;
+    for (int i = 0; i < n_devices; i++)
+        if (devices[i].present) {
+            seen++;
+            only_device = i;
+        }
+    if (seen != 1 || count != 1)
+        only_device = -1;
     atomic_store(&vgpu_any_compute_cap, any_cap);
     atomic_store(&vgpu_any_tracked, any_tracked);
     atomic_store(&devices_done, true);
@@ -145,6 +163,10 @@ struct vgpu_device *vgpu_device_of(CUdevice dev)
 
 struct vgpu_device *vgpu_device_current(void)
 {
+    /* One visible device (the usual container): every context is on it. If there is no current
+     * context the driver call that follows fails and the charge is rolled back. */
+    if (only_device >= 0)
+        return &devices[only_device];
     CUdevice dev;
     if (!gs_real_cu.cuCtxGetDevice || gs_real_cu.cuCtxGetDevice(&dev) != CUDA_SUCCESS)
         return NULL;
@@ -189,7 +211,7 @@ int vgpu_charge(struct vgpu_device *d, uint64_t size)
 {
     if (!d || !d->region)
         return 0;
-    static _Thread_local unsigned calls;
+    static __attribute__((tls_model("initial-exec"))) _Thread_local unsigned calls;
     if (GS_UNLIKELY((++calls & 1023) == 0))
         vgpu_region_sweep(d->region, VGPU_SWEEP_PERIODIC); /* rate-limited inside */
     int r = vgpu_region_reserve(d->region, d->slot, size, d->cfg.memory_limit);

@@ -30,6 +30,17 @@ static struct vgpu_region regions[MAX_REGIONS];
 static int n_regions;
 static pthread_mutex_t regions_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t self_start, self_pidns;
+static pid_t cached_pid; /* getpid() is a syscall; reset in the child after fork */
+
+static pid_t self_pid(void)
+{
+    pid_t p = __atomic_load_n(&cached_pid, __ATOMIC_RELAXED);
+    if (GS_UNLIKELY(!p)) {
+        p = getpid();
+        __atomic_store_n(&cached_pid, p, __ATOMIC_RELAXED);
+    }
+    return p;
+}
 
 static void init_header(struct gs_region *r)
 {
@@ -217,7 +228,7 @@ struct gs_region_device *vgpu_region_dev(struct vgpu_region *r, int slot)
 static int own_slot_locked(struct vgpu_region *vr)
 {
     struct gs_region *r = vr->shm;
-    pid_t pid = getpid();
+    pid_t pid = self_pid();
     if (vr->proc >= 0 && vr->owner_pid == pid)
         return vr->proc;
     if (vr->owner_pid != pid) {
@@ -284,7 +295,7 @@ int vgpu_region_sweep(struct vgpu_region *vr, enum vgpu_sweep_mode mode)
     int n_dead = 0;
     uint32_t np = atomic_load(&r->n_procs_hint);
     for (uint32_t p = 0; p < np && p < GS_REGION_MAX_PROCS && n_dead < 64; p++) {
-        if ((int)p == vr->proc && vr->owner_pid == getpid())
+        if ((int)p == vr->proc && vr->owner_pid == self_pid())
             continue;
         if (proc_dead(&r->procs[p])) {
             dead[n_dead] = (int)p;
@@ -349,7 +360,7 @@ void vgpu_region_release(struct vgpu_region *vr, int slot, uint64_t size)
 {
     struct gs_region *r = vr->shm;
     region_lock(r);
-    if (vr->proc >= 0 && vr->owner_pid == getpid()) {
+    if (vr->proc >= 0 && vr->owner_pid == self_pid()) {
         struct gs_region_proc *s = &r->procs[vr->proc];
         uint64_t mine = atomic_load(&s->used[slot]);
         uint64_t give = GS_MIN(mine, size); /* never below what we charged */
@@ -371,6 +382,7 @@ void vgpu_region_atfork_child(void)
      * may have been held by another thread at fork time. */
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     memcpy(&regions_lock, &fresh, sizeof(fresh));
+    cached_pid = 0;
 }
 
 /* Normal exit: give our usage back now instead of waiting for a sweep. */
@@ -378,7 +390,7 @@ __attribute__((destructor)) static void region_exit(void)
 {
     for (int i = 0; i < n_regions; i++) {
         struct vgpu_region *vr = &regions[i];
-        if (vr->proc < 0 || vr->owner_pid != getpid())
+        if (vr->proc < 0 || vr->owner_pid != self_pid())
             continue;
         struct gs_region *r = vr->shm;
         region_lock(r);

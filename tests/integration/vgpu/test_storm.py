@@ -64,7 +64,7 @@ def main():
             except Exception:  # noqa: BLE001
                 p.kill()
                 out, _ = p.communicate()
-            finished += 'storm_done' in out
+            finished += p in procs and 'storm_done' in out
             allocs += int(parse(out).get('allocs', 0))
         wout, _ = watcher.communicate(timeout=30)
         elapsed = time.monotonic() - start
