@@ -27,7 +27,7 @@ struct ls_config {
     int64_t iterations;
 };
 
-static const char *const outputs[] = {"table", "json", NULL};
+static const char *const outputs[] = {"table", "json", "slice", NULL};
 
 #define COMMON_OPTIONS                                                                             \
     {.name = "sim", .env = "GPUSLICE_SIM", .type = GS_OPT_BOOL, .def = "false",                    \
@@ -41,7 +41,9 @@ static const char *const outputs[] = {"table", "json", NULL};
 
 static const struct gs_option ls_options[] = {
     {.name = "output", .short_flag = 'o', .type = GS_OPT_ENUM, .choices = outputs,
-     .def = "table", .help = "table for people, json for scripts (stable, see docs)",
+     .def = "table",
+     .help = "table for people, json for scripts (stable, see docs), slice: the ResourceSlice "
+             "the kubelet plugin would publish for this machine",
      .offset = offsetof(struct ls_config, output)},
     COMMON_OPTIONS,
 };
@@ -74,6 +76,18 @@ static void fmt_bytes(char *buf, size_t len, json_int_t bytes)
     if (bytes < 0)
         bytes = 0;
     snprintf(buf, len, "%lldMiB", (long long)(bytes / (1024 * 1024)));
+}
+
+/* One display line: control characters become spaces, long commands are cut with "...". */
+static const char *one_line(char *buf, size_t len, const char *s)
+{
+    size_t i = 0;
+    for (; s && s[i] && i + 1 < len; i++)
+        buf[i] = (unsigned char)s[i] < 0x20 ? ' ' : s[i];
+    buf[i] = '\0';
+    if (s && s[i] && len > 4)
+        memcpy(buf + len - 4, "...", 4);
+    return buf;
 }
 
 static json_int_t jint(const json_t *o, const char *a, const char *b)
@@ -171,10 +185,12 @@ static void print_table(FILE *out, const json_t *snap, const json_t *prev, doubl
             }
             char cores[16];
             snprintf(cores, sizeof(cores), "%lld%%", (long long)jint(d, "limits", "cores"));
+            char cmd[64];
             fprintf(out, "%-16s %-8lld %-12s %-6s %-10s %-18s %-6s %s\n",
                     k ? "" : json_string_value(json_object_get(s, "name")),
                     (long long)jint(s, "owner", "pid"), json_string_value(json_object_get(d, "device")),
-                    cores, lim, used, util, k ? "" : json_string_value(json_object_get(s, "command")));
+                    cores, lim, used, util,
+                    k ? "" : one_line(cmd, sizeof(cmd), json_string_value(json_object_get(s, "command"))));
         }
         if (json_array_size(devs) == 0)
             fprintf(out, "%-16s %-8lld %-12s %-6s %-10s %-18s %-6s %s\n",
@@ -184,7 +200,8 @@ static void print_table(FILE *out, const json_t *snap, const json_t *prev, doubl
 }
 
 static int setup(const struct gs_config_spec *spec, struct ls_config *cfg, int argc, char **argv,
-                 struct sa_env *env, struct gpu_inventory **inv, struct ledger **l, int *status)
+                 struct sa_env *env, struct gpu_inventory **inv, struct ledger **l, json_t **slice_out,
+                 int *status)
 {
     struct gs_error err = {0};
     int first;
@@ -215,7 +232,10 @@ static int setup(const struct gs_config_spec *spec, struct ls_config *cfg, int a
         free(*inv);
         *inv = NULL;
     }
-    json_decref(slice);
+    if (slice_out)
+        *slice_out = slice;
+    else
+        json_decref(slice);
     json_decref(cls);
     if (ledger_open(env->state_dir, l, &err) < 0) {
         fprintf(stderr, "%s: %s\n", spec->program, err.msg);
@@ -233,14 +253,23 @@ int cmd_ls(int argc, char **argv)
     struct gpu_inventory *inv = NULL;
     struct ledger *l = NULL;
     int status;
-    if (setup(&ls_spec, &cfg, argc, argv, &env, &inv, &l, &status) < 0) {
+    json_t *slice = NULL;
+    if (setup(&ls_spec, &cfg, argc, argv, &env, &inv, &l, &slice, &status) < 0) {
         gs_config_free(&ls_spec, &cfg);
         return status;
     }
     struct gs_error err = {0};
     json_t *snap = NULL;
     status = 0;
-    if (sa_snapshot(&env, inv, l, &snap, &err) < 0) {
+    if (cfg.output == 2) {
+        if (!slice) {
+            fprintf(stderr, "gpuslice ls: no GPU discovered, no ResourceSlice to show\n");
+            status = 4;
+        } else {
+            json_dumpf(slice, stdout, JSON_INDENT(2));
+            fputc('\n', stdout);
+        }
+    } else if (sa_snapshot(&env, inv, l, &snap, &err) < 0) {
         fprintf(stderr, "gpuslice ls: %s\n", err.msg);
         status = 4;
     } else if (cfg.output == 1) {
@@ -250,6 +279,7 @@ int cmd_ls(int argc, char **argv)
         print_table(stdout, snap, NULL, 0, false);
     }
     json_decref(snap);
+    json_decref(slice);
     ledger_close(l);
     free(inv);
     gs_config_free(&ls_spec, &cfg);
@@ -271,7 +301,7 @@ int cmd_top(int argc, char **argv)
     struct gpu_inventory *inv = NULL;
     struct ledger *l = NULL;
     int status;
-    if (setup(&top_spec, &cfg, argc, argv, &env, &inv, &l, &status) < 0) {
+    if (setup(&top_spec, &cfg, argc, argv, &env, &inv, &l, NULL, &status) < 0) {
         gs_config_free(&top_spec, &cfg);
         return status;
     }

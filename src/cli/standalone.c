@@ -120,7 +120,8 @@ int sa_discover(const struct sa_env *env, struct gpu_inventory *inv, json_t **sl
                 struct gs_error *err)
 {
     *slice = *cls = NULL;
-    int rc = gpu_discover("/sys", inv, err);
+    /* gpusim's PCI bus ids are invented: never resolve them against this machine's sysfs. */
+    int rc = gpu_discover(env->sim ? "/nonexistent-sysfs" : "/sys", inv, err);
     if (rc < 0) {
         gs_error_prefix(err, "no GPU found (%s): ",
                         env->sim ? "gpusim" : "use --sim to run on the simulated GPU");
