@@ -45,7 +45,7 @@ def main():
         storm_end = time.monotonic() + STORM_MS / 1000.0
         killed = []
         while time.monotonic() < storm_end - 1.0:
-            time.sleep(0.08)
+            time.sleep(0.05)
             live = [p for p in procs if p.poll() is None]
             if not live:
                 break
@@ -70,7 +70,7 @@ def main():
         elapsed = time.monotonic() - start
         t.diag(f'{kills} processes killed, {finished} finished, {allocs} allocations by the '
                f'finished ones, {elapsed:.1f}s')
-        t.ok(kills >= 20, 'the killer SIGKILLed at least 20 processes', diag=kills)
+        t.ok(kills >= 10, 'the killer SIGKILLed at least 10 processes', diag=kills)
         t.is_eq(finished, PROCS, 'the 64 processes alive at the end completed their loops')
         t.ok(allocs > 1000, 'and allocated under the limit all along', diag=allocs)
         kv = parse(wout)
