@@ -20,8 +20,9 @@
 
 static_assert(sizeof(struct sim_interval) == 24, "sim_interval layout");
 static_assert(sizeof(struct sim_proc) == 344, "sim_proc layout");
-static_assert(offsetof(struct sim_shared, lock) == 64, "sim_shared.lock offset");
-static_assert(offsetof(struct sim_shared, procs) == 128, "sim_shared.procs offset");
+static_assert(offsetof(struct sim_shared, lock) == 128, "sim_shared.lock offset");
+static_assert(offsetof(struct sim_shared, procs) == 192, "sim_shared.procs offset");
+static_assert(SIM_MAX_PROCS % 64 == 0, "live bitmap");
 static_assert(sizeof(pthread_mutex_t) <= 64, "mutex fits its pad");
 static_assert(offsetof(struct sim_dev_state, ring) == 64, "sim_dev_state.ring offset");
 
@@ -134,17 +135,21 @@ static void reclaim_slot(struct sim_shared *sh, int i)
     p->pidns = 0;
     p->comm[0] = '\0';
     p->state = SIM_PROC_FREE;
+    sh->live[i / 64] &= ~(1ull << (i % 64));
 }
 
 int sim_sweep_locked(struct sim_state *st, bool full)
 {
     int n = 0;
-    for (int i = 0; i < SIM_MAX_PROCS; i++) {
-        if (st->sh->procs[i].state != SIM_PROC_LIVE || i == st->slot)
-            continue;
-        if (!slot_alive(st, i, full)) {
-            reclaim_slot(st->sh, i);
-            n++;
+    for (int w = 0; w < SIM_MAX_PROCS / 64; w++) {
+        for (uint64_t bits = st->sh->live[w]; bits; bits &= bits - 1) {
+            int i = w * 64 + __builtin_ctzll(bits);
+            if (i == st->slot)
+                continue;
+            if (st->sh->procs[i].state != SIM_PROC_LIVE || !slot_alive(st, i, full)) {
+                reclaim_slot(st->sh, i);
+                n++;
+            }
         }
     }
     if (full)
@@ -164,6 +169,13 @@ int sim_sweep(struct sim_state *st)
 static void repair_locked(struct sim_state *st)
 {
     struct sim_shared *sh = st->sh;
+    for (int i = 0; i < SIM_MAX_PROCS; i++) {
+        uint64_t bit = 1ull << (i % 64);
+        if (sh->procs[i].state == SIM_PROC_LIVE)
+            sh->live[i / 64] |= bit;
+        else
+            sh->live[i / 64] &= ~bit;
+    }
     for (uint32_t d = 0; d < sh->ndev && d < SIM_MAX_DEVICES; d++) {
         uint64_t sum = 0;
         for (int i = 0; i < SIM_MAX_PROCS; i++)
@@ -368,6 +380,7 @@ int sim_proc_register(struct sim_state *st, struct gs_error *err)
     p->pidns = st->pidns;
     memcpy(p->comm, comm, sizeof(p->comm));
     p->state = SIM_PROC_LIVE;
+    st->sh->live[slot / 64] |= 1ull << (slot % 64);
     sim_unlock(st);
     st->slot = slot;
     st->pid = pid;

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * gpusim costs, printed with a ratio against trivial baselines measured in the same run:
+ *   cuLaunchKernel (0 µs kernel)            vs clock_gettime(CLOCK_MONOTONIC)
+ *   cuMemAlloc_v2 + cuMemFree_v2 (4 KiB)    vs malloc + free (4 KiB)
+ *   cuMemFree_v2 with 50,000 live allocations (alloc+free pair, minus nothing)
+ *   cuMemGetInfo_v2                          vs clock_gettime
+ *   cuStreamQuery                            vs clock_gettime
+ * Not a test of thresholds: it prints figures (TAP "ok" lines carry them).
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cuda_abi.h"
+#include "tap.h"
+
+#define SYMS(X)                                                                                    \
+    X(cuInit) X(cuCtxCreate_v2) X(cuCtxDestroy_v2) X(cuModuleLoadData) X(cuModuleGetFunction)      \
+    X(cuLaunchKernel) X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemGetInfo_v2) X(cuStreamQuery)         \
+    X(cuCtxSynchronize)
+#define DECL(n) static GS_CU_PFN(n) p_##n;
+SYMS(DECL)
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static volatile unsigned long long sink;
+
+static double bench_clock(int n)
+{
+    double t = now_ns();
+    struct timespec ts;
+    for (int i = 0; i < n; i++) {
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        sink += (unsigned long long)ts.tv_nsec;
+    }
+    return (now_ns() - t) / n;
+}
+
+static double bench_malloc(int n)
+{
+    double t = now_ns();
+    for (int i = 0; i < n; i++) {
+        void *p = malloc(4096);
+        sink += (uintptr_t)p;
+        free(p);
+    }
+    return (now_ns() - t) / n;
+}
+
+int main(void)
+{
+    tap_plan_auto();
+    char dir[] = "/tmp/gpusim-bench-XXXXXX", state[64];
+    if (!mkdtemp(dir))
+        return 2;
+    snprintf(state, sizeof(state), "%s/state", dir);
+    setenv("GPUSIM_STATE", state, 1);
+    setenv("GPUSIM_PRESET", "t4", 1);
+    char lib[512];
+    snprintf(lib, sizeof(lib), "%s/libcuda.so.1", getenv("GS_SIM_DIR") ? getenv("GS_SIM_DIR") : ".");
+    void *h = dlopen(lib, RTLD_NOW);
+    if (!h) {
+        printf("Bail out! %s\n", dlerror());
+        return 1;
+    }
+#define LOAD(n) p_##n = (GS_CU_PFN(n))dlsym(h, #n);
+    SYMS(LOAD)
+    CUcontext ctx;
+    CUmodule m;
+    CUfunction f;
+    p_cuInit(0);
+    p_cuCtxCreate_v2(&ctx, 0, 0);
+    p_cuModuleLoadData(&m, "bench");
+    p_cuModuleGetFunction(&f, m, "sim_busy_0");
+
+    const int N = 1000000;
+    double base_clock = bench_clock(N);
+    double base_malloc = bench_malloc(N);
+
+    double t = now_ns();
+    for (int i = 0; i < N; i++)
+        p_cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+    double launch = (now_ns() - t) / N;
+
+    CUdeviceptr p;
+    t = now_ns();
+    for (int i = 0; i < N; i++) {
+        p_cuMemAlloc_v2(&p, 4096);
+        p_cuMemFree_v2(p);
+    }
+    double pair = (now_ns() - t) / N;
+
+    enum { LIVE = 50000 };
+    static CUdeviceptr live[LIVE];
+    for (int i = 0; i < LIVE; i++)
+        p_cuMemAlloc_v2(&live[i], 4096);
+    t = now_ns();
+    for (int i = 0; i < N; i++) {
+        p_cuMemAlloc_v2(&p, 4096);
+        p_cuMemFree_v2(p);
+    }
+    double pair_live = (now_ns() - t) / N;
+    for (int i = 0; i < LIVE; i++)
+        p_cuMemFree_v2(live[i]);
+
+    size_t fr, tot;
+    t = now_ns();
+    for (int i = 0; i < N; i++)
+        p_cuMemGetInfo_v2(&fr, &tot);
+    double info = (now_ns() - t) / N;
+
+    t = now_ns();
+    for (int i = 0; i < N; i++)
+        p_cuStreamQuery(NULL);
+    double query = (now_ns() - t) / N;
+
+    ok(1, "baseline clock_gettime: %.1f ns", base_clock);
+    ok(1, "baseline malloc+free 4 KiB: %.1f ns", base_malloc);
+    ok(1, "cuLaunchKernel: %.1f ns (%.1fx clock_gettime)", launch, launch / base_clock);
+    ok(1, "cuMemAlloc_v2+cuMemFree_v2: %.1f ns (%.1fx malloc+free)", pair, pair / base_malloc);
+    ok(1, "alloc+free with 50000 live: %.1f ns (%.2fx the same pair with none live)", pair_live,
+       pair_live / pair);
+    ok(1, "cuMemGetInfo_v2: %.1f ns (%.1fx clock_gettime)", info, info / base_clock);
+    ok(1, "cuStreamQuery: %.1f ns (%.1fx clock_gettime)", query, query / base_clock);
+
+    p_cuCtxDestroy_v2(ctx);
+    dlclose(h);
+    unlink(state);
+    rmdir(dir);
+    return tap_done();
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""gpusim-smi prints what NVML reports: device, memory used/total in MiB, processes.
+
+A helper process (test_multiproc in "hold" mode) keeps 1024 MiB on the simulated T4; the table
+must show it, then show the device empty once the helper is SIGKILLed."""
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+
+from gstest import Tap, env_paths
+
+
+def smi(env):
+    r = subprocess.run([env_paths()['GS_GPUSIM_SMI']], env=env, capture_output=True, text=True,
+                       timeout=30)
+    return r.returncode, r.stdout, r.stderr
+
+
+def main():
+    t = Tap()
+    holder = sys.argv[1]
+    with tempfile.TemporaryDirectory(prefix='gpusim-smi-') as tmp:
+        env = dict(os.environ)
+        env['GPUSIM_STATE'] = os.path.join(tmp, 'state')
+        env['GPUSIM_PRESET'] = 't4'
+        for k in ('GPUSIM_CONFIG', 'CUDA_VISIBLE_DEVICES', 'GPUSIM_CONTEXT_OVERHEAD',
+                  'LD_LIBRARY_PATH'):
+            env.pop(k, None)
+
+        rc, out, err = smi(env)
+        t.is_eq(rc, 0, 'gpusim-smi finds libnvidia-ml.so.1 next to itself and exits 0')
+        t.like(out, 'Tesla T4', 'device name')
+        t.like(out, '0MiB / 15360MiB', 'idle T4: 0MiB / 15360MiB')
+        t.ok(re.search(r'GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}', out),
+             'UUID shown', diag=out)
+        t.like(out, '00000000:00:04.0', 'PCI bus id')
+        t.like(out, 'No running processes found', 'no processes')
+        t.like(out, 'Driver Version: 570.124.06', 'driver version')
+        t.like(out, 'CUDA Version: 12.8', 'CUDA version')
+
+        p = subprocess.Popen([holder, 'hold', '1024'], env=env, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+        t.is_eq(p.stdout.readline().strip(), 'ready', 'helper holds 1024 MiB')
+        rc, out, err = smi(env)
+        t.like(out, '1024MiB / 15360MiB', 'memory in use shown')
+        line = next((ln for ln in out.splitlines() if re.search(r'\b%d\b' % p.pid, ln)), None)
+        t.ok(line is not None, 'helper pid %d listed' % p.pid, diag=out)
+        t.like(line or '', '1024MiB', 'with its 1024MiB')
+        t.like(line or '', 'test_multiproc', 'and its executable')
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        p.stdout.close()
+        p.stdin.close()
+        rc, out, err = smi(env)
+        t.like(out, '0MiB / 15360MiB', 'after SIGKILL the memory is back')
+        t.like(out, 'No running processes found', 'and the process is gone')
+
+        env['GPUSIM_PRESET'] = 'h200x2'
+        env['GPUSIM_STATE'] = os.path.join(tmp, 'state2')
+        rc, out, err = smi(env)
+        t.is_eq(len(re.findall(r'0MiB / 143771MiB', out)), 2, 'h200x2: two H200 rows')
+
+        r = subprocess.run([env_paths()['GS_GPUSIM_SMI'], '--bogus'], env=env,
+                           capture_output=True, text=True, timeout=30)
+        t.is_eq(r.returncode, 2, 'unknown argument: exit 2')
+        t.like(r.stderr, 'unexpected argument "--bogus"', 'and says which')
+    return t.done()
+
+
+if __name__ == '__main__':
+    sys.exit(main())
