@@ -216,6 +216,10 @@ enum cel_macro {
     CEL_MACRO_MAP,
     CEL_MACRO_MAP_FILTER, /* map(x, pred, f) */
     CEL_MACRO_FILTER,
+    /* two-variable comprehensions (cel-go ext.TwoVarComprehensions); c != NULL: b filters */
+    CEL_MACRO_TRANSFORM_LIST,
+    CEL_MACRO_TRANSFORM_MAP,
+    CEL_MACRO_TRANSFORM_MAP_ENTRY,
 };
 
 struct cel_func;
@@ -229,6 +233,9 @@ struct cel_node {
     int32_t index;      /* IDENT var index; SLOT / COMPREHENSION / BIND slot */
     const char *name;   /* IDENT, SELECT field, CALL function name (NUL-terminated) */
     uint32_t name_len;
+    const char *name2;  /* COMPREHENSION: second variable (value) of a two-variable form, slot
+                           index + 1; the first variable is then the index or the key */
+    uint32_t name2_len;
     struct cel_value lit;                /* LITERAL, TYPE_NAME */
     struct cel_node **args;              /* CALL (receiver first), LIST items, MAP keys+vals interleaved */
     struct cel_node *a, *b, *c;          /* operands: SELECT/INDEX/NOT a; AND/OR a b; COND a b c;

@@ -607,9 +607,13 @@ static void check_comprehension(struct checker *c, struct cel_node *n)
     check_node(c, n->a);
     if (c->failed)
         return;
-    const struct cel_type *r = n->a->type, *elem = &cel_type_dyn;
+    const struct cel_type *r = n->a->type, *elem = &cel_type_dyn, *second = &cel_type_dyn;
     if (is_kind(r, CEL_T_LIST) || is_kind(r, CEL_T_MAP)) {
         elem = r->p1;
+        if (n->name2) {
+            elem = is_kind(r, CEL_T_LIST) ? prim(c, CEL_T_INT) : r->p1;
+            second = is_kind(r, CEL_T_LIST) ? r->p1 : r->p2;
+        }
     } else if (c->check && !is_dyn(r)) {
         char buf[64];
         cel_type_format(r, buf, sizeof(buf));
@@ -619,12 +623,53 @@ static void check_comprehension(struct checker *c, struct cel_node *n)
     push_var(c, n, elem);
     if (c->failed)
         return;
+    int first_slot = n->index;
+    if (n->name2) {
+        struct cel_node tmp = {.name = n->name2, .name_len = n->name2_len, .pos = n->pos};
+        push_var(c, &tmp, second);
+        if (c->failed)
+            return;
+    }
+    n->index = first_slot;
     check_node(c, n->b);
     if (n->c)
         check_node(c, n->c);
-    c->nscope--;
+    c->nscope -= n->name2 ? 2 : 1;
     if (c->failed)
         return;
+    const struct cel_node *xf = n->c ? n->c : n->b; /* transform of the two-variable forms */
+    switch (n->macro) {
+    case CEL_MACRO_TRANSFORM_LIST: {
+        if (n->c)
+            require_bool(c, n->b, "transformList");
+        struct cel_type *t = prim(c, CEL_T_LIST);
+        t->p1 = xf->type;
+        n->type = t;
+        return;
+    }
+    case CEL_MACRO_TRANSFORM_MAP: {
+        if (n->c)
+            require_bool(c, n->b, "transformMap");
+        struct cel_type *t = prim(c, CEL_T_MAP);
+        t->p1 = elem;
+        t->p2 = xf->type;
+        n->type = t;
+        return;
+    }
+    case CEL_MACRO_TRANSFORM_MAP_ENTRY:
+        if (n->c)
+            require_bool(c, n->b, "transformMapEntry");
+        if (c->check && !is_dyn(xf->type) && !is_kind(xf->type, CEL_T_MAP))
+            return fail(c, xf->pos, "transformMapEntry() must produce a map");
+        n->type = is_kind(xf->type, CEL_T_MAP) ? xf->type : prim(c, CEL_T_MAP);
+        if (!n->type->p1) {
+            struct cel_type *t = prim(c, CEL_T_MAP);
+            t->p1 = t->p2 = &cel_type_dyn;
+            n->type = t;
+        }
+        return;
+    default: break;
+    }
     switch (n->macro) {
     case CEL_MACRO_ALL:
     case CEL_MACRO_EXISTS:

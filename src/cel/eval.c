@@ -225,14 +225,167 @@ static struct cel_value eval_map(struct cel_eval *ev, const struct cel_node *n)
     return (struct cel_value){.kind = CEL_K_MAP, .map = m};
 }
 
+/* Growable key/value arrays for comprehension results (arena-backed). */
+struct accum {
+    struct cel_value *keys, *vals;
+    size_t n, cap;
+};
+
+static bool accum_push(struct cel_eval *ev, struct accum *a, const struct cel_value *k,
+                       const struct cel_value *v)
+{
+    if (a->n == a->cap) {
+        size_t ncap = a->cap ? a->cap * 2 : 8;
+        struct cel_value *nk = cel_arena_alloc(ev->arena, sizeof(*nk) * ncap);
+        struct cel_value *nv = cel_arena_alloc(ev->arena, sizeof(*nv) * ncap);
+        if (!nk || !nv)
+            return false;
+        if (a->n) {
+            memcpy(nk, a->keys, sizeof(*nk) * a->n);
+            memcpy(nv, a->vals, sizeof(*nv) * a->n);
+        }
+        a->keys = nk;
+        a->vals = nv;
+        a->cap = ncap;
+    }
+    if (k)
+        a->keys[a->n] = *k;
+    a->vals[a->n++] = *v;
+    return true;
+}
+
+static struct cel_value accum_list(struct cel_eval *ev, const struct accum *a)
+{
+    struct cel_list *l = cel_arena_alloc(ev->arena, sizeof(*l));
+    if (!l)
+        return cel_oom(ev);
+    l->n = a->n;
+    l->items = a->vals;
+    return (struct cel_value){.kind = CEL_K_LIST, .list = l};
+}
+
+static struct cel_value accum_map(struct cel_eval *ev, const struct accum *a)
+{
+    struct cel_map *m = cel_arena_alloc(ev->arena, sizeof(*m));
+    if (!m)
+        return cel_oom(ev);
+    memset(m, 0, sizeof(*m));
+    m->n = a->n;
+    m->keys = a->keys;
+    m->vals = a->vals;
+    return (struct cel_value){.kind = CEL_K_MAP, .map = m};
+}
+
+/* One step of a comprehension. Returns true to go on; false with *result set to stop. */
+static bool comprehension_step(struct cel_eval *ev, const struct cel_node *n,
+                               const struct cel_value *key, const struct cel_value *elem,
+                               struct accum *acc, int64_t *ones, struct cel_value *first_err,
+                               struct cel_value *result)
+{
+    struct cel_value v = cel_eval_node(ev, n->b);
+    if (ev->aborted) {
+        *result = aborted_value(ev);
+        return false;
+    }
+    switch (n->macro) {
+    case CEL_MACRO_ALL:
+    case CEL_MACRO_EXISTS: {
+        bool stop_on = n->macro == CEL_MACRO_EXISTS;
+        if (v.kind == CEL_K_BOOL) {
+            if (v.b == stop_on) {
+                *result = cel_bool(stop_on);
+                return false;
+            }
+        } else if (first_err->kind != CEL_K_ERROR) {
+            *first_err = v.kind == CEL_K_ERROR ? v : cel_no_overload(ev, n->b, &v, 1);
+        }
+        return true;
+    }
+    case CEL_MACRO_EXISTS_ONE:
+        if (v.kind != CEL_K_BOOL) {
+            *result = v.kind == CEL_K_ERROR ? v : cel_no_overload(ev, n->b, &v, 1);
+            return false;
+        }
+        *ones += v.b;
+        return true;
+    case CEL_MACRO_MAP:
+        if (v.kind == CEL_K_ERROR) {
+            *result = v;
+            return false;
+        }
+        if (!accum_push(ev, acc, NULL, &v)) {
+            *result = cel_oom(ev);
+            return false;
+        }
+        return true;
+    default: break;
+    }
+    /* filtered forms: b is the predicate when a transform c exists (or for filter) */
+    bool has_filter = n->macro == CEL_MACRO_FILTER || n->c;
+    struct cel_value out = v;
+    if (has_filter) {
+        if (v.kind != CEL_K_BOOL) {
+            *result = v.kind == CEL_K_ERROR ? v : cel_no_overload(ev, n->b, &v, 1);
+            return false;
+        }
+        if (!v.b)
+            return true;
+        if (n->macro == CEL_MACRO_FILTER) {
+            out = *elem;
+        } else {
+            out = cel_eval_node(ev, n->c);
+            if (ev->aborted) {
+                *result = aborted_value(ev);
+                return false;
+            }
+        }
+    }
+    if (out.kind == CEL_K_ERROR) {
+        *result = out;
+        return false;
+    }
+    if (n->macro == CEL_MACRO_TRANSFORM_MAP_ENTRY) {
+        if (out.kind != CEL_K_MAP) {
+            *result = cel_error(ev, n, "transformMapEntry() must produce a map, got %s",
+                                cel_kind_name(out.kind));
+            return false;
+        }
+        const struct cel_map *g = cel_map_generic(ev, out.map);
+        if (!g) {
+            *result = cel_oom(ev);
+            return false;
+        }
+        for (size_t j = 0; j < g->n; j++) {
+            for (size_t k = 0; k < acc->n; k++) {
+                if (cel_value_equal(&acc->keys[k], &g->keys[j])) {
+                    *result = cel_error(ev, n, "insert failed: key already exists");
+                    return false;
+                }
+            }
+            if (!accum_push(ev, acc, &g->keys[j], &g->vals[j])) {
+                *result = cel_oom(ev);
+                return false;
+            }
+        }
+        return true;
+    }
+    bool with_key = n->macro == CEL_MACRO_TRANSFORM_MAP;
+    if (!accum_push(ev, acc, with_key ? key : NULL, &out)) {
+        *result = cel_oom(ev);
+        return false;
+    }
+    return true;
+}
+
 static struct cel_value eval_comprehension(struct cel_eval *ev, const struct cel_node *n)
 {
     struct cel_value range = cel_eval_node(ev, n->a);
     if (range.kind == CEL_K_ERROR)
         return range;
-    const struct cel_value *items;
+    const struct cel_value *items, *vals = NULL;
     size_t count;
-    if (range.kind == CEL_K_LIST) {
+    bool is_list = range.kind == CEL_K_LIST;
+    if (is_list) {
         items = range.list->items;
         count = range.list->n;
     } else if (range.kind == CEL_K_MAP) {
@@ -240,110 +393,46 @@ static struct cel_value eval_comprehension(struct cel_eval *ev, const struct cel
         if (!g)
             return cel_oom(ev);
         items = g->keys;
+        vals = g->vals;
         count = g->n;
     } else {
         return cel_error(ev, n, "expression of type '%s' cannot be the range of a comprehension",
                          cel_kind_name(range.kind));
     }
-    struct cel_value *slot = &ev->slots[n->index];
-    struct cel_value saved = *slot;
-    struct cel_value result;
-    struct cel_value first_err = {.kind = CEL_K_NULL};
-    bool have_err = false;
-    struct cel_value *out = NULL;
-    size_t nout = 0;
+    bool two = n->name2 != NULL;
+    struct cel_value *slot = &ev->slots[n->index], *slot2 = two ? slot + 1 : NULL;
+    struct cel_value saved = *slot, saved2 = two ? *slot2 : saved;
+    struct cel_value first_err = {.kind = CEL_K_NULL}, result = {.kind = CEL_K_NULL};
+    struct accum acc = {0};
     int64_t ones = 0;
-    if (n->macro == CEL_MACRO_MAP || n->macro == CEL_MACRO_MAP_FILTER ||
-        n->macro == CEL_MACRO_FILTER) {
-        out = cel_arena_alloc(ev->arena, sizeof(*out) * (count ? count : 1));
-        if (!out)
-            return cel_oom(ev);
-    }
-    for (size_t i = 0; i < count; i++) {
-        if (ev->aborted)
-            return aborted_value(ev);
-        *slot = items[i];
-        struct cel_value v = cel_eval_node(ev, n->b);
-        if (ev->aborted)
-            return aborted_value(ev);
-        switch (n->macro) {
-        case CEL_MACRO_ALL:
-        case CEL_MACRO_EXISTS: {
-            bool stop_on = n->macro == CEL_MACRO_EXISTS;
-            if (v.kind == CEL_K_BOOL) {
-                if (v.b == stop_on) {
-                    *slot = saved;
-                    return cel_bool(stop_on);
-                }
-            } else if (!have_err) {
-                have_err = true;
-                first_err = v.kind == CEL_K_ERROR ? v : cel_no_overload(ev, n->b, &v, 1);
-            }
-            break;
+    bool stopped = false;
+    for (size_t i = 0; i < count && !stopped; i++) {
+        struct cel_value key = is_list ? cel_int((int64_t)i) : items[i];
+        struct cel_value elem = is_list ? items[i] : items[i];
+        if (two) {
+            *slot = key;
+            *slot2 = is_list ? items[i] : vals[i];
+            elem = *slot2;
+        } else {
+            *slot = items[i];
         }
-        case CEL_MACRO_EXISTS_ONE:
-            if (v.kind == CEL_K_ERROR) {
-                *slot = saved;
-                return v;
-            }
-            if (v.kind != CEL_K_BOOL) {
-                *slot = saved;
-                return cel_error(ev, n->b, "exists_one() predicate must be bool, got %s",
-                                 cel_kind_name(v.kind));
-            }
-            ones += v.b;
-            break;
-        case CEL_MACRO_MAP:
-            if (v.kind == CEL_K_ERROR) {
-                *slot = saved;
-                return v;
-            }
-            out[nout++] = v;
-            break;
-        case CEL_MACRO_MAP_FILTER:
-        case CEL_MACRO_FILTER:
-            if (v.kind == CEL_K_ERROR) {
-                *slot = saved;
-                return v;
-            }
-            if (v.kind != CEL_K_BOOL) {
-                *slot = saved;
-                return cel_error(ev, n->b, "filter predicate must be bool, got %s",
-                                 cel_kind_name(v.kind));
-            }
-            if (!v.b)
-                break;
-            if (n->macro == CEL_MACRO_FILTER) {
-                out[nout++] = items[i];
-            } else {
-                struct cel_value t = cel_eval_node(ev, n->c);
-                if (t.kind == CEL_K_ERROR) {
-                    *slot = saved;
-                    return t;
-                }
-                out[nout++] = t;
-            }
-            break;
-        default: break;
-        }
+        stopped = !comprehension_step(ev, n, &key, &elem, &acc, &ones, &first_err, &result);
     }
     *slot = saved;
+    if (two)
+        *slot2 = saved2;
+    if (stopped)
+        return result;
     switch (n->macro) {
     case CEL_MACRO_ALL:
     case CEL_MACRO_EXISTS:
-        if (have_err)
+        if (first_err.kind == CEL_K_ERROR)
             return first_err;
         return cel_bool(n->macro == CEL_MACRO_ALL);
     case CEL_MACRO_EXISTS_ONE: return cel_bool(ones == 1);
-    default: {
-        struct cel_list *l = cel_arena_alloc(ev->arena, sizeof(*l));
-        if (!l)
-            return cel_oom(ev);
-        l->n = nout;
-        l->items = out;
-        result = (struct cel_value){.kind = CEL_K_LIST, .list = l};
-        return result;
-    }
+    case CEL_MACRO_TRANSFORM_MAP:
+    case CEL_MACRO_TRANSFORM_MAP_ENTRY: return accum_map(ev, &acc);
+    default: return accum_list(ev, &acc);
     }
 }
 

@@ -202,19 +202,39 @@ static struct cel_node *member_call(struct parser *p, struct cel_node *target, c
     static const struct {
         const char *name;
         uint32_t nargs;
+        uint8_t vars;
         enum cel_macro macro;
     } macros[] = {
-        {"all", 2, CEL_MACRO_ALL},       {"exists", 2, CEL_MACRO_EXISTS},
-        {"exists_one", 2, CEL_MACRO_EXISTS_ONE}, {"map", 2, CEL_MACRO_MAP},
-        {"map", 3, CEL_MACRO_MAP_FILTER}, {"filter", 2, CEL_MACRO_FILTER},
+        {"all", 2, 1, CEL_MACRO_ALL},
+        {"exists", 2, 1, CEL_MACRO_EXISTS},
+        {"exists_one", 2, 1, CEL_MACRO_EXISTS_ONE},
+        {"map", 2, 1, CEL_MACRO_MAP},
+        {"map", 3, 1, CEL_MACRO_MAP_FILTER},
+        {"filter", 2, 1, CEL_MACRO_FILTER},
+        {"all", 3, 2, CEL_MACRO_ALL},
+        {"exists", 3, 2, CEL_MACRO_EXISTS},
+        {"existsOne", 3, 2, CEL_MACRO_EXISTS_ONE},
+        {"exists_one", 3, 2, CEL_MACRO_EXISTS_ONE},
+        {"transformList", 3, 2, CEL_MACRO_TRANSFORM_LIST},
+        {"transformList", 4, 2, CEL_MACRO_TRANSFORM_LIST},
+        {"transformMap", 3, 2, CEL_MACRO_TRANSFORM_MAP},
+        {"transformMap", 4, 2, CEL_MACRO_TRANSFORM_MAP},
+        {"transformMapEntry", 3, 2, CEL_MACRO_TRANSFORM_MAP_ENTRY},
+        {"transformMapEntry", 4, 2, CEL_MACRO_TRANSFORM_MAP_ENTRY},
     };
     for (size_t i = 0; i < GS_ARRAY_SIZE(macros); i++) {
         if (strlen(macros[i].name) != name_len || memcmp(macros[i].name, name, name_len) ||
             macros[i].nargs != nargs)
             continue;
-        if (!is_simple_ident(args[0]))
-            return fail(p, args[0]->pos, "%s() variable name must be a simple identifier",
-                        macros[i].name);
+        uint8_t nv = macros[i].vars;
+        for (uint8_t k = 0; k < nv; k++)
+            if (!is_simple_ident(args[k]))
+                return fail(p, args[k]->pos, "%s() variable name must be a simple identifier",
+                            macros[i].name);
+        if (nv == 2 && args[0]->name_len == args[1]->name_len &&
+            !memcmp(args[0]->name, args[1]->name, args[0]->name_len))
+            return fail(p, args[1]->pos, "%s() variables must have different names: %s",
+                        macros[i].name, args[1]->name);
         struct cel_node *n = node_new(p, CEL_N_COMPREHENSION, pos);
         if (!n)
             return NULL;
@@ -222,8 +242,12 @@ static struct cel_node *member_call(struct parser *p, struct cel_node *target, c
         n->a = target;
         n->name = args[0]->name;
         n->name_len = args[0]->name_len;
-        n->b = args[1];
-        n->c = nargs == 3 ? args[2] : NULL;
+        if (nv == 2) {
+            n->name2 = args[1]->name;
+            n->name2_len = args[1]->name_len;
+        }
+        n->b = args[nv];
+        n->c = nargs == nv + 2u ? args[nv + 1] : NULL;
         return n;
     }
     if (ident_is(target, "cel") && name_len == 4 && !memcmp(name, "bind", 4) && nargs == 3) {

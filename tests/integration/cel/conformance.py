@@ -312,8 +312,6 @@ _FEATURES = [
     (re.compile(r"\bmath\.|\bstrings\.|\bbase64\.|\bsets\.|\blists\.|\bproto\."),
      "extension libraries"),
     (re.compile(r"\.(format|quote|reverse)\s*\("), "strings extension: format/quote/reverse"),
-    (re.compile(r"\.(all|exists|exists_one|existsOne|transformList|transformMap|transformMapEntry)\s*\("
-                r"\s*\w+\s*,\s*\w+\s*,"), "two-variable comprehensions"),
 ]
 
 
