@@ -137,7 +137,7 @@ int cdi_spec_write(const struct cdi_config *c, const struct claim_plan *p, struc
     cdi_spec_path(c, p->uid, path, sizeof(path));
     int r = files_mkdir_p(c->cdi_root, 0755, err);
     if (r == 0)
-        r = files_write_atomic(path, text, strlen(text), 0644, err);
+        r = files_write_atomic(path, text, strlen(text), 0644, 0, err);
     free(text);
     return r;
 }
@@ -148,7 +148,6 @@ int cdi_spec_remove(const struct cdi_config *c, const char *uid, struct gs_error
     cdi_spec_path(c, uid, path, sizeof(path));
     if (unlink(path) < 0 && errno != ENOENT)
         return gs_error_set(err, -errno, "cannot remove %s: %s", path, strerror(errno));
-    files_sync_dir(c->cdi_root);
     return 0;
 }
 

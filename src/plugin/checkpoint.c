@@ -93,7 +93,7 @@ void ckpt_fini(struct checkpoint *c)
     c->claims = NULL;
 }
 
-int ckpt_save(struct checkpoint *c, struct gs_error *err)
+int ckpt_save(struct checkpoint *c, bool durable, struct gs_error *err)
 {
     json_t *root = json_pack("{s:i, s:s, s:O}", "version", CKPT_VERSION, "driver", c->driver,
                              "claims", c->claims);
@@ -103,7 +103,7 @@ int ckpt_save(struct checkpoint *c, struct gs_error *err)
     json_decref(root);
     if (!text)
         return gs_error_set(err, -ENOMEM, "out of memory");
-    int r = files_write_atomic(c->path, text, strlen(text), 0600, err);
+    int r = files_write_atomic(c->path, text, strlen(text), 0600, durable ? FILES_DURABLE : 0, err);
     free(text);
     return r;
 }

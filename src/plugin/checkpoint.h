@@ -14,6 +14,7 @@
 #define GS_PLUGIN_CHECKPOINT_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/error.h"
@@ -39,7 +40,9 @@ struct checkpoint {
 int ckpt_load(struct checkpoint *c, const char *state_dir, const char *driver,
               struct gs_error *err);
 void ckpt_fini(struct checkpoint *c);
-int ckpt_save(struct checkpoint *c, struct gs_error *err);
+/* `durable`: fsync file and directory (the commit point of a prepare or an unprepare); otherwise
+ * only atomic against crashes (PrepareStarted: a lost one is covered by the orphan sweep). */
+int ckpt_save(struct checkpoint *c, bool durable, struct gs_error *err);
 
 enum ckpt_state ckpt_get(const struct checkpoint *c, const char *uid, struct claim_plan *plan);
 void ckpt_set(struct checkpoint *c, const struct claim_plan *plan, enum ckpt_state st);

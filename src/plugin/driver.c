@@ -122,10 +122,19 @@ static int write_claim_files(struct driver *d, const struct claim_plan *p, struc
     for (size_t i = 0; i < p->n_devices && r == 0; i++)
         r = gs_limits_add_device(lim, p->devices[i].uuid, p->devices[i].memory_limit,
                                  p->devices[i].cores, err);
-    if (r == 0) {
+    char *text = NULL;
+    if (r == 0 && !(text = malloc(GS_LIMITS_FILE_MAX)))
+        r = gs_error_set(err, -ENOMEM, "out of memory");
+    int len = r == 0 ? gs_limits_format(lim, text, GS_LIMITS_FILE_MAX, err) : r;
+    if (len >= 0) {
+        /* Not fsynced: after a power loss start-up reconcile rewrites every prepared claim's
+         * files from the (durable) checkpoint. */
         cdi_limits_host_path(c, p->uid, path, sizeof(path));
-        r = gs_limits_write(path, lim, err);
+        r = files_write_atomic(path, text, (size_t)len, 0444, 0, err);
+    } else {
+        r = len;
     }
+    free(text);
     free(lim);
     if (r < 0)
         return r;
@@ -150,9 +159,6 @@ static int remove_claim_files(struct driver *d, const char *uid, bool fault_poin
     r = files_remove_tree(dir, err);
     if (r < 0)
         return r;
-    char claims[PATH_MAX];
-    snprintf(claims, sizeof(claims), "%s/claims", d->cfg.cdi.host_dir);
-    files_sync_dir(claims);
     if (fault_points)
         driver_fault_point(d, "unprepare-after-claim-dir");
     return 0;
@@ -247,7 +253,7 @@ void driver_prepare(struct driver *d, size_t n, const struct claim_ref *refs,
             fresh++;
         }
     }
-    if (fresh && ckpt_save(&d->ckpt, &err) < 0) {
+    if (fresh && ckpt_save(&d->ckpt, false, &err) < 0) {
         for (size_t i = 0; i < n; i++)
             if (out[i].plan && !cached[i]) {
                 ckpt_remove(&d->ckpt, out[i].plan->uid);
@@ -279,7 +285,7 @@ void driver_prepare(struct driver *d, size_t n, const struct claim_ref *refs,
         for (size_t i = 0; i < n; i++)
             if (out[i].plan && !cached[i])
                 ckpt_set(&d->ckpt, out[i].plan, CKPT_PREPARE_COMPLETED);
-        if (ckpt_save(&d->ckpt, &err) < 0) {
+        if (ckpt_save(&d->ckpt, true, &err) < 0) {
             /* The files exist but the checkpoint cannot say so: undo, kubelet retries. */
             for (size_t i = 0; i < n; i++) {
                 if (!out[i].plan || cached[i])
@@ -344,7 +350,7 @@ void driver_unprepare(struct driver *d, size_t n, const struct claim_ref *refs,
         }
     }
     struct gs_error err = {0};
-    if (changed && ckpt_save(&d->ckpt, &err) < 0) {
+    if (changed && ckpt_save(&d->ckpt, true, &err) < 0) {
         for (size_t i = 0; i < n; i++)
             if (!errors[i][0])
                 snprintf(errors[i], CLAIM_ERROR_MAX, "claim %s/%s: cannot write the checkpoint: %s",
@@ -394,13 +400,16 @@ int driver_reconcile_local(struct driver *d)
         const char *id = json_string_value(u);
         enum ckpt_state st = plan ? ckpt_get(&d->ckpt, id, plan) : CKPT_NONE;
         if (st == CKPT_PREPARE_COMPLETED) {
-            if (!claim_files_present(d, plan)) {
+            /* Claim files are written without fsync: after a power loss they may be missing or
+             * stale, so every prepared claim's files are rewritten from the checkpoint. */
+            bool present = claim_files_present(d, plan);
+            if (!present)
                 gs_info("reconcile: re-creating files of a prepared claim", "uid=%s", id);
-                if (write_claim_files(d, plan, &err) < 0)
-                    gs_warn("reconcile: cannot re-create claim files", "uid=%s error=\"%s\"", id,
-                            err.msg);
+            if (write_claim_files(d, plan, &err) < 0)
+                gs_warn("reconcile: cannot re-create claim files", "uid=%s error=\"%s\"", id,
+                        err.msg);
+            if (!present)
                 fixed++;
-            }
             continue;
         }
         gs_info("reconcile: rolling back an unfinished prepare", "uid=%s state=%s", id,
@@ -461,7 +470,7 @@ int driver_reconcile_local(struct driver *d)
         }
         closedir(dir);
     }
-    if (changed && ckpt_save(&d->ckpt, &err) < 0)
+    if (changed && ckpt_save(&d->ckpt, true, &err) < 0)
         gs_error_log("reconcile: cannot write the checkpoint", "error=\"%s\"", err.msg);
     pthread_mutex_unlock(&d->lock);
     count_cleaned(d, fixed);
@@ -499,7 +508,7 @@ int driver_reconcile_api(struct driver *d, int64_t now_s)
         if (ckpt_get(&d->ckpt, uid, NULL) == CKPT_PREPARE_COMPLETED) {
             if (!gone) {
                 if (ckpt_set_missing(&d->ckpt, uid, 0) != 0)
-                    ckpt_save(&d->ckpt, &err);
+                    ckpt_save(&d->ckpt, false, &err);
             } else {
                 int64_t since = ckpt_set_missing(&d->ckpt, uid, now_s);
                 if (since == 0)
@@ -513,7 +522,7 @@ int driver_reconcile_api(struct driver *d, int64_t now_s)
                     ckpt_remove(&d->ckpt, uid);
                     cleaned++;
                 }
-                ckpt_save(&d->ckpt, &err);
+                ckpt_save(&d->ckpt, true, &err);
             }
         }
         pthread_mutex_unlock(&d->lock);

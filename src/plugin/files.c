@@ -30,7 +30,7 @@ bool files_exists(const char *path)
 }
 
 int files_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
-                       struct gs_error *err)
+                       unsigned flags, struct gs_error *err)
 {
     char dir[PATH_MAX], tmp[PATH_MAX];
     const char *slash = strrchr(path, '/');
@@ -61,7 +61,7 @@ int files_write_atomic(const char *path, const void *data, size_t len, mode_t mo
         p += w;
         left -= (size_t)w;
     }
-    if (fsync(fd) < 0 || fchmod(fd, mode) < 0) {
+    if (((flags & FILES_DURABLE) && fsync(fd) < 0) || fchmod(fd, mode) < 0) {
         int e = errno;
         close(fd);
         unlink(tmp);
@@ -73,7 +73,8 @@ int files_write_atomic(const char *path, const void *data, size_t len, mode_t mo
         unlink(tmp);
         return gs_error_set(err, -e, "cannot rename %s to %s: %s", tmp, path, strerror(e));
     }
-    files_sync_dir(dir);
+    if (flags & FILES_DURABLE)
+        files_sync_dir(dir);
     return 0;
 }
 
@@ -82,6 +83,11 @@ int files_mkdir_p(const char *path, mode_t mode, struct gs_error *err)
     char buf[PATH_MAX];
     if (strlen(path) >= sizeof(buf))
         return gs_error_set(err, -ENAMETOOLONG, "%s: path too long", path);
+    /* Common case first: the parent exists. */
+    if (mkdir(path, mode) == 0)
+        return 0;
+    if (errno != ENOENT && errno != EEXIST)
+        return gs_error_set(err, -errno, "cannot create directory %s: %s", path, strerror(errno));
     strcpy(buf, path);
     for (char *p = buf + 1;; p++) {
         if (*p == '/' || *p == '\0') {

@@ -37,14 +37,14 @@ static int install_host_files(const struct plugin_options *o, struct gs_error *e
         if ((r = files_read(o->vgpu_lib, VGPU_LIB_MAX, &data, &len, err)) < 0)
             return gs_error_prefix(err, "--vgpu-lib: ");
         snprintf(path, sizeof(path), "%s/libvgpu.so", o->host_dir);
-        r = files_write_atomic(path, data, len, 0755, err);
+        r = files_write_atomic(path, data, len, 0755, FILES_DURABLE, err);
         free(data);
         if (r < 0)
             return r;
     }
     snprintf(path, sizeof(path), "%s/ld.so.preload", o->host_dir);
     return files_write_atomic(path, CDI_CONTAINER_LIB "\n", strlen(CDI_CONTAINER_LIB "\n"), 0644,
-                              err);
+                              FILES_DURABLE, err);
 }
 
 /* Seconds for the publisher's timers: sub-second values round up, 0 stays 0 (off). */

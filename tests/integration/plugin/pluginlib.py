@@ -23,8 +23,14 @@ import uuid
 import grpc
 import jsonschema
 
+import fakeapi
 from fakeapi import FakeAPI
 from gstest import env_paths
+
+# Answer like a real API server (Go sets TCP_NODELAY on every connection): without it the fake
+# server's header and body writes meet the client's delayed ACK and each keep-alive request costs
+# ~40 ms on loopback.
+fakeapi._Handler.disable_nagle_algorithm = True
 
 DRIVER = 'hami-core-gpu.project-hami.io'
 NODE = 'hami-workshop'

@@ -20,7 +20,7 @@ static void test_files(void)
     snprintf(path, sizeof(path), "%s/a/b/c", tmp);
     is_int(files_mkdir_p(path, 0755, &e), 0, "mkdir -p");
     snprintf(path, sizeof(path), "%s/a/b/c/f.txt", tmp);
-    is_int(files_write_atomic(path, "hello\n", 6, 0444, &e), 0, "atomic write");
+    is_int(files_write_atomic(path, "hello\n", 6, 0444, FILES_DURABLE, &e), 0, "atomic write");
     struct stat st;
     stat(path, &st);
     is_int(st.st_mode & 0777, 0444, "mode applied");
@@ -56,7 +56,7 @@ static void test_checkpoint(void)
     p.devices[0].memory_limit = 1ull << 32;
     p.devices[0].cores = 30;
     ckpt_set(&c, &p, CKPT_PREPARE_STARTED);
-    is_int(ckpt_save(&c, &e), 0, "save");
+    is_int(ckpt_save(&c, true, &e), 0, "save");
     ckpt_fini(&c);
     is_int(ckpt_load(&c, dir, "drv", &e), 0, "reload");
     is_int(ckpt_get(&c, "uid-1", &q), CKPT_PREPARE_STARTED, "state survives");
@@ -71,12 +71,12 @@ static void test_checkpoint(void)
 
     char path[600];
     snprintf(path, sizeof(path), "%s/%s", dir, CKPT_FILE_NAME);
-    files_write_atomic(path, "{\"version\":1,\"claims\":", 22, 0600, &e);
+    files_write_atomic(path, "{\"version\":1,\"claims\":", 22, 0600, 0, &e);
     is_int(ckpt_load(&c, dir, "drv", &e), -EBADMSG, "truncated checkpoint is an error");
     like_str(e.msg, "not JSON", "corrupt message");
     ckpt_fini(&c);
     const char *bad = "{\"version\":1,\"claims\":{\"x\":{\"state\":\"PrepareCompleted\",\"plan\":{}}}}";
-    files_write_atomic(path, bad, strlen(bad), 0600, &e);
+    files_write_atomic(path, bad, strlen(bad), 0600, 0, &e);
     is_int(ckpt_load(&c, dir, "drv", &e), 0, "checkpoint with a bad entry loads");
     is_int(ckpt_count(&c), 0, "bad entry dropped");
     ckpt_fini(&c);
@@ -141,7 +141,7 @@ static void test_pci(void)
     struct gs_error e = {0};
     files_mkdir_p(path, 0755, &e);
     snprintf(link, sizeof(link), "%s/numa_node", path);
-    files_write_atomic(link, "1\n", 2, 0644, &e);
+    files_write_atomic(link, "1\n", 2, 0644, 0, &e);
     snprintf(path, sizeof(path), "%s/sys/bus/pci/devices", tmp);
     files_mkdir_p(path, 0755, &e);
     snprintf(link, sizeof(link), "%s/0000:3b:00.0", path);
