@@ -198,7 +198,10 @@ def test_cli(t):
 def main():
     t = Tap()
     with FakeAPI() as api:
-        t.run('schema', test_schema, t, api)
+        if os.path.isdir(os.path.join(REF, 'k8s-json-schema')):
+            t.run('schema', test_schema, t, api)
+        else:
+            t.skip('stored objects validate against the strict schemas', f'{REF} not found')
         t.run('gate', test_gate, t, api)
         t.run('faults', test_faults, t, api)
         api.reset()
