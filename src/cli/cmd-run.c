@@ -250,8 +250,9 @@ static int spawn(const struct sa_env *env, const struct claim_plan *plan, const 
     }
     char preload[SA_PATH_MAX * 2];
     const char *old = getenv("LD_PRELOAD");
-    snprintf(preload, sizeof(preload), "%s%s%s", env->vgpu_lib, old && *old ? ":" : "",
-             old ? old : "");
+    /* The user's own preloads stay first (a sanitizer runtime must be the first DSO). */
+    snprintf(preload, sizeof(preload), "%s%s%s", old ? old : "", old && *old ? ":" : "",
+             env->vgpu_lib);
     int sync_pipe[2];
     if (pipe2(sync_pipe, O_CLOEXEC) != 0)
         return gs_error_set(err, -errno, "pipe: %s", strerror(errno));
