@@ -78,6 +78,21 @@ def apis(t, w):
     os.unlink(os.path.join(w.limits, 'claim-apis.limits'))
 
 
+def context_overhead(t, w):
+    uuid = w.devices()[0][1]
+    w.write_limits('claim-ctx', [(uuid, 4096 * MiB, 0)], region=w.region('ctx'))
+    ov = {'GPUSIM_CONTEXT_OVERHEAD': str(64 * MiB)}
+    kv = parse(w.run(['boundary', 4200, MiB], extra=ov).stdout)
+    t.is_eq(kv.get('allocated'), '4032',
+            'context overhead 64 MiB is charged: 4032 allocations of 1 MiB fit 4096 MiB')
+    t.is_eq(kv.get('after_free_used'), str(64 * MiB), 'the context stays charged after frees')
+    w.write_limits('claim-ctx', [(uuid, 32 * MiB, 0)], region=w.region('ctx'))
+    p = w.run(['boundary', 10, MiB], extra=ov, check=False)
+    t.like(p.stderr, 'cuDevicePrimaryCtxRetain failed (2)',
+           'a context whose overhead exceeds the limit fails with CUDA_ERROR_OUT_OF_MEMORY')
+    os.unlink(os.path.join(w.limits, 'claim-ctx.limits'))
+
+
 def env_only(t, w):
     kv = parse(w.run(['boundary', 200, MiB],
                      extra={'CUDA_DEVICE_MEMORY_LIMIT_0': '100m',
@@ -180,6 +195,7 @@ def main():
     try:
         t.run('boundary', boundary, t, w)
         t.run('apis', apis, t, w)
+        t.run('context_overhead', context_overhead, t, w)
         t.run('env_only', env_only, t, w)
         t.run('file_only', file_only, t, w)
         t.run('views', views, t, w)
