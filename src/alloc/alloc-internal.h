@@ -216,6 +216,11 @@ struct alloc_pool {
     struct alloc_slice **slices;
 };
 
+struct alloc_slice_list {
+    size_t n, cap;
+    struct alloc_slice **v;
+};
+
 struct alloc_node_pools {
     uint64_t generation;
     size_t n;
@@ -230,6 +235,12 @@ struct alloc_state {
     struct alloc_map claims;  /* ns/name -> struct alloc_allocated_claim */
     struct alloc_map node_pools; /* node -> struct alloc_node_pools (cache) */
     uint64_t slices_generation; /* bumps when slices or nodes change */
+    /* Index for gathering: nodeName -> struct alloc_slice_list, and the slices that are not
+     * bound to one node by name. Rebuilt when slices_generation moves. */
+    uint64_t index_generation;
+    struct alloc_map by_node;
+    size_t n_unbound, cap_unbound;
+    struct alloc_slice **unbound;
     uint64_t next_class_serial;
     struct cel_cache *cel;
 };
@@ -245,6 +256,7 @@ int alloc_state_commit(struct alloc_state *st, const char *ns, const char *name,
 const struct alloc_node_pools *alloc_pools_for_node(struct alloc_state *st, const char *node,
                                                     struct gs_error *err);
 void alloc_node_pools_free(void *p);
+void alloc_slice_index_free(struct alloc_state *st);
 /* Kubernetes nodeMatches(): nodeName, allNodes, or a v1.NodeSelector against node labels. */
 int alloc_node_matches(const struct alloc_state *st, const char *node, const char *node_name,
                        bool all_nodes, const json_t *selector, bool *out, struct gs_error *err);
@@ -278,6 +290,10 @@ int alloc_capreq_resolve(const struct alloc_request *r, const struct alloc_devic
 int alloc_capacity_check(const struct alloc_request *r, const struct alloc_device *d,
                          const struct alloc_qty *pending, struct alloc_qty *consumed,
                          struct alloc_cap_check *chk, struct gs_error *err);
+
+/* Necessary condition, cheap: every capacity `r` requests exists on `d` and what `d` has free
+ * is at least the requested amount (consumption never goes below the request). */
+bool alloc_capacity_may_fit(const struct alloc_request *r, const struct alloc_device *d);
 
 /* ---- constraints (constraints.c) ------------------------------------------------------------ */
 struct alloc_constraint_state {

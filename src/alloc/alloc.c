@@ -23,6 +23,25 @@ static const char *error_reason(int code, const char *msg)
     return code == -EINVAL ? "InvalidClaim" : "Error";
 }
 
+struct alloc_claim_spec *alloc_claim_spec_new(const json_t *claim, struct gs_error *err)
+{
+    struct alloc_claim_spec *spec = NULL;
+    if (alloc_decode_claim(claim, &spec, err) < 0)
+        return NULL;
+    if (spec->n_req == 0) {
+        gs_error_set(err, -EINVAL, "ResourceClaim %s: spec.devices.requests: no requests",
+                     spec->name);
+        alloc_claim_spec_free(spec);
+        return NULL;
+    }
+    return spec;
+}
+
+void alloc_claim_spec_release(struct alloc_claim_spec *claim)
+{
+    alloc_claim_spec_free(claim);
+}
+
 int alloc_claim(struct alloc_state *st, const json_t *claim, const struct alloc_options *opt,
                 json_t **allocation, struct alloc_explanation **explanation,
                 struct gs_error *err)
@@ -35,21 +54,32 @@ int alloc_claim(struct alloc_state *st, const json_t *claim, const struct alloc_
         *allocation = NULL;
     if (explanation)
         *explanation = NULL;
+    struct alloc_claim_spec *spec = alloc_claim_spec_new(claim, err);
+    if (!spec)
+        return err->code ? err->code : -ENOMEM;
+    int r = alloc_claim_spec_allocate(st, spec, opt, allocation, explanation, err);
+    alloc_claim_spec_free(spec);
+    return r;
+}
+
+int alloc_claim_spec_allocate(struct alloc_state *st, const struct alloc_claim_spec *spec,
+                              const struct alloc_options *opt, json_t **allocation,
+                              struct alloc_explanation **explanation, struct gs_error *err)
+{
+    struct gs_error local = {0};
+    if (!err)
+        err = &local;
+    gs_error_clear(err);
+    if (allocation)
+        *allocation = NULL;
+    if (explanation)
+        *explanation = NULL;
     if (!opt || !opt->node || !*opt->node)
         return gs_error_set(err, -EINVAL, "alloc_claim: a node name is required");
-    struct alloc_claim_spec *spec = NULL;
-    int r = alloc_decode_claim(claim, &spec, err);
-    if (r < 0)
-        return r;
     struct alloc_result *res = NULL;
     size_t n = 0;
     json_t *al = NULL;
-    if (spec->n_req == 0) {
-        alloc_claim_spec_free(spec);
-        return gs_error_set(err, -EINVAL, "ResourceClaim %s: spec.devices.requests: no requests",
-                            json_string_value(json_object_get(json_object_get(claim, "metadata"),
-                                                              "name")));
-    }
+    int r;
     r = alloc_search(st, spec, opt, &res, &n, &al, err);
     if (r == ALLOC_UNSCHEDULABLE && !err->code)
         gs_error_set(err, r, "claim %s/%s: cannot allocate all requests on node %s", spec->ns,
@@ -80,7 +110,6 @@ int alloc_claim(struct alloc_state *st, const json_t *claim, const struct alloc_
                 alloc_result_fini(&res[i]);
             free(res);
             json_decref(al);
-            alloc_claim_spec_free(spec);
             if (explanation) {
                 alloc_explanation_free(*explanation);
                 *explanation = NULL;
@@ -94,6 +123,5 @@ int alloc_claim(struct alloc_state *st, const json_t *claim, const struct alloc_
         else
             json_decref(al);
     }
-    alloc_claim_spec_free(spec);
     return r;
 }

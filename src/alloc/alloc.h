@@ -102,6 +102,18 @@ int alloc_claim(struct alloc_state *st, const json_t *claim, const struct alloc_
                 json_t **allocation, struct alloc_explanation **explanation,
                 struct gs_error *err);
 
+/*
+ * A claim decoded once and tried on many nodes (as a scheduler does): alloc_claim() is
+ * alloc_claim_spec_new() + alloc_claim_spec_allocate() + alloc_claim_spec_release().
+ * The decoded claim does not refer to the JSON object it came from.
+ */
+struct alloc_claim_spec;
+struct alloc_claim_spec *alloc_claim_spec_new(const json_t *claim, struct gs_error *err);
+void alloc_claim_spec_release(struct alloc_claim_spec *claim);
+int alloc_claim_spec_allocate(struct alloc_state *st, const struct alloc_claim_spec *claim,
+                              const struct alloc_options *opt, json_t **allocation,
+                              struct alloc_explanation **explanation, struct gs_error *err);
+
 void alloc_explanation_free(struct alloc_explanation *e);
 /* Text, one line per request and per device:
  *   claim test-dra/big on node n1: Unschedulable
@@ -111,7 +123,8 @@ void alloc_explanation_free(struct alloc_explanation *e);
  */
 void alloc_explanation_print(const struct alloc_explanation *e, FILE *out);
 /* {"claim", "node", "allocated", "reason", "message", "requests": [{"request", "reason",
- *  "message", "devices": [{"device", "driver", "pool", "reason", "hamiReason", "message"}]}]} */
+ *  "message", "devices": [{"device": "driver/pool/device", "reason", "message",
+ *  "hamiReason" (when HAMi has a name for it)}]}]} */
 json_t *alloc_explanation_json(const struct alloc_explanation *e);
 /* Outcome reason of the whole claim ("Allocated", "Unschedulable", "CelError", ...). */
 const char *alloc_explanation_reason(const struct alloc_explanation *e);

@@ -284,3 +284,19 @@ int alloc_capacity_check(const struct alloc_request *r, const struct alloc_devic
     }
     return 0;
 }
+
+bool alloc_capacity_may_fit(const struct alloc_request *r, const struct alloc_device *d)
+{
+    for (size_t j = 0; j < r->n_capreq; j++) {
+        size_t i;
+        for (i = 0; i < d->n_cap; i++)
+            if (fq_equal(r->capreq[j].name, d->slice->driver, d->cap[i].fq))
+                break;
+        if (i == d->n_cap)
+            return false;
+        const struct alloc_qty *used = alloc_usage_get(d->usage, d->cap[i].fq);
+        if ((used ? used->n : 0) + r->capreq[j].q.n > d->cap[i].value.n)
+            return false;
+    }
+    return true;
+}

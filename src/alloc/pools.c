@@ -191,6 +191,86 @@ static int add_slice(struct alloc_node_pools *np, struct alloc_slice *s)
     return 0;
 }
 
+static void slice_list_free(void *p)
+{
+    struct alloc_slice_list *l = p;
+    if (l)
+        free(l->v);
+    free(l);
+}
+
+void alloc_slice_index_free(struct alloc_state *st)
+{
+    alloc_map_fini(&st->by_node, slice_list_free);
+    free(st->unbound);
+    st->unbound = NULL;
+    st->n_unbound = st->cap_unbound = 0;
+}
+
+static int slice_list_push(struct alloc_slice ***v, size_t *n, size_t *cap, struct alloc_slice *s)
+{
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 4;
+        struct alloc_slice **nv = realloc(*v, nc * sizeof(*nv));
+        if (!nv)
+            return -ENOMEM;
+        *v = nv;
+        *cap = nc;
+    }
+    (*v)[(*n)++] = s;
+    return 0;
+}
+
+/* nodeName -> slices, plus every slice not bound by nodeName (allNodes, nodeSelector,
+ * perDeviceNodeSelection): gathering for one node then looks at its own slices only. */
+static int build_index(struct alloc_state *st)
+{
+    if (st->index_generation == st->slices_generation)
+        return 0;
+    alloc_slice_index_free(st);
+    for (size_t i = 0; i < st->slices.cap; i++) {
+        struct alloc_slice *s = st->slices.e[i].key ? st->slices.e[i].value : NULL;
+        if (!s)
+            continue;
+        if (!s->per_device && s->node_name && *s->node_name) {
+            struct alloc_slice_list *l = alloc_map_get(&st->by_node, s->node_name);
+            if (!l) {
+                l = calloc(1, sizeof(*l));
+                if (!l || alloc_map_put(&st->by_node, s->node_name, l, NULL) < 0) {
+                    free(l);
+                    return -ENOMEM;
+                }
+            }
+            if (slice_list_push(&l->v, &l->n, &l->cap, s) < 0)
+                return -ENOMEM;
+        } else if (slice_list_push(&st->unbound, &st->n_unbound, &st->cap_unbound, s) < 0)
+            return -ENOMEM;
+    }
+    st->index_generation = st->slices_generation;
+    return 0;
+}
+
+static int consider(struct alloc_state *st, struct alloc_node_pools *np, const char *node,
+                    struct alloc_slice *s, struct gs_error *err)
+{
+    bool match = false;
+    int r = 0;
+    if (s->per_device) {
+        for (size_t d = 0; d < s->n_dev && !match && r == 0; d++)
+            r = alloc_node_matches(st, node, s->dev[d].node_name, s->dev[d].all_nodes,
+                                   s->dev[d].node_selector, &match, err);
+    } else
+        r = alloc_node_matches(st, node, s->node_name, s->all_nodes, s->node_selector, &match,
+                               err);
+    if (r < 0) {
+        gs_error_prefix(err, "ResourceSlice %s: ", s->name);
+        return r;
+    }
+    if (match && add_slice(np, s) < 0)
+        return gs_error_set(err, -ENOMEM, "out of memory");
+    return 0;
+}
+
 const struct alloc_node_pools *alloc_pools_for_node(struct alloc_state *st, const char *node,
                                                     struct gs_error *err)
 {
@@ -203,30 +283,22 @@ const struct alloc_node_pools *alloc_pools_for_node(struct alloc_state *st, cons
         return NULL;
     }
     np->generation = st->slices_generation;
-    for (size_t i = 0; i < st->slices.cap; i++) {
-        struct alloc_slice *s = st->slices.e[i].key ? st->slices.e[i].value : NULL;
-        if (!s)
-            continue;
-        bool match = false;
-        int r = 0;
-        if (s->per_device) {
-            for (size_t d = 0; d < s->n_dev && !match && r == 0; d++)
-                r = alloc_node_matches(st, node, s->dev[d].node_name, s->dev[d].all_nodes,
-                                       s->dev[d].node_selector, &match, err);
-        } else
-            r = alloc_node_matches(st, node, s->node_name, s->all_nodes, s->node_selector, &match,
-                                   err);
-        if (r < 0) {
-            gs_error_prefix(err, "ResourceSlice %s: ", s->name);
-            alloc_node_pools_free(np);
-            return NULL;
-        }
-        if (match && add_slice(np, s) < 0) {
-            alloc_node_pools_free(np);
-            gs_error_set(err, -ENOMEM, "out of memory");
-            return NULL;
-        }
+    if (build_index(st) < 0) {
+        alloc_node_pools_free(np);
+        gs_error_set(err, -ENOMEM, "out of memory");
+        return NULL;
     }
+    const struct alloc_slice_list *own = alloc_map_get(&st->by_node, node);
+    for (size_t i = 0; own && i < own->n; i++)
+        if (consider(st, np, node, own->v[i], err) < 0) {
+            alloc_node_pools_free(np);
+            return NULL;
+        }
+    for (size_t i = 0; i < st->n_unbound; i++)
+        if (consider(st, np, node, st->unbound[i], err) < 0) {
+            alloc_node_pools_free(np);
+            return NULL;
+        }
     if (np->n)
         qsort(np->pools, np->n, sizeof(*np->pools), cmp_pool);
     for (size_t i = 0; i < np->n; i++) {

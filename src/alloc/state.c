@@ -73,6 +73,7 @@ void alloc_state_free(struct alloc_state *st)
     if (!st)
         return;
     alloc_map_fini(&st->node_pools, alloc_node_pools_free);
+    alloc_slice_index_free(st);
     alloc_map_fini(&st->slices, slice_free_v);
     alloc_map_fini(&st->classes, class_free_v);
     alloc_map_fini(&st->nodes, node_free);
