@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * kubelet's gRPC request messages (untrusted bytes): every DRA and registration request type of
+ * both API versions is decoded by protobuf-c; a decoded message re-encodes to a message that
+ * decodes to the same encoding.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dra_v1.pb-c.h"
+#include "dra_v1beta1.pb-c.h"
+#include "pluginregistration_v1.pb-c.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void roundtrip(const ProtobufCMessageDescriptor *desc, const uint8_t *data, size_t size)
+{
+    ProtobufCMessage *m = protobuf_c_message_unpack(desc, NULL, size, data);
+    if (!m)
+        return;
+    size_t n = protobuf_c_message_get_packed_size(m);
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf)
+        abort();
+    if (protobuf_c_message_pack(m, buf) != n)
+        abort();
+    ProtobufCMessage *m2 = protobuf_c_message_unpack(desc, NULL, n, buf);
+    if (!m2)
+        abort();
+    size_t n2 = protobuf_c_message_get_packed_size(m2);
+    uint8_t *buf2 = malloc(n2 ? n2 : 1);
+    if (!buf2 || protobuf_c_message_pack(m2, buf2) != n2 || n2 != n || memcmp(buf, buf2, n) != 0)
+        abort();
+    free(buf2);
+    free(buf);
+    protobuf_c_message_free_unpacked(m2, NULL);
+    protobuf_c_message_free_unpacked(m, NULL);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    roundtrip(&k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__descriptor,
+              data, size);
+    roundtrip(&k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_request__descriptor,
+              data, size);
+    roundtrip(&k8s__io__kubelet__pkg__apis__dra__v1beta1__node_prepare_resources_request__descriptor,
+              data, size);
+    roundtrip(&k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__descriptor,
+              data, size);
+    roundtrip(&pluginregistration__registration_status__descriptor, data, size);
+    roundtrip(&pluginregistration__info_request__descriptor, data, size);
+    return 0;
+}
