@@ -413,6 +413,9 @@ int cel_resolve(struct cel_program *p, const struct cel_decl *decls, size_t ndec
 /* Compile an RE2-style pattern. NULL + message on error. Free with cel_regex_free. */
 void *cel_regex_compile(const char *pat, size_t len, char *msg, size_t msglen);
 void cel_regex_free(void *re);
+/* First match at or after byte `off`: 1 with [*mb, *me) set, 0 none, <0 error. */
+int cel_regex_find(const void *re, const char *s, size_t len, size_t off, size_t *mb, size_t *me,
+                   struct cel_arena *arena);
 /* 1 match, 0 no match, <0 error. Match state is allocated from `arena` (no malloc). */
 int cel_regex_search(const void *re, const char *s, size_t len, struct cel_arena *arena);
 

@@ -494,8 +494,30 @@ static void fold_constant(struct checker *c, struct cel_node *n)
     n->nargs = 0;
 }
 
+/* ns.fn(args) where `ns` is no variable: a namespaced global function (sets.contains, ...). */
+static void resolve_namespaced(struct checker *c, struct cel_node *n)
+{
+    const struct cel_node *ns = n->args[0];
+    if (!n->receiver || ns->kind != CEL_N_IDENT || ns->index >= 0 ||
+        find_local(c, ns->name, ns->name_len) || find_decl(c, ns->name, ns->name_len) >= 0)
+        return;
+    char q[128];
+    int len = snprintf(q, sizeof(q), "%s.%s", ns->name, n->name);
+    if (len < 0 || (size_t)len >= sizeof(q))
+        return;
+    const struct cel_func *f = cel_func_lookup(q, (size_t)len, false, n->nargs - 1);
+    if (!f)
+        return;
+    n->args++;
+    n->nargs--;
+    n->receiver = false;
+    n->name = f->name;
+    n->name_len = (uint32_t)strlen(f->name);
+}
+
 static void check_call(struct checker *c, struct cel_node *n)
 {
+    resolve_namespaced(c, n);
     for (uint32_t i = 0; i < n->nargs && !c->failed; i++)
         check_node(c, n->args[i]);
     if (c->failed)
@@ -554,7 +576,8 @@ static void check_call(struct checker *c, struct cel_node *n)
     fold_constant(c, n);
 regex:
     /* matches() with a constant pattern: compile once, here */
-    if (!strcmp(fn->name, "matches")) {
+    if (!strcmp(fn->name, "matches") || !strcmp(fn->name, "find") ||
+        !strcmp(fn->name, "findAll")) {
         const struct cel_node *pat = n->args[1];
         if (pat->kind == CEL_N_LITERAL && pat->lit.kind == CEL_K_STRING) {
             char msg[128];

@@ -11,5 +11,11 @@ extern const struct cel_func cel_string_funcs[]; /* strings.c: string extension 
 extern const size_t cel_string_funcs_count;
 extern const struct cel_func cel_k8s_funcs[]; /* k8s.c: quantity and semver libraries */
 extern const size_t cel_k8s_funcs_count;
+extern const struct cel_func cel_list_funcs[]; /* lists.c: lists, regex find, sets, quote */
+extern const size_t cel_list_funcs_count;
+
+/* indexOf / lastIndexOf with a list receiver (lists.c; strings.c dispatches to it). */
+struct cel_value cel_list_index_of(struct cel_eval *ev, const struct cel_node *call,
+                                   struct cel_value *a, uint32_t n);
 
 #endif /* GS_CEL_FUNCTIONS_H */

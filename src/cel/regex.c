@@ -47,7 +47,22 @@ static void arena_free(void *p, void *data)
     (void)data; /* released with the arena */
 }
 
+static int match_at(const void *re, const char *s, size_t len, size_t off, size_t *mb,
+                    size_t *me, struct cel_arena *arena);
+
 int cel_regex_search(const void *re, const char *s, size_t len, struct cel_arena *arena)
+{
+    return match_at(re, s, len, 0, NULL, NULL, arena);
+}
+
+int cel_regex_find(const void *re, const char *s, size_t len, size_t off, size_t *mb, size_t *me,
+                   struct cel_arena *arena)
+{
+    return match_at(re, s, len, off, mb, me, arena);
+}
+
+static int match_at(const void *re, const char *s, size_t len, size_t off, size_t *mb,
+                    size_t *me, struct cel_arena *arena)
 {
     pcre2_general_context *gc = pcre2_general_context_create(arena_malloc, arena_free, arena);
     pcre2_match_data *md = gc ? pcre2_match_data_create(1, gc) : NULL;
@@ -57,9 +72,15 @@ int cel_regex_search(const void *re, const char *s, size_t len, struct cel_arena
     pcre2_set_match_limit(mc, REGEX_MATCH_LIMIT);
     pcre2_set_depth_limit(mc, REGEX_DEPTH_LIMIT);
     /* heap frames for backtracking come from the match context's allocator, i.e. the arena */
-    int rc = pcre2_match(re, (PCRE2_SPTR)(len ? s : ""), len, 0, 0, md, mc);
-    if (rc >= 0)
+    int rc = pcre2_match(re, (PCRE2_SPTR)(len ? s : ""), len, off, 0, md, mc);
+    if (rc >= 0) {
+        if (mb && me) {
+            PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+            *mb = ov[0];
+            *me = ov[1] >= ov[0] ? ov[1] : ov[0];
+        }
         return 1;
+    }
     if (rc == PCRE2_ERROR_NOMATCH)
         return 0;
     return -EINVAL;

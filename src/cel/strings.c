@@ -325,6 +325,8 @@ static struct cel_value fn_trim(struct cel_eval *ev, const struct cel_node *call
 static struct cel_value fn_index_of(struct cel_eval *ev, const struct cel_node *call,
                                     struct cel_value *a, uint32_t n)
 {
+    if (a[0].kind == CEL_K_LIST)
+        return cel_list_index_of(ev, call, a, n);
     if (!all_kinds(a, n, KINDS(S, S, I)))
         return NO_OVERLOAD();
     bool last = call->name[0] == 'l';
@@ -411,9 +413,9 @@ const struct cel_func cel_string_funcs[] = {
     {"replace", true, 3, fn_replace, OV("string,string,string:string"), true},
     {"replace", true, 4, fn_replace, OV("string,string,string,int:string"), true},
     {"trim", true, 1, fn_trim, OV("string:string"), true},
-    {"indexOf", true, 2, fn_index_of, OV("string,string:int"), true},
+    {"indexOf", true, 2, fn_index_of, OV("string,string:int", "list(A),A:int"), true},
     {"indexOf", true, 3, fn_index_of, OV("string,string,int:int"), true},
-    {"lastIndexOf", true, 2, fn_index_of, OV("string,string:int"), true},
+    {"lastIndexOf", true, 2, fn_index_of, OV("string,string:int", "list(A),A:int"), true},
     {"lastIndexOf", true, 3, fn_index_of, OV("string,string,int:int"), true},
     {"substring", true, 2, fn_substring, OV("string,int:string"), true},
     {"substring", true, 3, fn_substring, OV("string,int,int:string"), true},

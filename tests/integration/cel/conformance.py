@@ -309,9 +309,8 @@ _FEATURES = [
                 r"\b[A-Za-z_][A-Za-z0-9_.]*\s*\{\s*[A-Za-z_]*\s*[:}]"), "protobuf messages"),
     (re.compile(r"\.\?|\[\?|\boptional\.|\.orValue|\.hasValue|\.optMap|\.optFlatMap"),
      "optional types"),
-    (re.compile(r"\bmath\.|\bstrings\.|\bbase64\.|\bsets\.|\blists\.|\bproto\."),
-     "extension libraries"),
-    (re.compile(r"\.(format|quote|reverse)\s*\("), "strings extension: format/quote/reverse"),
+    (re.compile(r"\bmath\.|\bbase64\.|\blists\.|\bproto\."), "extension libraries"),
+    (re.compile(r"\.format\s*\("), "strings extension: format"),
 ]
 
 
