@@ -54,7 +54,8 @@ static void usage(FILE *out)
             "      --policy P       first-fit (kube-scheduler), binpack, spread, topology\n"
             "      --explain        say why, per request and per device, for every claim\n"
             "  -o, --output F       table (default), yaml or json: the claims with\n"
-            "                       status.allocation\n"
+            "                       status.allocation (and, with --explain, `explanations`:\n"
+            "                       one per node tried)\n"
             "\n"
             "exit status: 0 all claims allocated, 1 some claim could not be allocated,\n"
             "             2 usage error or invalid input\n");
@@ -540,64 +541,73 @@ int cmd_schedule(int argc, char **argv)
         snprintf(key, sizeof(key), "%s/%s", meta_str(o, "namespace", "default"),
                  meta_str(o, "name", "(unnamed)"));
         json_t *allocation = NULL;
-        struct alloc_explanation *why = NULL, *last_why = NULL;
+        /* One explanation per node tried; on success only the node that took the claim. */
+        struct alloc_explanation **whys = calloc(n_nodes, sizeof(*whys));
+        size_t n_whys = 0;
         const char *placed = NULL;
         int r = ALLOC_UNSCHEDULABLE;
-        char failure[GS_ERROR_MSG_MAX + 32] = "";
-        for (size_t k = 0; k < n_nodes; k++) {
-            aopt.node = nodes[k];
-            r = alloc_claim(st, o, &aopt, &allocation, &why, &err);
-            alloc_explanation_free(last_why);
-            last_why = why;
-            why = NULL;
-            if (r == 0) {
-                placed = nodes[k];
-                break;
-            }
-            snprintf(failure, sizeof(failure), "%s", err.msg);
-            if (r != ALLOC_UNSCHEDULABLE && err.msg[0] &&
-                (strstr(err.msg, "ResourceClaim ") == err.msg))
-                break; /* the claim itself is invalid: the same on every node */
-        }
-        if (r == -EINVAL && strstr(failure, "ResourceClaim ") == failure) {
-            fprintf(stderr, "gpuslice schedule: %s: %s\n", in.v[i].where, failure);
-            alloc_explanation_free(last_why);
+        char failure[GS_ERROR_MSG_MAX] = "";
+        struct alloc_claim_spec *spec = whys ? alloc_claim_spec_new(o, &err) : NULL;
+        if (!spec) {
+            if (whys)
+                fprintf(stderr, "gpuslice schedule: %s: %s\n", in.v[i].where, err.msg);
+            free(whys);
             status = 2;
             goto out;
         }
+        for (size_t k = 0; k < n_nodes; k++) {
+            struct alloc_explanation *why = NULL;
+            aopt.node = nodes[k];
+            r = alloc_claim_spec_allocate(st, spec, &aopt, &allocation, &why, &err);
+            if (r == 0) {
+                for (size_t w = 0; w < n_whys; w++)
+                    alloc_explanation_free(whys[w]);
+                n_whys = 0;
+                placed = nodes[k];
+            }
+            if (why)
+                whys[n_whys++] = why;
+            if (r == 0)
+                break;
+            snprintf(failure, sizeof(failure), "%s", err.msg);
+        }
+        alloc_claim_spec_release(spec);
         if (r != 0) {
             status = 1;
             if (!aopt.explain) {
-                if (last_why)
-                    alloc_explanation_print(last_why, stderr);
-                else
+                for (size_t w = 0; w < n_whys; w++)
+                    alloc_explanation_print(whys[w], stderr);
+                if (!n_whys)
                     fprintf(stderr, "gpuslice schedule: claim %s: %s\n", key, failure);
             }
         }
         if (fmt == OUT_TABLE) {
-            if (aopt.explain)
-                alloc_explanation_print(last_why, stdout);
-            else {
-                char f2[GS_ERROR_MSG_MAX + 64];
-                snprintf(f2, sizeof(f2), "%s", alloc_explanation_reason(last_why));
-                table_rows(key, placed, allocation, f2);
-            }
+            if (aopt.explain) {
+                for (size_t w = 0; w < n_whys; w++)
+                    alloc_explanation_print(whys[w], stdout);
+            } else
+                table_rows(key, placed, allocation,
+                           n_whys ? alloc_explanation_reason(whys[n_whys - 1]) : "Error");
         } else {
             json_t *item = json_pack("{s:s,s:s,s:{s:s,s:s}}", "apiVersion", "resource.k8s.io/v1",
                                      "kind", "ResourceClaim", "metadata", "name",
                                      meta_str(o, "name", ""), "namespace",
                                      meta_str(o, "namespace", "default"));
-            if (!item)
-                goto oom;
-            if (allocation) {
+            if (item && allocation)
                 json_object_set_new(item, "status", json_pack("{s:O}", "allocation", allocation));
+            if (item && aopt.explain) {
+                json_t *arr = json_array();
+                for (size_t w = 0; w < n_whys; w++)
+                    json_array_append_new(arr, alloc_explanation_json(whys[w]));
+                json_object_set_new(item, "explanations", arr);
             }
-            if (aopt.explain && last_why)
-                json_object_set_new(item, "explanation", alloc_explanation_json(last_why));
-            json_array_append_new(items, item);
+            if (item)
+                json_array_append_new(items, item);
         }
         json_decref(allocation);
-        alloc_explanation_free(last_why);
+        for (size_t w = 0; w < n_whys; w++)
+            alloc_explanation_free(whys[w]);
+        free(whys);
     }
     if (fmt == OUT_JSON) {
         json_t *list = json_pack("{s:s,s:s,s:O}", "apiVersion", "v1", "kind", "List", "items",

@@ -151,6 +151,35 @@ def main():
         t.is_eq(rc, 2, 'unparsable YAML: exit 2')
         t.like(err, 'broken.yaml: line', 'names the file and the line')
 
+    with tempfile.TemporaryDirectory() as tmp:
+        # Without --node every node the objects name is tried, in name order.
+        two = os.path.join(tmp, 'two-nodes.yaml')
+        sl = open(os.path.join(LAB, '01-resourceslice.yaml')).read()
+        with open(two, 'w') as f:
+            f.write(open(os.path.join(LAB, '00-deviceclass.yaml')).read())
+            for node in ('node-b', 'node-a'):
+                f.write('---\n' + sl.replace('lab-node', node).replace('hami-workshop', node))
+            for i in range(3):
+                c = json.loads(json.dumps(claims['single-gpu-0']))
+                c['metadata']['name'] = f'c{i}'
+                c['spec']['devices']['requests'][0]['exactly']['capacity']['requests']['cores'] = 60
+                f.write('---\n' + yaml.safe_dump(c))
+        rc, out, err = run('-f', two, '-o', 'json', '--explain')
+        got = {i['metadata']['name']: i for i in json.loads(out)['items']}
+        t.is_eq(rc, 1, 'two nodes: the third 60-core claim does not fit')
+        t.is_eq(got['c0']['status']['allocation']['devices']['results'][0]['pool'], 'node-a',
+                'first claim on node-a (name order)')
+        t.is_eq(got['c1']['status']['allocation']['devices']['results'][0]['pool'], 'node-b',
+                'second claim spills to node-b')
+        t.is_eq([e['node'] for e in got['c2']['explanations']], ['node-a', 'node-b'],
+                'the unschedulable claim is explained on every node tried')
+        dev = got['c2']['explanations'][0]['requests'][0]['devices'][0]
+        t.is_eq((dev['reason'], dev['message'], dev.get('hamiReason')),
+                ('InsufficientCapacity', 'cores: need 60, free 40', 'CardInsufficientCore'),
+                'JSON explanation: reason, message, HAMi name')
+        t.is_eq([e['reason'] for e in got['c0']['explanations']], ['Allocated'],
+                'an allocated claim is explained on its node only')
+
     rc, out, err = run('-f', LAB, '--policy', 'best')
     t.is_eq(rc, 2, 'unknown policy: exit 2')
     t.like(err, '"best" is not one of first-fit, binpack, spread, topology', 'lists the policies')
