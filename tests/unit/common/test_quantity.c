@@ -102,6 +102,7 @@ static const struct valid_case valid[] = {
     {"80Gi", "80Gi", 85899345920, 85899345920000, BSI},
     {"2000Mi", "2000Mi", 2097152000, 2097152000000, BSI},
     {"1000Ki", "1000Ki", 1024000, 1024000000, BSI},
+    {"312.5Ki", "320000", 320000, 320000000, BSI},
     /* decimal exponents */
     {"1e3", "1e3", 1000, 1000000, DEX},
     {"1E3", "1e3", 1000, 1000000, DEX},
@@ -207,6 +208,7 @@ static void test_valid(void)
         char buf2[GS_QUANTITY_STR_MAX];
         ok(gs_quantity_parse(buf, &back, NULL) == 0 && gs_quantity_cmp(&q, &back) == 0,
            "\"%s\" -> \"%s\" parses back to the same value", c->in, buf);
+        back.format = q.format; /* the text alone does not carry the format family */
         gs_quantity_format(&back, buf2, sizeof(buf2));
         is_str(buf2, buf, "\"%s\" canonical form is a fixed point", buf);
     }
@@ -224,6 +226,19 @@ static const char *name_of(const char *s, char *buf, size_t len)
     }
     buf[o] = '\0';
     return buf;
+}
+
+static void test_family_change(void)
+{
+    /* BinarySI that is not a multiple of 1024 prints without a suffix; read back, that text is
+     * DecimalSI and prints differently: the same in Kubernetes. */
+    struct gs_quantity q;
+    char buf[GS_QUANTITY_STR_MAX];
+    gs_quantity_parse("312.5Ki", &q, NULL);
+    is_str(gs_quantity_str(&q, buf), "320000", "312.5Ki prints as 320000");
+    gs_quantity_parse(buf, &q, NULL);
+    is_int(q.format, DSI, "320000 reads back as DecimalSI");
+    is_str(gs_quantity_str(&q, buf), "320k", "and prints as 320k");
 }
 
 static void test_invalid(void)
@@ -373,6 +388,7 @@ int main(void)
 {
     tap_plan_auto();
     test_valid();
+    test_family_change();
     test_invalid();
     test_arith();
     diag("%zu valid and %zu invalid table cases", GS_ARRAY_SIZE(valid), GS_ARRAY_SIZE(invalid));

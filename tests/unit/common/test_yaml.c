@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fs.h"
 #include "common/json.h"
 #include "common/yaml.h"
 #include "tap.h"
@@ -287,6 +288,46 @@ static void test_errors(void)
     free(yamldeep);
 }
 
+/* Kubernetes' own fixtures: each object serialized as YAML and as JSON by the API machinery.
+ * Loading the YAML must give exactly the JSON value. */
+static void test_reference(void)
+{
+    static const char *const objs[] = {
+        "admission.k8s.io.v1.AdmissionReview",
+        "admissionregistration.k8s.io.v1.MutatingWebhookConfiguration",
+        "core.v1.Pod",
+        "resource.k8s.io.v1.DeviceClass",
+        "resource.k8s.io.v1.ResourceClaim",
+        "resource.k8s.io.v1.ResourceClaimTemplate",
+        "resource.k8s.io.v1.ResourceSlice",
+    };
+    const char *shared = getenv("GS_SHARED_DIR");
+    for (size_t i = 0; i < GS_ARRAY_SIZE(objs); i++) {
+        char yp[1024], jp[1024];
+        snprintf(yp, sizeof(yp), "%s/reference/k8s-api-testdata-v1.36/%s.yaml", shared ? shared : "",
+                 objs[i]);
+        snprintf(jp, sizeof(jp), "%s/reference/k8s-api-testdata-v1.36/%s.json", shared ? shared : "",
+                 objs[i]);
+        struct gs_error err = {0};
+        _cleanup_free_ char *ytext = NULL, *jtext = NULL;
+        size_t ylen = 0, jlen = 0;
+        if (!shared || gs_read_file(yp, 1 << 22, &ytext, &ylen, &err) < 0 ||
+            gs_read_file(jp, 1 << 22, &jtext, &jlen, &err) < 0) {
+            skip(objs[i], "reference data not available (GS_SHARED_DIR)");
+            continue;
+        }
+        json_t *y = NULL;
+        int r = gs_yaml_load_one(ytext, ylen, &y, &err);
+        json_t *j = gs_json_parse(jtext, jlen, 1 << 22, &err);
+        ok(r == 0 && j && json_equal(y, j), "%s: YAML and JSON fixtures load to the same value",
+           objs[i]);
+        if (r < 0)
+            diag("  %s", err.msg);
+        json_decref(y);
+        json_decref(j);
+    }
+}
+
 int main(void)
 {
     tap_plan_auto();
@@ -294,5 +335,6 @@ int main(void)
     test_documents();
     test_anchors();
     test_errors();
+    test_reference();
     return tap_done();
 }
