@@ -360,6 +360,9 @@ int gs_quantity_parse(const char *s, struct gs_quantity *out, struct gs_error *e
     i128 nanos = (i128)(mag * p);
     if (negative)
         nanos = -nanos;
+    /* Kubernetes: a BinarySI amount strictly between 0 and 1 (in magnitude) becomes DecimalSI. */
+    if (suf.format == GS_QUANTITY_BINARY_SI && mag * p < (u128)NANOS_PER_ONE)
+        suf.format = GS_QUANTITY_DECIMAL_SI;
     if (from_nanos(nanos, suf.format, out) < 0)
         return quantity_error(err, -ERANGE, s,
                               "out of range (more than 19 significant digits with a fraction)");

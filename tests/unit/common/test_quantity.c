@@ -103,6 +103,9 @@ static const struct valid_case valid[] = {
     {"2000Mi", "2000Mi", 2097152000, 2097152000000, BSI},
     {"1000Ki", "1000Ki", 1024000, 1024000000, BSI},
     {"312.5Ki", "320000", 320000, 320000000, BSI},
+    {"0.0005Ki", "512m", 1, 512, DSI}, /* BinarySI below 1 is parsed as DecimalSI */
+    {"-0.0005Ki", "-512m", -1, -512, DSI},
+    {"0.0009765625Ki", "1", 1, 1000, BSI},
     /* decimal exponents */
     {"1e3", "1e3", 1000, 1000000, DEX},
     {"1E3", "1e3", 1000, 1000000, DEX},
@@ -239,6 +242,15 @@ static void test_family_change(void)
     gs_quantity_parse(buf, &q, NULL);
     is_int(q.format, DSI, "320000 reads back as DecimalSI");
     is_str(gs_quantity_str(&q, buf), "320k", "and prints as 320k");
+
+    /* Format of a sum: a BinarySI amount below 1 was parsed as DecimalSI, so the sum is too. */
+    struct gs_quantity a, b, r;
+    gs_quantity_parse("0.0005Ki", &a, NULL);
+    gs_quantity_parse("0.9995Ki", &b, NULL);
+    is_int(gs_quantity_add(&a, &b, &r), 0, "0.0005Ki + 0.9995Ki");
+    is_str(gs_quantity_str(&r, buf), "1024", "sum keeps DecimalSI: 1024, not 1Ki");
+    is_int(gs_quantity_add(&b, &a, &r), 0, "0.9995Ki + 0.0005Ki");
+    is_str(gs_quantity_str(&r, buf), "1Ki", "sum keeps BinarySI: 1Ki");
 }
 
 static void test_invalid(void)
