@@ -19,8 +19,16 @@
 #include "tap.h"
 
 #define SYMS(X)                                                                                    \
-    X(cuInit) X(cuCtxCreate_v2) X(cuCtxDestroy_v2) X(cuModuleLoadData) X(cuModuleGetFunction)      \
-    X(cuLaunchKernel) X(cuMemAlloc_v2) X(cuMemFree_v2) X(cuMemGetInfo_v2) X(cuStreamQuery)         \
+    X(cuInit)                                                                                      \
+    X(cuCtxCreate_v2)                                                                              \
+    X(cuCtxDestroy_v2)                                                                             \
+    X(cuModuleLoadData)                                                                            \
+    X(cuModuleGetFunction)                                                                         \
+    X(cuLaunchKernel)                                                                              \
+    X(cuMemAlloc_v2)                                                                               \
+    X(cuMemFree_v2)                                                                                \
+    X(cuMemGetInfo_v2)                                                                             \
+    X(cuStreamQuery)                                                                               \
     X(cuCtxSynchronize)
 #define DECL(n) static GS_CU_PFN(n) p_##n;
 SYMS(DECL)
@@ -66,7 +74,8 @@ int main(void)
     setenv("GPUSIM_STATE", state, 1);
     setenv("GPUSIM_PRESET", "t4", 1);
     char lib[512];
-    snprintf(lib, sizeof(lib), "%s/libcuda.so.1", getenv("GS_SIM_DIR") ? getenv("GS_SIM_DIR") : ".");
+    snprintf(lib, sizeof(lib), "%s/libcuda.so.1",
+             getenv("GS_SIM_DIR") ? getenv("GS_SIM_DIR") : ".");
     void *h = dlopen(lib, RTLD_NOW);
     if (!h) {
         printf("Bail out! %s\n", dlerror());

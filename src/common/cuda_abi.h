@@ -333,11 +333,11 @@ typedef enum CUmemPool_attribute_enum {
     CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES = 1,
     CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC = 2,
     CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES = 3,
-    CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,     /* cuuint64_t */
-    CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5,  /* cuuint64_t */
-    CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH = 6,     /* cuuint64_t, settable to 0 only */
-    CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7,      /* cuuint64_t */
-    CU_MEMPOOL_ATTR_USED_MEM_HIGH = 8,         /* cuuint64_t, settable to 0 only */
+    CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,    /* cuuint64_t */
+    CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5, /* cuuint64_t */
+    CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH = 6,    /* cuuint64_t, settable to 0 only */
+    CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7,     /* cuuint64_t */
+    CU_MEMPOOL_ATTR_USED_MEM_HIGH = 8,        /* cuuint64_t, settable to 0 only */
 } CUmemPool_attribute;
 
 typedef struct CUmemPoolProps_st {

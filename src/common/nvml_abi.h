@@ -59,16 +59,16 @@ typedef enum nvmlReturn_enum {
 /* ---------------------------------------------------------------- handles, buffer sizes */
 typedef struct nvmlDevice_st *nvmlDevice_t;
 
-#define NVML_DEVICE_NAME_BUFFER_SIZE            64
-#define NVML_DEVICE_NAME_V2_BUFFER_SIZE         96
-#define NVML_DEVICE_UUID_BUFFER_SIZE            80
-#define NVML_DEVICE_UUID_V2_BUFFER_SIZE         96
-#define NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE      32
-#define NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE   16
-#define NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE  80
-#define NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE    80
-#define NVML_NVLINK_MAX_LINKS                   18
-#define NVML_VALUE_NOT_AVAILABLE                (-1)
+#define NVML_DEVICE_NAME_BUFFER_SIZE           64
+#define NVML_DEVICE_NAME_V2_BUFFER_SIZE        96
+#define NVML_DEVICE_UUID_BUFFER_SIZE           80
+#define NVML_DEVICE_UUID_V2_BUFFER_SIZE        96
+#define NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE     32
+#define NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE  16
+#define NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE 80
+#define NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE   80
+#define NVML_NVLINK_MAX_LINKS                  18
+#define NVML_VALUE_NOT_AVAILABLE               (-1)
 
 /* nvmlInitWithFlags */
 #define NVML_INIT_FLAG_NO_GPUS   1
@@ -101,7 +101,7 @@ typedef struct nvmlPciInfo_st {
     unsigned int domain;
     unsigned int bus;
     unsigned int device;
-    unsigned int pciDeviceId;    /* device id << 16 | vendor id */
+    unsigned int pciDeviceId; /* device id << 16 | vendor id */
     unsigned int pciSubSystemId;
     char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE]; /* "%08X:%02X:%02X.0" */
 } nvmlPciInfo_t;

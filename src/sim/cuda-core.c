@@ -131,8 +131,7 @@ static void do_init(void)
         cu_g.init_error = CUDA_ERROR_SYSTEM_NOT_READY;
         goto fail;
     }
-    if (sim_state_open(&cu_g.cfg, &cu_g.st, &err) < 0 ||
-        sim_proc_register(cu_g.st, &err) < 0) {
+    if (sim_state_open(&cu_g.cfg, &cu_g.st, &err) < 0 || sim_proc_register(cu_g.st, &err) < 0) {
         dprintf(2, "gpusim: %s\n", err.msg);
         sim_state_close(cu_g.st);
         cu_g.st = NULL;
@@ -281,8 +280,9 @@ static const struct {
      "shared object symbol not found"},
     {CUDA_ERROR_SHARED_OBJECT_INIT_FAILED, "CUDA_ERROR_SHARED_OBJECT_INIT_FAILED",
      "shared object initialization failed"},
-    {CUDA_ERROR_OPERATING_SYSTEM, "CUDA_ERROR_OPERATING_SYSTEM", "OS call failed or operation "
-                                                                "not supported on this OS"},
+    {CUDA_ERROR_OPERATING_SYSTEM, "CUDA_ERROR_OPERATING_SYSTEM",
+     "OS call failed or operation "
+     "not supported on this OS"},
     {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {CUDA_ERROR_ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE",
      "the operation cannot be performed in the present state"},
@@ -304,17 +304,14 @@ static const struct {
      "peer access has not been enabled"},
     {CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE, "CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE",
      "cannot set while device is active in this process"},
-    {CUDA_ERROR_CONTEXT_IS_DESTROYED, "CUDA_ERROR_CONTEXT_IS_DESTROYED",
-     "context is destroyed"},
+    {CUDA_ERROR_CONTEXT_IS_DESTROYED, "CUDA_ERROR_CONTEXT_IS_DESTROYED", "context is destroyed"},
     {CUDA_ERROR_ASSERT, "CUDA_ERROR_ASSERT", "device-side assert triggered"},
-    {CUDA_ERROR_TOO_MANY_PEERS, "CUDA_ERROR_TOO_MANY_PEERS",
-     "peer mapping resources exhausted"},
+    {CUDA_ERROR_TOO_MANY_PEERS, "CUDA_ERROR_TOO_MANY_PEERS", "peer mapping resources exhausted"},
     {CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
      "part or all of the requested memory range is already mapped"},
     {CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
      "pointer does not correspond to a registered memory region"},
-    {CUDA_ERROR_HARDWARE_STACK_ERROR, "CUDA_ERROR_HARDWARE_STACK_ERROR",
-     "hardware stack error"},
+    {CUDA_ERROR_HARDWARE_STACK_ERROR, "CUDA_ERROR_HARDWARE_STACK_ERROR", "hardware stack error"},
     {CUDA_ERROR_ILLEGAL_INSTRUCTION, "CUDA_ERROR_ILLEGAL_INSTRUCTION",
      "an illegal instruction was encountered"},
     {CUDA_ERROR_MISALIGNED_ADDRESS, "CUDA_ERROR_MISALIGNED_ADDRESS", "misaligned address"},
@@ -326,8 +323,7 @@ static const struct {
      "too many blocks in cooperative launch"},
     {CUDA_ERROR_NOT_PERMITTED, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
     {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
-    {CUDA_ERROR_SYSTEM_NOT_READY, "CUDA_ERROR_SYSTEM_NOT_READY",
-     "system not yet initialized"},
+    {CUDA_ERROR_SYSTEM_NOT_READY, "CUDA_ERROR_SYSTEM_NOT_READY", "system not yet initialized"},
     {CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
      "system has unsupported display driver / cuda driver combination"},
     {CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
@@ -480,51 +476,141 @@ CU_API CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevic
         return CUDA_ERROR_INVALID_VALUE;
     int v;
     switch (attrib) {
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: v = 1024; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: v = 1024; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y: v = 1024; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: v = 64; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: v = 2147483647; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: v = 65535; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: v = 65535; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: v = 49152; break;
-    case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY: v = 65536; break;
-    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: v = 32; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_PITCH: v = 2147483647; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK: v = 65536; break;
-    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: v = d->clock_khz; break;
-    case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: v = 512; break;
-    case CU_DEVICE_ATTRIBUTE_GPU_OVERLAP: v = 1; break;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: v = d->sm_count; break;
-    case CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT: v = 0; break;
-    case CU_DEVICE_ATTRIBUTE_INTEGRATED: v = 0; break;
-    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: v = 1; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE: v = 0; break;
-    case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: v = 1; break;
-    case CU_DEVICE_ATTRIBUTE_ECC_ENABLED: v = 1; break;
-    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: v = (int)d->pci_bus; break;
-    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: v = (int)d->pci_device; break;
-    case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: v = (int)d->pci_domain; break;
-    case CU_DEVICE_ATTRIBUTE_TCC_DRIVER: v = 0; break;
-    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: v = d->mem_clock_khz; break;
-    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: v = d->bus_width; break;
-    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: v = d->l2_bytes; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: v = d->max_threads_per_sm; break;
-    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: v = 2; break;
-    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: v = 1; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: v = d->cc_major; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: v = d->cc_minor; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: v = d->smem_per_sm; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: v = 65536; break;
-    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: v = 1; break;
-    case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD: v = 0; break;
-    case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID: v = d_idx; break;
-    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: v = 1; break;
-    case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: v = 1; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: v = d->smem_per_block_optin; break;
-    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: v = 1; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: v = d->max_blocks_per_sm; break;
-    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: v = 1; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+        v = 1024;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
+        v = 1024;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y:
+        v = 1024;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z:
+        v = 64;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X:
+        v = 2147483647;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y:
+        v = 65535;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z:
+        v = 65535;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
+        v = 49152;
+        break;
+    case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY:
+        v = 65536;
+        break;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
+        v = 32;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_PITCH:
+        v = 2147483647;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK:
+        v = 65536;
+        break;
+    case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
+        v = d->clock_khz;
+        break;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT:
+        v = 512;
+        break;
+    case CU_DEVICE_ATTRIBUTE_GPU_OVERLAP:
+        v = 1;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+        v = d->sm_count;
+        break;
+    case CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT:
+        v = 0;
+        break;
+    case CU_DEVICE_ATTRIBUTE_INTEGRATED:
+        v = 0;
+        break;
+    case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY:
+        v = 1;
+        break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_MODE:
+        v = 0;
+        break;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS:
+        v = 1;
+        break;
+    case CU_DEVICE_ATTRIBUTE_ECC_ENABLED:
+        v = 1;
+        break;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
+        v = (int)d->pci_bus;
+        break;
+    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID:
+        v = (int)d->pci_device;
+        break;
+    case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
+        v = (int)d->pci_domain;
+        break;
+    case CU_DEVICE_ATTRIBUTE_TCC_DRIVER:
+        v = 0;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE:
+        v = d->mem_clock_khz;
+        break;
+    case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH:
+        v = d->bus_width;
+        break;
+    case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE:
+        v = d->l2_bytes;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
+        v = d->max_threads_per_sm;
+        break;
+    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT:
+        v = 2;
+        break;
+    case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
+        v = 1;
+        break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+        v = d->cc_major;
+        break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+        v = d->cc_minor;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR:
+        v = d->smem_per_sm;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR:
+        v = 65536;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
+        v = 1;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD:
+        v = 0;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID:
+        v = d_idx;
+        break;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:
+        v = 1;
+        break;
+    case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH:
+        v = 1;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+        v = d->smem_per_block_optin;
+        break;
+    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+        v = 1;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR:
+        v = d->max_blocks_per_sm;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
+        v = 1;
+        break;
     default:
         /* Attributes gpusim does not model read as 0; outside the enum is an error. */
         if ((int)attrib < 1 || (int)attrib >= 150)

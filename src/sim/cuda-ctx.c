@@ -63,8 +63,8 @@ struct sim_stream *cu_stream_resolve(CUstream h, CUresult *err)
 static void atomic_max_u64(uint64_t *p, uint64_t v)
 {
     uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
-    while (cur < v && !__atomic_compare_exchange_n(p, &cur, v, true, __ATOMIC_RELEASE,
-                                                   __ATOMIC_RELAXED))
+    while (cur < v &&
+           !__atomic_compare_exchange_n(p, &cur, v, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
         ;
 }
 
@@ -435,7 +435,7 @@ CU_API CUresult cuStreamQuery(CUstream hStream)
     if (!s)
         return r;
     return sim_now_ns() >= __atomic_load_n(&s->tail_ns, __ATOMIC_ACQUIRE) ? CUDA_SUCCESS
-                                                                           : CUDA_ERROR_NOT_READY;
+                                                                          : CUDA_ERROR_NOT_READY;
 }
 
 CU_API CUresult cuStreamQuery_ptsz(CUstream hStream)
@@ -470,8 +470,8 @@ CU_API CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
     CUresult r;
     if (!phEvent)
         return CUDA_ERROR_INVALID_VALUE;
-    if (Flags & ~(unsigned int)(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING |
-                                CU_EVENT_INTERPROCESS))
+    if (Flags &
+        ~(unsigned int)(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS))
         return CUDA_ERROR_INVALID_VALUE;
     if ((Flags & CU_EVENT_INTERPROCESS) && !(Flags & CU_EVENT_DISABLE_TIMING))
         return CUDA_ERROR_INVALID_VALUE;

@@ -62,7 +62,7 @@ struct sim_ctx {
     int dev;     /* index in the shared state / config */
     unsigned int flags;
     bool primary;
-    int refs; /* primary: retain count */
+    int refs;         /* primary: retain count */
     uint64_t charged; /* context overhead charged */
     struct sim_stream null_stream;
     uint64_t tail_ns; /* end of the last work enqueued in the context (atomic) */
@@ -164,9 +164,9 @@ struct cu_process {
     struct cu_obj *all;
     struct cu_obj *free_list[CU_OBJ_KIND_MAX];
 
-    pthread_mutex_t mem_lock; /* allocs map, pools' counters, VMM refs */
-    struct sim_map allocs;   /* pointers and VMM mappings */
-    struct sim_map reserves; /* VMM address reservations */
+    pthread_mutex_t mem_lock;              /* allocs map, pools' counters, VMM refs */
+    struct sim_map allocs;                 /* pointers and VMM mappings */
+    struct sim_map reserves;               /* VMM address reservations */
     uint64_t next_va[SIM_MAX_DEVICES + 1]; /* atomic bump pointers; [SIM_MAX_DEVICES] = VA */
 };
 

@@ -160,8 +160,8 @@ static CUresult launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned 
     struct sim_func *fn = (struct sim_func *)f;
     if (GS_UNLIKELY(!cu_valid(fn, CU_OBJ_FUNC)))
         return CUDA_ERROR_INVALID_HANDLE;
-    if (GS_UNLIKELY(gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 ||
-                    gy > 65535 || gz > 65535))
+    if (GS_UNLIKELY(gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0 || gy > 65535 ||
+                    gz > 65535))
         return CUDA_ERROR_INVALID_VALUE;
     if (GS_UNLIKELY((uint64_t)bx * by * bz > 1024 || bz > 64))
         return CUDA_ERROR_INVALID_VALUE;
@@ -224,9 +224,8 @@ CU_API CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
 CU_API CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
                                                unsigned int gridDimY, unsigned int gridDimZ,
                                                unsigned int blockDimX, unsigned int blockDimY,
-                                               unsigned int blockDimZ,
-                                               unsigned int sharedMemBytes, CUstream hStream,
-                                               void **kernelParams)
+                                               unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                               CUstream hStream, void **kernelParams)
 {
     return cuLaunchCooperativeKernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
                                      blockDimZ, sharedMemBytes, hStream, kernelParams);
@@ -345,8 +344,7 @@ CU_API CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
 }
 
 CU_API CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph,
-                                      CUgraphNode *phErrorNode, char *logBuffer,
-                                      size_t bufferSize)
+                                      CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize)
 {
     return cuGraphInstantiate(phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
 }

@@ -203,8 +203,8 @@ static CUresult pool_alloc(CUdeviceptr *dptr, uint64_t size, struct sim_pool *p)
             return CUDA_ERROR_OUT_OF_MEMORY;
     }
     uint64_t addr = va_alloc(p->dev, size, CU_ADDR_ALIGN);
-    struct sim_map_entry e = {.key = addr, .size = size, .aux = p, .kind = CU_ALLOC_POOL,
-                              .dev = p->dev};
+    struct sim_map_entry e = {
+        .key = addr, .size = size, .aux = p, .kind = CU_ALLOC_POOL, .dev = p->dev};
     pthread_mutex_lock(&cu_g.mem_lock);
     int r = sim_map_put(&cu_g.allocs, &e);
     if (r == 0) {
@@ -257,8 +257,8 @@ CU_API CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUme
     return pool_alloc(dptr, bytesize, p);
 }
 
-CU_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
-                                             CUmemoryPool pool, CUstream hStream)
+CU_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                             CUstream hStream)
 {
     return cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream);
 }
@@ -346,8 +346,7 @@ CU_API CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdev
         /* Interior pointer: a scan (rare call). */
         for (size_t i = 0; i < cu_g.allocs.cap; i++) {
             const struct sim_map_entry *e = &cu_g.allocs.e[i];
-            if (e->key && e->kind != CU_ALLOC_RESERVE && dptr > e->key &&
-                dptr - e->key < e->size) {
+            if (e->key && e->kind != CU_ALLOC_RESERVE && dptr > e->key && dptr - e->key < e->size) {
                 hit = e;
                 break;
             }
@@ -467,12 +466,24 @@ CU_API CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute att
     case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
         *(int *)value = !p->reuse[attr]; /* all enabled by default */
         break;
-    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: *(cuuint64_t *)value = p->release_threshold; break;
-    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: *(cuuint64_t *)value = p->reserved; break;
-    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: *(cuuint64_t *)value = p->reserved_high; break;
-    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *(cuuint64_t *)value = p->used; break;
-    case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *(cuuint64_t *)value = p->used_high; break;
-    default: r = CUDA_ERROR_INVALID_VALUE; break;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+        *(cuuint64_t *)value = p->release_threshold;
+        break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+        *(cuuint64_t *)value = p->reserved;
+        break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+        *(cuuint64_t *)value = p->reserved_high;
+        break;
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
+        *(cuuint64_t *)value = p->used;
+        break;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+        *(cuuint64_t *)value = p->used_high;
+        break;
+    default:
+        r = CUDA_ERROR_INVALID_VALUE;
+        break;
     }
     pthread_mutex_unlock(&cu_g.mem_lock);
     return r;
@@ -492,7 +503,9 @@ CU_API CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute att
     case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
         p->reuse[attr] = !*(int *)value;
         break;
-    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: p->release_threshold = *(cuuint64_t *)value; break;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+        p->release_threshold = *(cuuint64_t *)value;
+        break;
     case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
     case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
         /* Only resetting to 0 is allowed: the mark restarts from the current value. */
@@ -503,7 +516,9 @@ CU_API CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute att
         else
             p->used_high = p->used;
         break;
-    default: r = CUDA_ERROR_INVALID_VALUE; break;
+    default:
+        r = CUDA_ERROR_INVALID_VALUE;
+        break;
     }
     pthread_mutex_unlock(&cu_g.mem_lock);
     return r;
@@ -600,8 +615,7 @@ CU_API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignm
                                     CUdeviceptr addr, unsigned long long flags)
 {
     CU_CHECK_INIT();
-    if (!ptr || size == 0 || size % CU_GRANULARITY || flags != 0 ||
-        (alignment & (alignment - 1)))
+    if (!ptr || size == 0 || size % CU_GRANULARITY || flags != 0 || (alignment & (alignment - 1)))
         return CUDA_ERROR_INVALID_VALUE;
     (void)addr; /* a hint: gpusim places reservations itself */
     uint64_t a = va_alloc(SIM_MAX_DEVICES, size, GS_MAX((uint64_t)alignment, CU_GRANULARITY));
@@ -634,8 +648,7 @@ static bool in_reservation_locked(uint64_t ptr, uint64_t size)
 {
     for (size_t i = 0; i < cu_g.reserves.cap; i++) {
         const struct sim_map_entry *e = &cu_g.reserves.e[i];
-        if (e->key && ptr >= e->key &&
-            ptr - e->key <= e->size && size <= e->size - (ptr - e->key))
+        if (e->key && ptr >= e->key && ptr - e->key <= e->size && size <= e->size - (ptr - e->key))
             return true;
     }
     return false;
@@ -659,8 +672,8 @@ CU_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     else if (sim_map_get(&cu_g.allocs, ptr))
         r = CUDA_ERROR_ALREADY_MAPPED;
     if (r == CUDA_SUCCESS) {
-        struct sim_map_entry e = {.key = ptr, .size = size, .aux = h, .kind = CU_ALLOC_MAPPING,
-                                  .dev = h->dev};
+        struct sim_map_entry e = {
+            .key = ptr, .size = size, .aux = h, .kind = CU_ALLOC_MAPPING, .dev = h->dev};
         if (sim_map_put(&cu_g.allocs, &e) < 0)
             r = CUDA_ERROR_OUT_OF_MEMORY;
         else
@@ -723,14 +736,18 @@ static uint64_t format_bytes(CUarray_format f)
 {
     switch (f) {
     case CU_AD_FORMAT_UNSIGNED_INT8:
-    case CU_AD_FORMAT_SIGNED_INT8: return 1;
+    case CU_AD_FORMAT_SIGNED_INT8:
+        return 1;
     case CU_AD_FORMAT_UNSIGNED_INT16:
     case CU_AD_FORMAT_SIGNED_INT16:
-    case CU_AD_FORMAT_HALF: return 2;
+    case CU_AD_FORMAT_HALF:
+        return 2;
     case CU_AD_FORMAT_UNSIGNED_INT32:
     case CU_AD_FORMAT_SIGNED_INT32:
-    case CU_AD_FORMAT_FLOAT: return 4;
-    default: return 0;
+    case CU_AD_FORMAT_FLOAT:
+        return 4;
+    default:
+        return 0;
     }
 }
 
@@ -800,8 +817,7 @@ CU_API CUresult cuArrayDestroy(CUarray hArray)
     return CUDA_SUCCESS;
 }
 
-CU_API CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
-                                       const CUDA_ARRAY3D_DESCRIPTOR *d,
+CU_API CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d,
                                        unsigned int numMipmapLevels)
 {
     CU_CHECK_INIT();

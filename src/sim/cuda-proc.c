@@ -4,7 +4,8 @@
 
 #include "sim/cuda-internal.h"
 
-struct export {
+struct export
+{
     const char *symbol;
     const char *base;
     void *fn;

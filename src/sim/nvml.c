@@ -66,8 +66,7 @@ NVML_API nvmlReturn_t nvmlInitWithFlags(unsigned int flags)
     pthread_mutex_lock(&nv.lock);
     if (nv.refs == 0) {
         struct gs_error err = {0};
-        if (sim_config_from_env(&nv.cfg, &err) < 0 ||
-            sim_state_open(&nv.cfg, &nv.st, &err) < 0) {
+        if (sim_config_from_env(&nv.cfg, &err) < 0 || sim_state_open(&nv.cfg, &nv.st, &err) < 0) {
             dprintf(2, "gpusim: %s\n", err.msg);
             pthread_mutex_unlock(&nv.lock);
             return NVML_ERROR_UNKNOWN;
@@ -117,37 +116,68 @@ __attribute__((destructor)) static void nvml_unload(void)
 NVML_API const char *nvmlErrorString(nvmlReturn_t result)
 {
     switch (result) {
-    case NVML_SUCCESS: return "Success";
-    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
-    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
-    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
-    case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
-    case NVML_ERROR_ALREADY_INITIALIZED: return "Already Initialized";
-    case NVML_ERROR_NOT_FOUND: return "Not Found";
-    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
-    case NVML_ERROR_INSUFFICIENT_POWER: return "Insufficient External Power";
-    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
-    case NVML_ERROR_TIMEOUT: return "Timeout";
-    case NVML_ERROR_IRQ_ISSUE: return "Interrupt Request Issue";
-    case NVML_ERROR_LIBRARY_NOT_FOUND: return "NVML Shared Library Not Found";
-    case NVML_ERROR_FUNCTION_NOT_FOUND: return "Function Not Found";
-    case NVML_ERROR_CORRUPTED_INFOROM: return "Corrupted infoROM";
-    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
-    case NVML_ERROR_RESET_REQUIRED: return "GPU requires restart";
-    case NVML_ERROR_OPERATING_SYSTEM: return "The operating system has blocked the request.";
-    case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return "RM has detected an NVML/RM version mismatch.";
-    case NVML_ERROR_IN_USE: return "In use by another client";
-    case NVML_ERROR_MEMORY: return "Insufficient Memory";
-    case NVML_ERROR_NO_DATA: return "No data";
-    case NVML_ERROR_VGPU_ECC_NOT_SUPPORTED: return "ECC is not supported on vGPU";
-    case NVML_ERROR_INSUFFICIENT_RESOURCES: return "Insufficient resources";
-    case NVML_ERROR_FREQ_NOT_SUPPORTED: return "Frequency not supported";
-    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument version mismatch";
-    case NVML_ERROR_DEPRECATED: return "Deprecated";
-    case NVML_ERROR_NOT_READY: return "Not ready";
-    case NVML_ERROR_GPU_NOT_FOUND: return "GPU not found";
-    case NVML_ERROR_INVALID_STATE: return "Invalid state";
-    case NVML_ERROR_UNKNOWN: return "Unknown Error";
+    case NVML_SUCCESS:
+        return "Success";
+    case NVML_ERROR_UNINITIALIZED:
+        return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT:
+        return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED:
+        return "Not Supported";
+    case NVML_ERROR_NO_PERMISSION:
+        return "Insufficient Permissions";
+    case NVML_ERROR_ALREADY_INITIALIZED:
+        return "Already Initialized";
+    case NVML_ERROR_NOT_FOUND:
+        return "Not Found";
+    case NVML_ERROR_INSUFFICIENT_SIZE:
+        return "Insufficient Size";
+    case NVML_ERROR_INSUFFICIENT_POWER:
+        return "Insufficient External Power";
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+        return "Driver Not Loaded";
+    case NVML_ERROR_TIMEOUT:
+        return "Timeout";
+    case NVML_ERROR_IRQ_ISSUE:
+        return "Interrupt Request Issue";
+    case NVML_ERROR_LIBRARY_NOT_FOUND:
+        return "NVML Shared Library Not Found";
+    case NVML_ERROR_FUNCTION_NOT_FOUND:
+        return "Function Not Found";
+    case NVML_ERROR_CORRUPTED_INFOROM:
+        return "Corrupted infoROM";
+    case NVML_ERROR_GPU_IS_LOST:
+        return "GPU is lost";
+    case NVML_ERROR_RESET_REQUIRED:
+        return "GPU requires restart";
+    case NVML_ERROR_OPERATING_SYSTEM:
+        return "The operating system has blocked the request.";
+    case NVML_ERROR_LIB_RM_VERSION_MISMATCH:
+        return "RM has detected an NVML/RM version mismatch.";
+    case NVML_ERROR_IN_USE:
+        return "In use by another client";
+    case NVML_ERROR_MEMORY:
+        return "Insufficient Memory";
+    case NVML_ERROR_NO_DATA:
+        return "No data";
+    case NVML_ERROR_VGPU_ECC_NOT_SUPPORTED:
+        return "ECC is not supported on vGPU";
+    case NVML_ERROR_INSUFFICIENT_RESOURCES:
+        return "Insufficient resources";
+    case NVML_ERROR_FREQ_NOT_SUPPORTED:
+        return "Frequency not supported";
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH:
+        return "Argument version mismatch";
+    case NVML_ERROR_DEPRECATED:
+        return "Deprecated";
+    case NVML_ERROR_NOT_READY:
+        return "Not ready";
+    case NVML_ERROR_GPU_NOT_FOUND:
+        return "GPU not found";
+    case NVML_ERROR_INVALID_STATE:
+        return "Invalid state";
+    case NVML_ERROR_UNKNOWN:
+        return "Unknown Error";
     }
     return "Unknown Error";
 }
@@ -345,8 +375,7 @@ NVML_API nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, in
     return NVML_SUCCESS;
 }
 
-NVML_API nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device,
-                                                nvmlDeviceArchitecture_t *arch)
+NVML_API nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, nvmlDeviceArchitecture_t *arch)
 {
     NV_DEVICE(device, i);
     if (!arch)
@@ -414,8 +443,8 @@ static nvmlReturn_t running(int dev, unsigned int *infoCount, void *infos, size_
                                     .usedGpuMemory = procs[k].mem,
                                     .gpuInstanceId = 0xFFFFFFFFu,
                                     .computeInstanceId = 0xFFFFFFFFu};
-            memcpy(base, &pi, with_instances ? sizeof(nvmlProcessInfo_t)
-                                             : sizeof(nvmlProcessInfo_v1_t));
+            memcpy(base, &pi,
+                   with_instances ? sizeof(nvmlProcessInfo_t) : sizeof(nvmlProcessInfo_v1_t));
         }
     }
     *infoCount = (unsigned int)n;

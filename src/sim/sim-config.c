@@ -83,10 +83,17 @@ static const struct {
     const char *name;
     int value;
 } brands[] = {
-    {"unknown", NVML_BRAND_UNKNOWN}, {"quadro", NVML_BRAND_QUADRO},   {"tesla", NVML_BRAND_TESLA},
-    {"nvs", NVML_BRAND_NVS},         {"grid", NVML_BRAND_GRID},       {"geforce", NVML_BRAND_GEFORCE},
-    {"titan", NVML_BRAND_TITAN},     {"nvidia", NVML_BRAND_NVIDIA},   {"quadro_rtx", NVML_BRAND_QUADRO_RTX},
-    {"nvidia_rtx", NVML_BRAND_NVIDIA_RTX}, {"geforce_rtx", NVML_BRAND_GEFORCE_RTX},
+    {"unknown", NVML_BRAND_UNKNOWN},
+    {"quadro", NVML_BRAND_QUADRO},
+    {"tesla", NVML_BRAND_TESLA},
+    {"nvs", NVML_BRAND_NVS},
+    {"grid", NVML_BRAND_GRID},
+    {"geforce", NVML_BRAND_GEFORCE},
+    {"titan", NVML_BRAND_TITAN},
+    {"nvidia", NVML_BRAND_NVIDIA},
+    {"quadro_rtx", NVML_BRAND_QUADRO_RTX},
+    {"nvidia_rtx", NVML_BRAND_NVIDIA_RTX},
+    {"geforce_rtx", NVML_BRAND_GEFORCE_RTX},
 };
 
 /* ------------------------------------------------------------------ defaults */
@@ -261,8 +268,8 @@ static json_t *yaml_scalar(const yaml_event_t *ev)
         return json_stringn(v, len);
     }
     long long i = strtoll(v, &end, 10);
-    if (*end == '\0' && errno == 0 && end != v && (isdigit((unsigned char)v[0]) || v[0] == '-' ||
-                                                   v[0] == '+'))
+    if (*end == '\0' && errno == 0 && end != v &&
+        (isdigit((unsigned char)v[0]) || v[0] == '-' || v[0] == '+'))
         return json_integer(i);
     errno = 0;
     double d = strtod(v, &end);
@@ -453,8 +460,8 @@ static int get_bytes(const json_t *v, const char *path, bool allow_zero, uint64_
             s[n - 1] = '\0';
         struct gs_error qerr = {0};
         if (gs_quantity_parse_int64(s, &b, &qerr) < 0)
-            return gs_error_set(err, -EINVAL, "%s: \"%.64s\" is not a quantity of bytes (%s)",
-                                path, in, qerr.msg);
+            return gs_error_set(err, -EINVAL, "%s: \"%.64s\" is not a quantity of bytes (%s)", path,
+                                in, qerr.msg);
     } else {
         return gs_error_set(err, -EINVAL, "%s: expected bytes (integer or quantity string)", path);
     }
@@ -471,8 +478,8 @@ static int get_string(const json_t *v, const char *path, char *buf, size_t len,
         return gs_error_set(err, -EINVAL, "%s: expected a string", path);
     const char *s = json_string_value(v);
     if (strlen(s) >= len)
-        return gs_error_set(err, -ERANGE, "%s: \"%.40s...\" is longer than %zu characters", path,
-                            s, len - 1);
+        return gs_error_set(err, -ERANGE, "%s: \"%.40s...\" is longer than %zu characters", path, s,
+                            len - 1);
     if (s[0] == '\0')
         return gs_error_set(err, -EINVAL, "%s: must not be empty", path);
     memcpy(buf, s, strlen(s) + 1);
@@ -510,8 +517,7 @@ static int parse_pci_bus_id(const char *s, struct sim_device_cfg *d)
     return 0;
 }
 
-static int parse_cc(const json_t *v, const char *path, int *major, int *minor,
-                    struct gs_error *err)
+static int parse_cc(const json_t *v, const char *path, int *major, int *minor, struct gs_error *err)
 {
     int ma, mi;
     if (json_is_string(v)) {
@@ -527,8 +533,8 @@ static int parse_cc(const json_t *v, const char *path, int *major, int *minor,
         return gs_error_set(err, -EINVAL, "%s: expected \"MAJOR.MINOR\"", path);
     }
     if (ma < 3 || ma > 20 || mi < 0 || mi > 9)
-        return gs_error_set(err, -ERANGE, "%s: compute capability %d.%d is not supported", path,
-                            ma, mi);
+        return gs_error_set(err, -ERANGE, "%s: compute capability %d.%d is not supported", path, ma,
+                            mi);
     *major = ma;
     *minor = mi;
     return 0;
@@ -564,7 +570,8 @@ static int parse_device(const json_t *o, int index, int ndev, struct sim_device_
             return gs_error_set(err, -EINVAL,
                                 "%s.architecture: \"%.32s\" is not one of volta, turing, ampere, "
                                 "ada, hopper, blackwell",
-                                base, json_is_string(ja) ? json_string_value(ja) : "(not a string)");
+                                base,
+                                json_is_string(ja) ? json_string_value(ja) : "(not a string)");
     } else if (!(a = arch_by_cc(ma, mi))) {
         return gs_error_set(err, -EINVAL, "%s.compute_capability: %d.%d has no known architecture",
                             base, ma, mi);
@@ -577,7 +584,8 @@ static int parse_device(const json_t *o, int index, int ndev, struct sim_device_
 
     const char *key;
     json_t *v;
-    json_object_foreach((json_t *)o, key, v) {
+    json_object_foreach((json_t *)o, key, v)
+    {
         snprintf(path, sizeof(path), "%s.%.40s", base, key);
         long long x;
         r = 0;
@@ -599,7 +607,8 @@ static int parse_device(const json_t *o, int index, int ndev, struct sim_device_
                 if (json_is_string(v) && strcasecmp(json_string_value(v), brands[b].name) == 0)
                     break;
             if (b == GS_ARRAY_SIZE(brands))
-                r = gs_error_set(err, -EINVAL, "%s: \"%.32s\" is not a known brand (tesla, nvidia, "
+                r = gs_error_set(err, -EINVAL,
+                                 "%s: \"%.32s\" is not a known brand (tesla, nvidia, "
                                  "geforce, quadro, ...)",
                                  path, json_is_string(v) ? json_string_value(v) : "(not a string)");
             else
@@ -636,7 +645,8 @@ static int parse_device(const json_t *o, int index, int ndev, struct sim_device_
             } else {
                 size_t l;
                 json_t *p;
-                json_array_foreach(v, l, p) {
+                json_array_foreach(v, l, p)
+                {
                     char lp[112];
                     snprintf(lp, sizeof(lp), "%s[%zu]", path, l);
                     if ((r = get_int(p, lp, -1, ndev - 1, &x, err)) < 0)
@@ -678,7 +688,8 @@ static int config_from_json(json_t *root, const char *origin, struct sim_config 
     }
     const char *key;
     json_t *v;
-    json_object_foreach(root, key, v) {
+    json_object_foreach(root, key, v)
+    {
         long long x;
         r = 0;
         if (strcmp(key, "preset") == 0 || strcmp(key, "devices") == 0) {
@@ -737,9 +748,8 @@ static int config_from_json(json_t *root, const char *origin, struct sim_config 
                 cfg->dev[i].pci_device == cfg->dev[j].pci_device) {
                 char b[32];
                 sim_pci_bus_id(&cfg->dev[i], b, sizeof(b));
-                return gs_error_set(err, -EINVAL,
-                                    "devices[%d].pci_bus_id: \"%s\" is also devices[%d]'s", i, b,
-                                    j);
+                return gs_error_set(
+                    err, -EINVAL, "devices[%d].pci_bus_id: \"%s\" is also devices[%d]'s", i, b, j);
             }
         }
     }
@@ -823,7 +833,8 @@ int sim_config_from_env(struct sim_config *cfg, struct gs_error *err)
     if (ov && *ov) {
         json_t *s = json_string(ov);
         if (!s)
-            return gs_error_set(err, -EINVAL, "GPUSIM_CONTEXT_OVERHEAD: \"%.32s\" is not UTF-8", ov);
+            return gs_error_set(err, -EINVAL, "GPUSIM_CONTEXT_OVERHEAD: \"%.32s\" is not UTF-8",
+                                ov);
         r = get_bytes(s, "GPUSIM_CONTEXT_OVERHEAD", true, &cfg->ctx_overhead, err);
         json_decref(s);
         if (r < 0)

@@ -11,13 +11,13 @@
 
 #include "common/error.h"
 
-#define SIM_MAX_DEVICES      16
-#define SIM_MAX_LINKS        18
-#define SIM_NAME_MAX         96
-#define SIM_UUID_MAX         48
-#define SIM_DRIVER_MAX       32
-#define SIM_CONFIG_FILE_MAX  (1024 * 1024)
-#define SIM_DEFAULT_PRESET   "t4"
+#define SIM_MAX_DEVICES     16
+#define SIM_MAX_LINKS       18
+#define SIM_NAME_MAX        96
+#define SIM_UUID_MAX        48
+#define SIM_DRIVER_MAX      32
+#define SIM_CONFIG_FILE_MAX (1024 * 1024)
+#define SIM_DEFAULT_PRESET  "t4"
 
 struct sim_device_cfg {
     char name[SIM_NAME_MAX];
@@ -27,13 +27,13 @@ struct sim_device_cfg {
     unsigned int pci_subsystem_id;
     unsigned int minor;
     int numa_node;
-    int pcie_switch; /* devices with the same switch id share a PCIe switch */
+    int pcie_switch;    /* devices with the same switch id share a PCIe switch */
     uint64_t total_mem; /* bytes */
     int sm_count;
     int max_threads_per_sm;
     int cc_major, cc_minor;
-    unsigned int arch;  /* NVML_DEVICE_ARCH_* */
-    int brand;          /* nvmlBrandType_t */
+    unsigned int arch; /* NVML_DEVICE_ARCH_* */
+    int brand;         /* nvmlBrandType_t */
     int clock_khz;
     int mem_clock_khz;
     int bus_width;
@@ -49,7 +49,7 @@ struct sim_config {
     char origin[64]; /* "preset t4" or "config <file>" (for messages) */
     char key[40];    /* short identity used in the default state-file name */
     char driver_version[SIM_DRIVER_MAX];
-    int cuda_version; /* e.g. 12080 */
+    int cuda_version;      /* e.g. 12080 */
     uint64_t ctx_overhead; /* bytes charged per context, default 0 */
     uint64_t hash;         /* identity of the whole model (state files record it) */
     int ndev;

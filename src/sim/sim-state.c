@@ -355,23 +355,18 @@ int sim_proc_register(struct sim_state *st, struct gs_error *err)
     for (int pass = 0; pass < 2 && slot < 0; pass++) {
         if (pass == 1)
             sim_sweep_locked(st, true);
-        for (int i = 0; i < SIM_MAX_PROCS; i++) {
-            if (st->sh->procs[i].state == SIM_PROC_FREE) {
+        for (int i = 0; i < SIM_MAX_PROCS && slot < 0; i++) {
+            /* A slot just freed by an exiting process may still have its byte lock for a
+             * moment: take the first free slot whose lock we get. */
+            if (st->sh->procs[i].state == SIM_PROC_FREE &&
+                byte_lock(st->fd, F_OFD_SETLK, F_WRLCK, SIM_LOCK_BASE + i, 1) == 0)
                 slot = i;
-                break;
-            }
         }
     }
     if (slot < 0) {
         sim_unlock(st);
         return gs_error_set(err, -EAGAIN, "GPUSIM_STATE=%s: all %d process slots are in use",
                             st->path, SIM_MAX_PROCS);
-    }
-    /* A slot freed by a dead process may still have its byte lock held by nobody: take it. */
-    if (byte_lock(st->fd, F_OFD_SETLK, F_WRLCK, SIM_LOCK_BASE + slot, 1) < 0) {
-        sim_unlock(st);
-        return gs_error_set(err, -EAGAIN, "GPUSIM_STATE=%s: slot %d is still locked", st->path,
-                            slot);
     }
     struct sim_proc *p = &st->sh->procs[slot];
     memset(p, 0, sizeof(*p));

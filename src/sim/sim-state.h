@@ -58,8 +58,8 @@ struct sim_proc {
 
 struct sim_dev_state {
     uint64_t total_mem;
-    uint64_t used_mem; /* == sum of live procs' mem[dev] */
-    uint64_t tail_ns;  /* the device is busy until then (end of the last enqueued kernel) */
+    uint64_t used_mem;   /* == sum of live procs' mem[dev] */
+    uint64_t tail_ns;    /* the device is busy until then (end of the last enqueued kernel) */
     uint64_t ring_count; /* intervals ever appended; ring[i % SIM_RING] */
     uint64_t reserved[4];
     struct sim_interval ring[SIM_RING];

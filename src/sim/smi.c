@@ -15,10 +15,18 @@
 #include "common/nvml_abi.h"
 
 #define NVML_USED(X)                                                                               \
-    X(nvmlInit_v2) X(nvmlShutdown) X(nvmlErrorString) X(nvmlSystemGetDriverVersion)                \
-    X(nvmlSystemGetCudaDriverVersion_v2) X(nvmlDeviceGetCount_v2) X(nvmlDeviceGetHandleByIndex_v2) \
-    X(nvmlDeviceGetName) X(nvmlDeviceGetUUID) X(nvmlDeviceGetPciInfo_v3)                           \
-    X(nvmlDeviceGetMemoryInfo) X(nvmlDeviceGetUtilizationRates)                                    \
+    X(nvmlInit_v2)                                                                                 \
+    X(nvmlShutdown)                                                                                \
+    X(nvmlErrorString)                                                                             \
+    X(nvmlSystemGetDriverVersion)                                                                  \
+    X(nvmlSystemGetCudaDriverVersion_v2)                                                           \
+    X(nvmlDeviceGetCount_v2)                                                                       \
+    X(nvmlDeviceGetHandleByIndex_v2)                                                               \
+    X(nvmlDeviceGetName)                                                                           \
+    X(nvmlDeviceGetUUID)                                                                           \
+    X(nvmlDeviceGetPciInfo_v3)                                                                     \
+    X(nvmlDeviceGetMemoryInfo)                                                                     \
+    X(nvmlDeviceGetUtilizationRates)                                                               \
     X(nvmlDeviceGetComputeRunningProcesses_v3)
 
 struct nvml {
@@ -130,8 +138,9 @@ int gs_smi_print(FILE *out, struct gs_error *err)
     strftime(stamp, sizeof(stamp), "%a %b %e %H:%M:%S %Y", &tm);
     fprintf(out, "%s\n", stamp);
     rule(out, '-');
-    snprintf(line, sizeof(line), "GPUSIM-SMI                      Driver Version: %-16s CUDA Version: %d.%d",
-             drv, cuda / 1000, (cuda % 1000) / 10);
+    snprintf(line, sizeof(line),
+             "GPUSIM-SMI                      Driver Version: %-16s CUDA Version: %d.%d", drv,
+             cuda / 1000, (cuda % 1000) / 10);
     row(out, line);
     fprintf(out, "|%.47s+%.18s+%.25s+%.10s|\n", DASHES, DASHES, DASHES, DASHES);
     fprintf(out, "| %-45s | %-16s | %23s | %8s |\n", "GPU  Name", "Bus-Id", "Memory-Usage",
@@ -196,7 +205,8 @@ int gs_smi_print(FILE *out, struct gs_error *err)
     fprintf(out, "\n");
     rule(out, '-');
     row(out, "Processes:");
-    snprintf(line, sizeof(line), " GPU        PID   %-60s %20s", "Process name", "GPU Memory Usage");
+    snprintf(line, sizeof(line), " GPU        PID   %-60s %20s", "Process name",
+             "GPU Memory Usage");
     row(out, line);
     rule(out, '=');
     if (nprocs == 0)

@@ -18,37 +18,112 @@
 #include "common/nvml_abi.h"
 
 #define CU_FUNCS(X)                                                                                \
-    X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuGetProcAddress)      \
-    X(cuGetProcAddress_v2) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName)                   \
-    X(cuDeviceGetUuid) X(cuDeviceGetAttribute) X(cuDeviceTotalMem_v2) X(cuDeviceGetPCIBusId)       \
-    X(cuDeviceGetByPCIBusId) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2)          \
-    X(cuDevicePrimaryCtxGetState) X(cuCtxCreate_v2) X(cuCtxCreate_v4) X(cuCtxDestroy_v2)           \
-    X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxGetDevice) X(cuCtxSynchronize)                    \
-    X(cuCtxPushCurrent_v2) X(cuCtxPopCurrent_v2) X(cuStreamCreate) X(cuStreamDestroy_v2)           \
-    X(cuStreamSynchronize) X(cuStreamQuery) X(cuEventCreate) X(cuEventRecord) X(cuEventQuery)      \
-    X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy_v2) X(cuMemGetInfo_v2)            \
-    X(cuMemAlloc_v2) X(cuMemAllocPitch_v2) X(cuMemAllocManaged) X(cuMemFree_v2)                    \
-    X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuMemAllocFromPoolAsync) X(cuMemPoolCreate)             \
-    X(cuMemPoolDestroy) X(cuMemPoolGetAttribute) X(cuMemPoolSetAttribute) X(cuMemPoolTrimTo)       \
-    X(cuDeviceGetDefaultMemPool) X(cuMemGetAllocationGranularity) X(cuMemCreate) X(cuMemRelease)   \
-    X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemMap) X(cuMemUnmap) X(cuMemSetAccess)         \
-    X(cuArrayCreate_v2) X(cuArray3DCreate_v2) X(cuArrayDestroy) X(cuMipmappedArrayCreate)          \
-    X(cuMipmappedArrayDestroy) X(cuModuleLoadData) X(cuModuleLoad) X(cuModuleGetFunction)          \
-    X(cuModuleUnload) X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuLaunchCooperativeKernel)           \
-    X(cuGraphCreate) X(cuGraphAddKernelNode) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch)       \
-    X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuMemGetAddressRange_v2)
+    X(cuInit)                                                                                      \
+    X(cuDriverGetVersion)                                                                          \
+    X(cuGetErrorName)                                                                              \
+    X(cuGetErrorString)                                                                            \
+    X(cuGetProcAddress)                                                                            \
+    X(cuGetProcAddress_v2)                                                                         \
+    X(cuDeviceGet)                                                                                 \
+    X(cuDeviceGetCount)                                                                            \
+    X(cuDeviceGetName)                                                                             \
+    X(cuDeviceGetUuid)                                                                             \
+    X(cuDeviceGetAttribute)                                                                        \
+    X(cuDeviceTotalMem_v2)                                                                         \
+    X(cuDeviceGetPCIBusId)                                                                         \
+    X(cuDeviceGetByPCIBusId)                                                                       \
+    X(cuDevicePrimaryCtxRetain)                                                                    \
+    X(cuDevicePrimaryCtxRelease_v2)                                                                \
+    X(cuDevicePrimaryCtxGetState)                                                                  \
+    X(cuCtxCreate_v2)                                                                              \
+    X(cuCtxCreate_v4)                                                                              \
+    X(cuCtxDestroy_v2)                                                                             \
+    X(cuCtxSetCurrent)                                                                             \
+    X(cuCtxGetCurrent)                                                                             \
+    X(cuCtxGetDevice)                                                                              \
+    X(cuCtxSynchronize)                                                                            \
+    X(cuCtxPushCurrent_v2)                                                                         \
+    X(cuCtxPopCurrent_v2)                                                                          \
+    X(cuStreamCreate)                                                                              \
+    X(cuStreamDestroy_v2)                                                                          \
+    X(cuStreamSynchronize)                                                                         \
+    X(cuStreamQuery)                                                                               \
+    X(cuEventCreate)                                                                               \
+    X(cuEventRecord)                                                                               \
+    X(cuEventQuery)                                                                                \
+    X(cuEventSynchronize)                                                                          \
+    X(cuEventElapsedTime)                                                                          \
+    X(cuEventDestroy_v2)                                                                           \
+    X(cuMemGetInfo_v2)                                                                             \
+    X(cuMemAlloc_v2)                                                                               \
+    X(cuMemAllocPitch_v2)                                                                          \
+    X(cuMemAllocManaged)                                                                           \
+    X(cuMemFree_v2)                                                                                \
+    X(cuMemAllocAsync)                                                                             \
+    X(cuMemFreeAsync)                                                                              \
+    X(cuMemAllocFromPoolAsync)                                                                     \
+    X(cuMemPoolCreate)                                                                             \
+    X(cuMemPoolDestroy)                                                                            \
+    X(cuMemPoolGetAttribute)                                                                       \
+    X(cuMemPoolSetAttribute)                                                                       \
+    X(cuMemPoolTrimTo)                                                                             \
+    X(cuDeviceGetDefaultMemPool)                                                                   \
+    X(cuMemGetAllocationGranularity)                                                               \
+    X(cuMemCreate)                                                                                 \
+    X(cuMemRelease)                                                                                \
+    X(cuMemAddressReserve)                                                                         \
+    X(cuMemAddressFree)                                                                            \
+    X(cuMemMap)                                                                                    \
+    X(cuMemUnmap)                                                                                  \
+    X(cuMemSetAccess)                                                                              \
+    X(cuArrayCreate_v2)                                                                            \
+    X(cuArray3DCreate_v2)                                                                          \
+    X(cuArrayDestroy)                                                                              \
+    X(cuMipmappedArrayCreate)                                                                      \
+    X(cuMipmappedArrayDestroy)                                                                     \
+    X(cuModuleLoadData)                                                                            \
+    X(cuModuleLoad)                                                                                \
+    X(cuModuleGetFunction)                                                                         \
+    X(cuModuleUnload)                                                                              \
+    X(cuLaunchKernel)                                                                              \
+    X(cuLaunchKernelEx)                                                                            \
+    X(cuLaunchCooperativeKernel)                                                                   \
+    X(cuGraphCreate)                                                                               \
+    X(cuGraphAddKernelNode)                                                                        \
+    X(cuGraphInstantiateWithFlags)                                                                 \
+    X(cuGraphLaunch)                                                                               \
+    X(cuGraphExecDestroy)                                                                          \
+    X(cuGraphDestroy)                                                                              \
+    X(cuMemGetAddressRange_v2)
 
 #define NVML_FUNCS(X)                                                                              \
-    X(nvmlInit_v2) X(nvmlShutdown) X(nvmlDeviceGetCount_v2) X(nvmlDeviceGetHandleByIndex_v2)      \
-    X(nvmlDeviceGetHandleByUUID) X(nvmlDeviceGetHandleByPciBusId_v2) X(nvmlDeviceGetName)          \
-    X(nvmlDeviceGetUUID) X(nvmlDeviceGetIndex) X(nvmlDeviceGetMinorNumber)                         \
-    X(nvmlDeviceGetPciInfo_v3) X(nvmlDeviceGetMemoryInfo) X(nvmlDeviceGetMemoryInfo_v2)            \
-    X(nvmlDeviceGetComputeRunningProcesses_v3) X(nvmlDeviceGetComputeRunningProcesses)             \
-    X(nvmlDeviceGetProcessUtilization) X(nvmlDeviceGetUtilizationRates)                            \
-    X(nvmlDeviceGetCudaComputeCapability) X(nvmlDeviceGetArchitecture) X(nvmlDeviceGetBrand)       \
-    X(nvmlSystemGetDriverVersion) X(nvmlSystemGetCudaDriverVersion_v2)                             \
-    X(nvmlDeviceGetTopologyCommonAncestor) X(nvmlDeviceGetNvLinkState)                             \
-    X(nvmlDeviceGetNvLinkRemotePciInfo_v2) X(nvmlErrorString) X(nvmlSystemGetProcessName)
+    X(nvmlInit_v2)                                                                                 \
+    X(nvmlShutdown)                                                                                \
+    X(nvmlDeviceGetCount_v2)                                                                       \
+    X(nvmlDeviceGetHandleByIndex_v2)                                                               \
+    X(nvmlDeviceGetHandleByUUID)                                                                   \
+    X(nvmlDeviceGetHandleByPciBusId_v2)                                                            \
+    X(nvmlDeviceGetName)                                                                           \
+    X(nvmlDeviceGetUUID)                                                                           \
+    X(nvmlDeviceGetIndex)                                                                          \
+    X(nvmlDeviceGetMinorNumber)                                                                    \
+    X(nvmlDeviceGetPciInfo_v3)                                                                     \
+    X(nvmlDeviceGetMemoryInfo)                                                                     \
+    X(nvmlDeviceGetMemoryInfo_v2)                                                                  \
+    X(nvmlDeviceGetComputeRunningProcesses_v3)                                                     \
+    X(nvmlDeviceGetComputeRunningProcesses)                                                        \
+    X(nvmlDeviceGetProcessUtilization)                                                             \
+    X(nvmlDeviceGetUtilizationRates)                                                               \
+    X(nvmlDeviceGetCudaComputeCapability)                                                          \
+    X(nvmlDeviceGetArchitecture)                                                                   \
+    X(nvmlDeviceGetBrand)                                                                          \
+    X(nvmlSystemGetDriverVersion)                                                                  \
+    X(nvmlSystemGetCudaDriverVersion_v2)                                                           \
+    X(nvmlDeviceGetTopologyCommonAncestor)                                                         \
+    X(nvmlDeviceGetNvLinkState)                                                                    \
+    X(nvmlDeviceGetNvLinkRemotePciInfo_v2)                                                         \
+    X(nvmlErrorString)                                                                             \
+    X(nvmlSystemGetProcessName)
 
 #define SIMTEST_DECL(n) static GS_CU_PFN(n) p_##n;
 CU_FUNCS(SIMTEST_DECL)

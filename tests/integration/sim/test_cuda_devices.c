@@ -199,8 +199,7 @@ static void test_proc_address(void)
         fn = NULL;
         CUresult r = p_cuGetProcAddress(table[i].base, &fn, table[i].ver, table[i].flags);
         ok(r == CUDA_SUCCESS && fn == dlsym(simtest_cuda_handle, table[i].want),
-           "%s at %d flags %llu -> %s", table[i].base, table[i].ver, table[i].flags,
-           table[i].want);
+           "%s at %d flags %llu -> %s", table[i].base, table[i].ver, table[i].flags, table[i].want);
     }
     /* Every entry point the tests use resolves by its base name at 13.0. */
     static const char *const names[] = {
@@ -264,17 +263,17 @@ int main(int argc, char **argv)
     char out[4096], state[400];
     /* a100x8 in its own state file; CUDA_VISIBLE_DEVICES re-orders and filters. */
     snprintf(state, sizeof(state), "%s/a100.state", simtest_dir);
-    const char *e1[] = {"GPUSIM_PRESET", "a100x8", "GPUSIM_STATE", state,
-                        "CUDA_VISIBLE_DEVICES", "3,1", NULL};
+    const char *e1[] = {"GPUSIM_PRESET", "a100x8", "GPUSIM_STATE", state, "CUDA_VISIBLE_DEVICES",
+                        "3,1",           NULL};
     run_child("visible", e1, out, sizeof(out));
     is_str(out, "init=0\ncount=2\nbus0=0000:4E:00.0\nbus1=0000:0F:00.0\n",
            "CUDA_VISIBLE_DEVICES=3,1 reorders");
-    const char *e2[] = {"GPUSIM_PRESET", "a100x8", "GPUSIM_STATE", state,
-                        "CUDA_VISIBLE_DEVICES", "0,9,1", NULL};
+    const char *e2[] = {"GPUSIM_PRESET", "a100x8", "GPUSIM_STATE", state, "CUDA_VISIBLE_DEVICES",
+                        "0,9,1",         NULL};
     run_child("visible", e2, out, sizeof(out));
     is_str(out, "init=0\ncount=1\nbus0=0000:07:00.0\n", "the list ends at an invalid entry");
-    const char *e3[] = {"GPUSIM_PRESET", "a100x8", "GPUSIM_STATE", state,
-                        "CUDA_VISIBLE_DEVICES", "", NULL};
+    const char *e3[] = {
+        "GPUSIM_PRESET", "a100x8", "GPUSIM_STATE", state, "CUDA_VISIBLE_DEVICES", "", NULL};
     run_child("visible", e3, out, sizeof(out));
     is_str(out, "init=100\n", "empty CUDA_VISIBLE_DEVICES: CUDA_ERROR_NO_DEVICE");
 

@@ -68,8 +68,13 @@ int main(void)
     is_int(p_cuEventQuery(e0), CUDA_ERROR_NOT_READY, "event behind a 50 ms kernel is not ready");
     is_int(p_cuStreamQuery(NULL), CUDA_ERROR_NOT_READY, "stream busy");
     p_cuLaunchKernel(k1ms, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
-    CUlaunchConfig cfg = {.gridDimX = 4, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 128,
-                          .blockDimY = 1, .blockDimZ = 1, .hStream = NULL};
+    CUlaunchConfig cfg = {.gridDimX = 4,
+                          .gridDimY = 1,
+                          .gridDimZ = 1,
+                          .blockDimX = 128,
+                          .blockDimY = 1,
+                          .blockDimZ = 1,
+                          .hStream = NULL};
     is_int(p_cuLaunchKernelEx(&cfg, k1ms, NULL, NULL), CUDA_SUCCESS, "cuLaunchKernelEx");
     is_int(p_cuLaunchCooperativeKernel(k200us, 1, 1, 1, 64, 1, 1, 0, NULL, NULL), CUDA_SUCCESS,
            "cuLaunchCooperativeKernel");
@@ -85,8 +90,13 @@ int main(void)
     is_int(p_cuGraphCreate(&g, 0), CUDA_SUCCESS, "cuGraphCreate");
     CUgraphNode prev = NULL;
     for (int i = 0; i < 10; i++) {
-        CUDA_KERNEL_NODE_PARAMS np = {.func = k1ms, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                      .blockDimX = 32, .blockDimY = 1, .blockDimZ = 1};
+        CUDA_KERNEL_NODE_PARAMS np = {.func = k1ms,
+                                      .gridDimX = 1,
+                                      .gridDimY = 1,
+                                      .gridDimZ = 1,
+                                      .blockDimX = 32,
+                                      .blockDimY = 1,
+                                      .blockDimZ = 1};
         CUgraphNode n;
         p_cuGraphAddKernelNode(&n, g, prev ? &prev : NULL, prev ? 1 : 0, &np);
         prev = n;

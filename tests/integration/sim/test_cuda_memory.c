@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gpusim memory: every allocation API, OOM at exactly the physical capacity, invalid and
  * double frees, pools with their reserve, VMM, arrays. One process, preset t4 (15 GiB). */
+#include <pthread.h>
 #include <stdint.h>
 
 #include "simtest.h"
@@ -45,8 +46,7 @@ static void test_plain_boundary(void)
     is_int(p_cuMemAlloc_v2(&big, T4_BYTES), CUDA_SUCCESS, "one 15 GiB allocation fits");
     is_int(p_cuMemAlloc_v2(&extra, 1), CUDA_ERROR_OUT_OF_MEMORY, "and nothing else");
     p_cuMemFree_v2(big);
-    is_int(p_cuMemAlloc_v2(&big, T4_BYTES + 1), CUDA_ERROR_OUT_OF_MEMORY,
-           "15 GiB + 1 byte is OOM");
+    is_int(p_cuMemAlloc_v2(&big, T4_BYTES + 1), CUDA_ERROR_OUT_OF_MEMORY, "15 GiB + 1 byte is OOM");
     is_int(p_cuMemAlloc_v2(&big, 0), CUDA_ERROR_INVALID_VALUE, "0 bytes is INVALID_VALUE");
     is_int(p_cuMemAlloc_v2(NULL, 16), CUDA_ERROR_INVALID_VALUE, "NULL dptr is INVALID_VALUE");
 }
@@ -192,20 +192,23 @@ static void test_vmm(void)
 
 static void test_arrays(void)
 {
-    CUDA_ARRAY_DESCRIPTOR d2 = {.Width = 1024, .Height = 1024, .Format = CU_AD_FORMAT_FLOAT,
-                                .NumChannels = 4};
+    CUDA_ARRAY_DESCRIPTOR d2 = {
+        .Width = 1024, .Height = 1024, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 4};
     CUarray a;
     is_int(p_cuArrayCreate_v2(&a, &d2), CUDA_SUCCESS, "cuArrayCreate_v2");
     is_uint(used_now(), 16 * MiB, "1024x1024 float4 = 16 MiB");
     is_int(p_cuArrayDestroy(a), CUDA_SUCCESS, "cuArrayDestroy");
     is_int(p_cuArrayDestroy(a), CUDA_ERROR_INVALID_HANDLE, "destroy twice");
-    CUDA_ARRAY3D_DESCRIPTOR d3 = {.Width = 64, .Height = 64, .Depth = 64,
-                                  .Format = CU_AD_FORMAT_UNSIGNED_INT8, .NumChannels = 1};
+    CUDA_ARRAY3D_DESCRIPTOR d3 = {.Width = 64,
+                                  .Height = 64,
+                                  .Depth = 64,
+                                  .Format = CU_AD_FORMAT_UNSIGNED_INT8,
+                                  .NumChannels = 1};
     is_int(p_cuArray3DCreate_v2(&a, &d3), CUDA_SUCCESS, "cuArray3DCreate_v2");
     is_uint(used_now(), 262144, "64^3 bytes");
     p_cuArrayDestroy(a);
-    CUDA_ARRAY3D_DESCRIPTOR dm = {.Width = 256, .Height = 256, .Format = CU_AD_FORMAT_FLOAT,
-                                  .NumChannels = 1};
+    CUDA_ARRAY3D_DESCRIPTOR dm = {
+        .Width = 256, .Height = 256, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
     CUmipmappedArray m;
     is_int(p_cuMipmappedArrayCreate(&m, &dm, 9), CUDA_SUCCESS, "cuMipmappedArrayCreate");
     is_uint(used_now(), 4ull * (65536 + 16384 + 4096 + 1024 + 256 + 64 + 16 + 4 + 1),
@@ -214,6 +217,43 @@ static void test_arrays(void)
     is_uint(used_now(), 0, "arrays give memory back");
     d2.NumChannels = 3;
     is_int(p_cuArrayCreate_v2(&a, &d2), CUDA_ERROR_INVALID_VALUE, "3 channels refused");
+}
+
+static CUcontext shared_ctx;
+
+static void *thread_main(void *arg)
+{
+    long fails = 0;
+    CUdeviceptr p[64];
+    p_cuCtxSetCurrent(shared_ctx);
+    for (int round = 0; round < 200; round++) {
+        for (int i = 0; i < 64; i++)
+            fails += p_cuMemAlloc_v2(&p[i], (size_t)(i + 1) * 4096) != CUDA_SUCCESS;
+        for (int i = 0; i < 64; i++)
+            fails += p_cuMemFree_v2(p[i]) != CUDA_SUCCESS;
+        CUdeviceptr a;
+        fails += p_cuMemAllocAsync(&a, 3 * MiB, NULL) != CUDA_SUCCESS;
+        fails += p_cuMemFreeAsync(a, NULL) != CUDA_SUCCESS;
+    }
+    (void)arg;
+    return (void *)fails;
+}
+
+static void test_threads(CUcontext ctx)
+{
+    pthread_t th[4];
+    shared_ctx = ctx;
+    for (int i = 0; i < 4; i++)
+        pthread_create(&th[i], NULL, thread_main, NULL);
+    long fails = 0;
+    for (int i = 0; i < 4; i++) {
+        void *r;
+        pthread_join(th[i], &r);
+        fails += (long)r;
+    }
+    is_int(fails, 0, "4 threads x 200 rounds of alloc/free (plain and async): no failure");
+    p_cuCtxSynchronize();
+    is_uint(used_now(), 0, "and nothing left charged");
 }
 
 int main(void)
@@ -240,6 +280,7 @@ int main(void)
     test_pools();
     test_vmm();
     test_arrays();
+    test_threads(ctx);
 
     is_int(p_cuDevicePrimaryCtxRelease_v2(0), CUDA_SUCCESS, "release primary context");
     simtest_cleanup();

@@ -133,8 +133,8 @@ int main(int argc, char **argv)
 
     /* Nothing ran since the sample: no newer samples. */
     cnt = 16;
-    is_int(p_nvmlDeviceGetProcessUtilization(d, s, &cnt, after + 1000000),
-           NVML_ERROR_NOT_FOUND, "a timestamp in the future has no samples");
+    is_int(p_nvmlDeviceGetProcessUtilization(d, s, &cnt, after + 1000000), NVML_ERROR_NOT_FOUND,
+           "a timestamp in the future has no samples");
     p_cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
     p_cuCtxSynchronize();
     cnt = 0;

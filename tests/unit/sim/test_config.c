@@ -55,7 +55,8 @@ static void test_json(void)
 {
     struct gs_error err;
     is_int(parse("{\"preset\": \"t4\", \"context_overhead\": \"256Mi\", \"cuda_version\": 12040}",
-                 &err), 0, "preset plus overrides");
+                 &err),
+           0, "preset plus overrides");
     is_uint(cfg.ctx_overhead, 256ull << 20, "context_overhead 256Mi");
     is_int(cfg.cuda_version, 12040, "cuda_version");
     is_str(cfg.dev[0].name, "Tesla T4", "preset devices kept");
@@ -117,11 +118,13 @@ static void test_json(void)
 static void test_yaml(void)
 {
     struct gs_error err;
-    is_int(parse("# comment\ndriver_version: '550.54.15'\ndevices:\n"
-                 "  - name: NVIDIA L4\n    memory: 23034Mi\n    compute_capability: \"8.9\"\n"
-                 "    pci_device_id: 0x27B8\n  - {name: V100, memory: 16Gi, compute_capability: 7.0}\n",
-                 &err),
-           0, "YAML config");
+    is_int(
+        parse(
+            "# comment\ndriver_version: '550.54.15'\ndevices:\n"
+            "  - name: NVIDIA L4\n    memory: 23034Mi\n    compute_capability: \"8.9\"\n"
+            "    pci_device_id: 0x27B8\n  - {name: V100, memory: 16Gi, compute_capability: 7.0}\n",
+            &err),
+        0, "YAML config");
     is_str(cfg.driver_version, "550.54.15", "driver version");
     is_int(cfg.ndev, 2, "two devices");
     is_uint(cfg.dev[0].total_mem, 23034ull << 20, "23034Mi");
