@@ -7,6 +7,8 @@ import os
 import stat
 import sys
 import time
+import urllib.error
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -130,7 +132,9 @@ def main():
         t.skip('kubelet flow', 'gpusim libnvidia-ml.so.1 not built')
         return t.done()
     with pl.PluginEnv(t) as env:
-        env.start(wait=False, metrics=True)
+        hport = pl.free_port()
+        env.start(wait=False, metrics=True, extra=['--healthcheck-port', str(hport)])
+        health = f'http://127.0.0.1:{hport}'
         t.run('registration', check_registration, t, env)
         t.run('slices', check_slices, t, env)
         keys = []
@@ -176,6 +180,14 @@ def main():
                  'pool generation increased on re-create')
             t.ok(not pl.schema_errors(pl.slice_validator(), after[0]), 're-created slice is valid')
 
+        for path in ('/healthz', '/readyz'):
+            with urllib.request.urlopen(health + path, timeout=5) as r:
+                t.is_eq((r.status, r.read()), (200, b'ok\n'), f'{path}: 200 ok')
+        try:
+            urllib.request.urlopen(health + '/nope', timeout=5)
+            t.ok(False, 'unknown health path: 404')
+        except urllib.error.HTTPError as e:
+            t.is_eq(e.code, 404, 'unknown health path: 404')
         m = env.metrics()
         # 2 claims + their 2 repeated prepares + 8 concurrent ones.
         t.like(m, f'gpuslice_plugin_prepare_total{{driver="{pl.DRIVER}"}} 12\n',
