@@ -41,9 +41,8 @@ int gs_parse_duration(const char *s, int64_t *ns, struct gs_error *err)
         const char *unit;
         int64_t ns;
     } units[] = {
-        {"ns", 1},           {"us", 1000},          {"\xc2\xb5s", 1000},
-        {"\xce\xbcs", 1000}, {"ms", 1000000},       {"s", 1000000000},
-        {"m", 60000000000},  {"h", 3600000000000},
+        {"ns", 1},       {"us", 1000},      {"\xc2\xb5s", 1000}, {"\xce\xbcs", 1000},
+        {"ms", 1000000}, {"s", 1000000000}, {"m", 60000000000},  {"h", 3600000000000},
     };
     const char *p = s;
     bool neg = false;
@@ -173,7 +172,8 @@ static int parse_int(const char *s, bool is_unsigned, int64_t *i, uint64_t *u)
     for (; *p; p++) {
         if (*p < '0' || *p > '9')
             return -EINVAL;
-        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t)(*p - '0'), &v))
+        if (__builtin_mul_overflow(v, 10, &v) ||
+            __builtin_add_overflow(v, (uint64_t)(*p - '0'), &v))
             return -ERANGE;
     }
     if (is_unsigned) {
@@ -403,8 +403,8 @@ int gs_config_defaults(const struct gs_config_spec *spec, void *cfg, struct gs_e
     return 0;
 }
 
-int gs_config_set(const struct gs_config_spec *spec, void *cfg, const char *name,
-                  const char *value, const char *source, struct gs_error *err)
+int gs_config_set(const struct gs_config_spec *spec, void *cfg, const char *name, const char *value,
+                  const char *source, struct gs_error *err)
 {
     const struct gs_option *o = find_key(spec, name);
     if (!o)
@@ -746,7 +746,8 @@ void gs_config_print_help(const struct gs_config_spec *spec, FILE *out)
         help_line(out, o->short_flag, flag, metavar(o, mbuf, sizeof(mbuf)), text);
     }
     char cfg_help[160];
-    snprintf(cfg_help, sizeof(cfg_help), "read options from a YAML or JSON file keyed by option name%s%s%s",
+    snprintf(cfg_help, sizeof(cfg_help),
+             "read options from a YAML or JSON file keyed by option name%s%s%s",
              spec->config_env ? " [env " : "", spec->config_env ? spec->config_env : "",
              spec->config_env ? "]" : "");
     help_line(out, 0, "config", "FILE", cfg_help);

@@ -60,8 +60,8 @@ struct gs_option {
     char short_flag;       /* 0 for none */
     const char *env;       /* environment variable, or NULL */
     enum gs_option_type type;
-    const char *def;            /* default as text, NULL: unset (NULL string, 0, false, first) */
-    const char *min, *max;      /* bounds as text, NULL: unbounded (INT, UINT, DURATION, QUANTITY) */
+    const char *def;       /* default as text, NULL: unset (NULL string, 0, false, first) */
+    const char *min, *max; /* bounds as text, NULL: unbounded (INT, UINT, DURATION, QUANTITY) */
     const char *const *choices; /* GS_OPT_ENUM: NULL-terminated list */
     const char *metavar;        /* shown in --help, NULL: derived from the type */
     const char *help;
@@ -70,7 +70,8 @@ struct gs_option {
 
 struct gs_config_spec {
     const char *program;
-    const char *usage;   /* after the program name in --help, e.g. "[OPTIONS] COMMAND"; NULL: "[OPTIONS]" */
+    const char
+        *usage; /* after the program name in --help, e.g. "[OPTIONS] COMMAND"; NULL: "[OPTIONS]" */
     const char *summary; /* one line under the usage */
     const struct gs_option *options;
     size_t n_options;
@@ -93,8 +94,8 @@ int gs_config_parse(const struct gs_config_spec *spec, void *cfg, int argc, char
                     FILE *out, int *first_arg, struct gs_error *err);
 
 /* Set one option from text, as a flag would ("source" names it in messages). */
-int gs_config_set(const struct gs_config_spec *spec, void *cfg, const char *name,
-                  const char *value, const char *source, struct gs_error *err);
+int gs_config_set(const struct gs_config_spec *spec, void *cfg, const char *name, const char *value,
+                  const char *source, struct gs_error *err);
 
 /* Load a YAML/JSON config file keyed by option name (bounded by spec->config_max). */
 int gs_config_load_file(const struct gs_config_spec *spec, void *cfg, const char *path,

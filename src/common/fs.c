@@ -63,8 +63,8 @@ int gs_write_file_atomic(const char *path, const void *data, size_t len, mode_t 
 
     _cleanup_close_ int fd = mkostemp(tmp, O_CLOEXEC);
     if (fd < 0)
-        return gs_error_set(err, -errno, "write %s: cannot create a temporary file in %s: %s",
-                            path, dir, gs_strerror(errno));
+        return gs_error_set(err, -errno, "write %s: cannot create a temporary file in %s: %s", path,
+                            dir, gs_strerror(errno));
     const char *step = "write";
     r = write_all(fd, data, len);
     if (r == 0 && fchmod(fd, mode) < 0) {
@@ -113,8 +113,8 @@ int gs_read_file(const char *path, size_t max, char **out, size_t *len, struct g
     if (S_ISDIR(st.st_mode))
         return gs_error_set(err, -EISDIR, "read %s: is a directory", path);
     if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > max)
-        return gs_error_set(err, -EFBIG, "read %s: %lld bytes exceeds the limit of %zu bytes",
-                            path, (long long)st.st_size, max);
+        return gs_error_set(err, -EFBIG, "read %s: %lld bytes exceeds the limit of %zu bytes", path,
+                            (long long)st.st_size, max);
     size_t cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 1 : 4096;
     if (cap > max + 1)
         cap = max + 1;

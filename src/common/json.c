@@ -22,8 +22,8 @@ json_t *gs_json_parse(const char *buf, size_t len, size_t max_len, struct gs_err
     json_error_t jerr;
     json_t *v = json_loadb(buf ? buf : "", len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
     if (!v) {
-        gs_error_set(err, -EINVAL, "invalid JSON at line %d, column %d: %s", jerr.line,
-                     jerr.column, jerr.text);
+        gs_error_set(err, -EINVAL, "invalid JSON at line %d, column %d: %s", jerr.line, jerr.column,
+                     jerr.text);
         return NULL;
     }
     return v;
@@ -226,11 +226,11 @@ int gs_json_get_int_range(json_t *root, const char *path, int64_t min, int64_t m
     if (r < 0)
         return r;
     if (v < min)
-        return gs_error_set(err, -ERANGE, "%s: %" PRId64 " is below the minimum %" PRId64, path,
-                            v, min);
+        return gs_error_set(err, -ERANGE, "%s: %" PRId64 " is below the minimum %" PRId64, path, v,
+                            min);
     if (v > max)
-        return gs_error_set(err, -ERANGE, "%s: %" PRId64 " is above the maximum %" PRId64, path,
-                            v, max);
+        return gs_error_set(err, -ERANGE, "%s: %" PRId64 " is above the maximum %" PRId64, path, v,
+                            max);
     *out = v;
     return 0;
 }
@@ -285,8 +285,8 @@ int gs_json_quantity_value(const json_t *v, const char *what, struct gs_quantity
         }
         s = text;
     } else {
-        return gs_error_set(err, -EINVAL, "%s: expected quantity (string or number), got %s",
-                            what, gs_json_type_name(v));
+        return gs_error_set(err, -EINVAL, "%s: expected quantity (string or number), got %s", what,
+                            gs_json_type_name(v));
     }
     int r = gs_quantity_parse(s, out, err);
     if (r < 0)
@@ -336,8 +336,7 @@ int gs_json_opt_string(json_t *root, const char *path, const char *def, const ch
     return 1;
 }
 
-int gs_json_opt_int(json_t *root, const char *path, int64_t def, int64_t *out,
-                    struct gs_error *err)
+int gs_json_opt_int(json_t *root, const char *path, int64_t def, int64_t *out, struct gs_error *err)
 {
     json_t *v = NULL;
     int r = opt_lookup(root, path, &v, err);
@@ -392,8 +391,7 @@ int gs_json_opt_array(json_t *root, const char *path, json_t **out, struct gs_er
         return r;
     }
     if (!json_is_array(v))
-        return gs_error_set(err, -EINVAL, "%s: expected array, got %s", path,
-                            gs_json_type_name(v));
+        return gs_error_set(err, -EINVAL, "%s: expected array, got %s", path, gs_json_type_name(v));
     *out = v;
     return 1;
 }

@@ -59,8 +59,8 @@ static const char *printable(char *buf, size_t len, const char *s)
 static int quantity_error(struct gs_error *err, int code, const char *s, const char *why)
 {
     char shown[80];
-    return gs_error_set(err, code, "invalid quantity \"%s\": %s", printable(shown, sizeof(shown), s),
-                        why);
+    return gs_error_set(err, code, "invalid quantity \"%s\": %s",
+                        printable(shown, sizeof(shown), s), why);
 }
 
 /* ---- decimal digit buffer --------------------------------------------------------------- */
@@ -167,14 +167,14 @@ static bool interpret_suffix(const char *s, size_t len, struct suffix_info *out)
         int base, exponent;
         enum gs_quantity_format format;
     } table[] = {
-        {"", 10, 0, GS_QUANTITY_DECIMAL_SI},    {"n", 10, -9, GS_QUANTITY_DECIMAL_SI},
-        {"u", 10, -6, GS_QUANTITY_DECIMAL_SI},  {"m", 10, -3, GS_QUANTITY_DECIMAL_SI},
-        {"k", 10, 3, GS_QUANTITY_DECIMAL_SI},   {"M", 10, 6, GS_QUANTITY_DECIMAL_SI},
-        {"G", 10, 9, GS_QUANTITY_DECIMAL_SI},   {"T", 10, 12, GS_QUANTITY_DECIMAL_SI},
-        {"P", 10, 15, GS_QUANTITY_DECIMAL_SI},  {"E", 10, 18, GS_QUANTITY_DECIMAL_SI},
-        {"Ki", 2, 10, GS_QUANTITY_BINARY_SI},   {"Mi", 2, 20, GS_QUANTITY_BINARY_SI},
-        {"Gi", 2, 30, GS_QUANTITY_BINARY_SI},   {"Ti", 2, 40, GS_QUANTITY_BINARY_SI},
-        {"Pi", 2, 50, GS_QUANTITY_BINARY_SI},   {"Ei", 2, 60, GS_QUANTITY_BINARY_SI},
+        {"", 10, 0, GS_QUANTITY_DECIMAL_SI},   {"n", 10, -9, GS_QUANTITY_DECIMAL_SI},
+        {"u", 10, -6, GS_QUANTITY_DECIMAL_SI}, {"m", 10, -3, GS_QUANTITY_DECIMAL_SI},
+        {"k", 10, 3, GS_QUANTITY_DECIMAL_SI},  {"M", 10, 6, GS_QUANTITY_DECIMAL_SI},
+        {"G", 10, 9, GS_QUANTITY_DECIMAL_SI},  {"T", 10, 12, GS_QUANTITY_DECIMAL_SI},
+        {"P", 10, 15, GS_QUANTITY_DECIMAL_SI}, {"E", 10, 18, GS_QUANTITY_DECIMAL_SI},
+        {"Ki", 2, 10, GS_QUANTITY_BINARY_SI},  {"Mi", 2, 20, GS_QUANTITY_BINARY_SI},
+        {"Gi", 2, 30, GS_QUANTITY_BINARY_SI},  {"Ti", 2, 40, GS_QUANTITY_BINARY_SI},
+        {"Pi", 2, 50, GS_QUANTITY_BINARY_SI},  {"Ei", 2, 60, GS_QUANTITY_BINARY_SI},
     };
     for (size_t i = 0; i < GS_ARRAY_SIZE(table); i++) {
         if (strlen(table[i].name) == len && memcmp(table[i].name, s, len) == 0) {
@@ -312,8 +312,7 @@ int gs_quantity_parse(const char *s, struct gs_quantity *out, struct gs_error *e
     for (size_t i = num_start; i < denom_end; i++) {
         if (i == num_end)
             continue; /* the '.' */
-        int64_t weight =
-            i < num_end ? (int64_t)(num_end - 1 - i) : -(int64_t)(i - denom_start + 1);
+        int64_t weight = i < num_end ? (int64_t)(num_end - 1 - i) : -(int64_t)(i - denom_start + 1);
         int dv = s[i] - '0';
         if (!seen_nonzero && dv == 0)
             continue;

@@ -45,7 +45,8 @@ int gs_quantity_parse(const char *s, struct gs_quantity *out, struct gs_error *e
 int gs_quantity_format(const struct gs_quantity *q, char *buf, size_t len);
 
 /* gs_quantity_format into a GS_QUANTITY_STR_MAX buffer; returns buf ("(invalid)" for a struct
- * that breaks the invariants). Handy in messages: gs_quantity_str(&q, (char[GS_QUANTITY_STR_MAX]){0}). */
+ * that breaks the invariants). Handy in messages: gs_quantity_str(&q,
+ * (char[GS_QUANTITY_STR_MAX]){0}). */
 const char *gs_quantity_str(const struct gs_quantity *q, char buf[GS_QUANTITY_STR_MAX]);
 
 /* Construct from an integer number of units in the given format (e.g. bytes, BinarySI). */

@@ -176,9 +176,9 @@ static int resolve_plain(const char *s, struct scalar *out)
     static const char *const f_list[] = {"n",     "N",     "no",  "No",  "NO",  "false",
                                          "False", "FALSE", "off", "Off", "OFF", NULL};
     static const char *const null_list[] = {"", "~", "null", "Null", "NULL", NULL};
-    static const char *const special[] = {".nan", ".NaN", ".NAN",  ".inf",  ".Inf",  ".INF",
-                                          "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF",
-                                          NULL};
+    static const char *const special[] = {".nan",  ".NaN",  ".NAN",  ".inf",  ".Inf",
+                                          ".INF",  "+.inf", "+.Inf", "+.INF", "-.inf",
+                                          "-.Inf", "-.INF", NULL};
     *out = (struct scalar){.kind = K_STRING};
     char c = s[0];
     bool hint = c == '\0' || c == '+' || c == '-' || (c >= '0' && c <= '9') ||
@@ -350,13 +350,11 @@ static void count_tree(const json_t *v, int depth, size_t *nodes, int *max_depth
     if (json_is_object(v)) {
         const char *k;
         json_t *c;
-        json_object_foreach((json_t *)v, k, c)
-            count_tree(c, depth + 1, nodes, max_depth);
+        json_object_foreach((json_t *)v, k, c) count_tree(c, depth + 1, nodes, max_depth);
     } else if (json_is_array(v)) {
         size_t i;
         json_t *c;
-        json_array_foreach(v, i, c)
-            count_tree(c, depth + 1, nodes, max_depth);
+        json_array_foreach(v, i, c) count_tree(c, depth + 1, nodes, max_depth);
     }
 }
 
@@ -607,8 +605,8 @@ static int load_yaml(const char *text, size_t len, json_t *docs, struct gs_error
                                  m.column + 1, parser.problem ? parser.problem : "syntax error",
                                  parser.context);
             else
-                r = gs_error_set(err, -EINVAL, "line %zu, column %zu: %s", m.line + 1,
-                                 m.column + 1, parser.problem ? parser.problem : "syntax error");
+                r = gs_error_set(err, -EINVAL, "line %zu, column %zu: %s", m.line + 1, m.column + 1,
+                                 parser.problem ? parser.problem : "syntax error");
             break;
         }
         switch (ev.type) {
@@ -675,9 +673,9 @@ static int load_json_stream(const char *text, size_t len, json_t *docs, struct g
         if (pos >= len)
             break;
         json_error_t jerr;
-        json_t *v = json_loadb(text + pos, len - pos,
-                               JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_DISABLE_EOF_CHECK,
-                               &jerr);
+        json_t *v =
+            json_loadb(text + pos, len - pos,
+                       JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_DISABLE_EOF_CHECK, &jerr);
         if (!v)
             return gs_error_set(err, -EINVAL, "invalid JSON at line %d, column %d: %s", jerr.line,
                                 jerr.column, jerr.text);

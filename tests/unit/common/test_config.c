@@ -25,26 +25,65 @@ struct demo_config {
 static const char *const levels[] = {"error", "warn", "info", "debug", NULL};
 
 static const struct gs_option options[] = {
-    {.name = "node-name", .env = "GS_TEST_NODE_NAME", .type = GS_OPT_STRING,
-     .help = "Kubernetes node name", .offset = offsetof(struct demo_config, node_name)},
-    {.name = "cores", .short_flag = 'c', .env = "GS_TEST_CORES", .type = GS_OPT_INT, .def = "100",
-     .min = "0", .max = "100", .help = "SM share in percent",
+    {.name = "node-name",
+     .env = "GS_TEST_NODE_NAME",
+     .type = GS_OPT_STRING,
+     .help = "Kubernetes node name",
+     .offset = offsetof(struct demo_config, node_name)},
+    {.name = "cores",
+     .short_flag = 'c',
+     .env = "GS_TEST_CORES",
+     .type = GS_OPT_INT,
+     .def = "100",
+     .min = "0",
+     .max = "100",
+     .help = "SM share in percent",
      .offset = offsetof(struct demo_config, cores)},
-    {.name = "replicas", .type = GS_OPT_UINT, .def = "1", .max = "64", .metavar = "COUNT",
-     .help = "shares per GPU", .offset = offsetof(struct demo_config, replicas)},
-    {.name = "verbose", .short_flag = 'v', .type = GS_OPT_BOOL, .help = "more logs",
+    {.name = "replicas",
+     .type = GS_OPT_UINT,
+     .def = "1",
+     .max = "64",
+     .metavar = "COUNT",
+     .help = "shares per GPU",
+     .offset = offsetof(struct demo_config, replicas)},
+    {.name = "verbose",
+     .short_flag = 'v',
+     .type = GS_OPT_BOOL,
+     .help = "more logs",
      .offset = offsetof(struct demo_config, verbose)},
-    {.name = "cdi", .type = GS_OPT_BOOL, .def = "true", .help = "write CDI specs",
+    {.name = "cdi",
+     .type = GS_OPT_BOOL,
+     .def = "true",
+     .help = "write CDI specs",
      .offset = offsetof(struct demo_config, cdi)},
-    {.name = "resync", .type = GS_OPT_DURATION, .def = "30s", .min = "1s", .max = "1h",
-     .env = "GS_TEST_RESYNC", .help = "resync period",
+    {.name = "resync",
+     .type = GS_OPT_DURATION,
+     .def = "30s",
+     .min = "1s",
+     .max = "1h",
+     .env = "GS_TEST_RESYNC",
+     .help = "resync period",
      .offset = offsetof(struct demo_config, resync_ns)},
-    {.name = "memory", .short_flag = 'm', .type = GS_OPT_QUANTITY, .def = "4Gi", .min = "1Mi",
-     .max = "1Ti", .help = "memory limit", .offset = offsetof(struct demo_config, memory)},
-    {.name = "log-level", .type = GS_OPT_ENUM, .choices = levels, .def = "info",
-     .help = "log verbosity", .offset = offsetof(struct demo_config, log_level)},
-    {.name = "socket", .long_flag = "plugin-socket", .short_flag = 's', .type = GS_OPT_STRING,
-     .def = "/var/lib/kubelet/plugins/x.sock", .help = "socket path",
+    {.name = "memory",
+     .short_flag = 'm',
+     .type = GS_OPT_QUANTITY,
+     .def = "4Gi",
+     .min = "1Mi",
+     .max = "1Ti",
+     .help = "memory limit",
+     .offset = offsetof(struct demo_config, memory)},
+    {.name = "log-level",
+     .type = GS_OPT_ENUM,
+     .choices = levels,
+     .def = "info",
+     .help = "log verbosity",
+     .offset = offsetof(struct demo_config, log_level)},
+    {.name = "socket",
+     .long_flag = "plugin-socket",
+     .short_flag = 's',
+     .type = GS_OPT_STRING,
+     .def = "/var/lib/kubelet/plugins/x.sock",
+     .help = "socket path",
      .offset = offsetof(struct demo_config, socket)},
 };
 
@@ -109,9 +148,9 @@ static void test_defaults_and_flags(void)
     is_str(c.socket, "/var/lib/kubelet/plugins/x.sock", "default string");
     is_int(first, 1, "first positional = argc when none");
 
-    is_int(run(&c, &err, &first, "--cores=30", "-m", "1.5Gi", "--node-name", "n1", "-v",
-               "--no-cdi", "--resync", "1m30s", "--log-level=debug", "-s/tmp/p.sock",
-               "--replicas", "+8", "run", "--cores=5", NULL),
+    is_int(run(&c, &err, &first, "--cores=30", "-m", "1.5Gi", "--node-name", "n1", "-v", "--no-cdi",
+               "--resync", "1m30s", "--log-level=debug", "-s/tmp/p.sock", "--replicas", "+8", "run",
+               "--cores=5", NULL),
            0, "flags in every form");
     is_int(c.cores, 30, "--cores=30");
     is_str(gs_quantity_str(&c.memory, b), "1536Mi", "-m 1.5Gi");
@@ -288,11 +327,11 @@ static void test_output(void)
     is_int(run(&c, &err, NULL, "--cores=7", "--help", NULL), GS_CONFIG_EXIT, "--help exits");
     like_str(outbuf, "Usage: demo [OPTIONS] [--] COMMAND...\nA demo of the option table.\n",
              "usage and summary");
-    like_str(outbuf, "  -c, --cores=INT             SM share in percent (default 100) [0..100] "
-                     "[env GS_TEST_CORES]\n",
+    like_str(outbuf,
+             "  -c, --cores=INT             SM share in percent (default 100) [0..100] "
+             "[env GS_TEST_CORES]\n",
              "cores line");
-    like_str(outbuf, "      --[no-]cdi              write CDI specs (default true)\n",
-             "bool line");
+    like_str(outbuf, "      --[no-]cdi              write CDI specs (default true)\n", "bool line");
     like_str(outbuf, "--log-level=error|warn|info|debug", "enum metavar");
     like_str(outbuf, "--replicas=COUNT", "explicit metavar");
     like_str(outbuf, "  -s, --plugin-socket=STRING", "long flag differing from the name");
@@ -305,16 +344,17 @@ static void test_output(void)
     is_int(run(&c, &err, NULL, "--cores=7", "-m", "1536Mi", "--node-name", "a \"q\" b",
                "--resync=90s", "--print-config", NULL),
            GS_CONFIG_EXIT, "--print-config exits");
-    is_str(outbuf, "# demo configuration (defaults < config file < environment < flags)\n"
-                   "node-name: \"a \\\"q\\\" b\"\n"
-                   "cores: 7\n"
-                   "replicas: 1\n"
-                   "verbose: false\n"
-                   "cdi: true\n"
-                   "resync: \"1m30s\"\n"
-                   "memory: \"1536Mi\"\n"
-                   "log-level: \"info\"\n"
-                   "socket: \"/var/lib/kubelet/plugins/x.sock\"\n",
+    is_str(outbuf,
+           "# demo configuration (defaults < config file < environment < flags)\n"
+           "node-name: \"a \\\"q\\\" b\"\n"
+           "cores: 7\n"
+           "replicas: 1\n"
+           "verbose: false\n"
+           "cdi: true\n"
+           "resync: \"1m30s\"\n"
+           "memory: \"1536Mi\"\n"
+           "log-level: \"info\"\n"
+           "socket: \"/var/lib/kubelet/plugins/x.sock\"\n",
            "effective configuration printed as YAML");
     /* round trip: the printed configuration reads back to the same configuration */
     char first_print[8192];
@@ -404,8 +444,8 @@ static void test_durations(void)
         gs_format_duration(ns, b, sizeof(b));
         is_str(b, durs[i].canonical, "duration %s formatted", durs[i].in);
     }
-    const char *badd[] = {"", "s", "10", "1x", "1 s", "1s ", "--1s", "1.2.3s", ".s", "ms",
-                          "1sm", "1e3s", "-"};
+    const char *badd[] = {"",       "s",  "10", "1x",  "1 s",  "1s ", "--1s",
+                          "1.2.3s", ".s", "ms", "1sm", "1e3s", "-"};
     for (size_t i = 0; i < GS_ARRAY_SIZE(badd); i++) {
         int64_t ns;
         is_int(gs_parse_duration(badd[i], &ns, &err), -EINVAL, "bad duration \"%s\"", badd[i]);

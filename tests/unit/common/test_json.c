@@ -104,8 +104,7 @@ static void test_getters(void)
     ok(d == 3.0, "generation as double = 3");
     is_int(gs_json_get_array(root, "spec.devices.requests", &o, &err), 0, "get array");
     is_uint(json_array_size(o), 2, "two requests");
-    is_int(gs_json_get_object(root, "spec.devices.requests[0].exactly", &o, &err), 0,
-           "get object");
+    is_int(gs_json_get_object(root, "spec.devices.requests[0].exactly", &o, &err), 0, "get object");
     is_int(gs_json_get_string(o, "deviceClassName", &s, &err), 0, "getter on a sub-object");
     is_str(s, "hami-core-gpu", "deviceClassName");
 
@@ -152,14 +151,12 @@ static void test_getters(void)
     is_str(err.msg, "kind: expected array, got string", "array wrong type");
 
     /* ranges */
-    is_int(gs_json_get_int_range(root,
-                                 "spec.devices.requests[0].exactly.capacity.requests.cores", 0,
-                                 100, &i, &err),
+    is_int(gs_json_get_int_range(root, "spec.devices.requests[0].exactly.capacity.requests.cores",
+                                 0, 100, &i, &err),
            0, "cores within range");
     is_int(i, 30, "cores = 30");
-    is_int(gs_json_get_int_range(root,
-                                 "spec.devices.requests[0].exactly.capacity.requests.cores", 0,
-                                 20, &i, &err),
+    is_int(gs_json_get_int_range(root, "spec.devices.requests[0].exactly.capacity.requests.cores",
+                                 0, 20, &i, &err),
            -ERANGE, "cores above max");
     is_str(err.msg,
            "spec.devices.requests[0].exactly.capacity.requests.cores: 30 is above the maximum 20",
@@ -169,9 +166,9 @@ static void test_getters(void)
     is_str(err.msg, "metadata.generation: 3 is below the minimum 5", "below min message");
 
     /* malformed paths */
-    const char *badpaths[] = {"",      ".a",       "a.",          "a..b",       "a[",     "a[x]",
-                              "a[0",   "a[\"b",    "a[\"b\"",     "a[0]b",      "a.[0]", "a[-1]",
-                              "a[]",   "a[\"b\"]c", "a[99999999999999999999999]"};
+    const char *badpaths[] = {"",      ".a",    "a.",    "a..b",      "a[",
+                              "a[x]",  "a[0",   "a[\"b", "a[\"b\"",   "a[0]b",
+                              "a.[0]", "a[-1]", "a[]",   "a[\"b\"]c", "a[99999999999999999999999]"};
     for (size_t k = 0; k < GS_ARRAY_SIZE(badpaths); k++) {
         int r = gs_json_get_string(root, badpaths[k], &s, &err);
         if (badpaths[k][0] == '\0') {

@@ -304,10 +304,10 @@ static void test_reference(void)
     const char *shared = getenv("GS_SHARED_DIR");
     for (size_t i = 0; i < GS_ARRAY_SIZE(objs); i++) {
         char yp[1024], jp[1024];
-        snprintf(yp, sizeof(yp), "%s/reference/k8s-api-testdata-v1.36/%s.yaml", shared ? shared : "",
-                 objs[i]);
-        snprintf(jp, sizeof(jp), "%s/reference/k8s-api-testdata-v1.36/%s.json", shared ? shared : "",
-                 objs[i]);
+        snprintf(yp, sizeof(yp), "%s/reference/k8s-api-testdata-v1.36/%s.yaml",
+                 shared ? shared : "", objs[i]);
+        snprintf(jp, sizeof(jp), "%s/reference/k8s-api-testdata-v1.36/%s.json",
+                 shared ? shared : "", objs[i]);
         struct gs_error err = {0};
         _cleanup_free_ char *ytext = NULL, *jtext = NULL;
         size_t ylen = 0, jlen = 0;
