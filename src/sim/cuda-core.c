@@ -87,7 +87,7 @@ static void parse_visible(void)
                 }
             }
         } else if (n > 0 && strspn(tok, "0123456789") == n && n < 6) {
-            idx = atoi(tok);
+            idx = (int)strtol(tok, NULL, 10);
             if (idx >= cu_g.cfg.ndev)
                 idx = -1;
         }
@@ -637,8 +637,8 @@ CU_API CUresult cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId)
     CU_CHECK_INIT();
     if (!dev || !pciBusId)
         return CUDA_ERROR_INVALID_VALUE;
-    unsigned int dom, bus, d, fn = 0;
-    if (sscanf(pciBusId, "%x:%x:%x.%x", &dom, &bus, &d, &fn) < 3)
+    unsigned int dom, bus, d;
+    if (sim_parse_pci_bus_id(pciBusId, &dom, &bus, &d) < 0)
         return CUDA_ERROR_INVALID_VALUE;
     for (int o = 0; o < cu_g.nvis; o++) {
         const struct sim_device_cfg *c = &cu_g.cfg.dev[cu_g.vis[o]];

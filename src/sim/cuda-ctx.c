@@ -60,7 +60,7 @@ struct sim_stream *cu_stream_resolve(CUstream h, CUresult *err)
     return s;
 }
 
-static void atomic_max_u64(uint64_t *p, uint64_t v)
+static void atomic_max_u64(uint64_t *p, uint64_t v) // NOLINT(readability-non-const-parameter)
 {
     uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
     while (cur < v &&
@@ -258,12 +258,11 @@ CU_API CUresult cuCtxDestroy_v2(CUcontext ctx)
     cu_wait_until(__atomic_load_n(&c->tail_ns, __ATOMIC_ACQUIRE));
     cu_ctx_deactivate(c);
     /* Unbind from this thread's stack (other threads see it as destroyed). */
-    for (int i = tls_depth - 1; i >= 0; i--) {
-        if (tls_stack[i] == c) {
-            memmove(&tls_stack[i], &tls_stack[i + 1], (size_t)(tls_depth - i - 1) * sizeof(c));
-            tls_depth--;
-        }
-    }
+    int kept = 0;
+    for (int i = 0; i < tls_depth; i++)
+        if (tls_stack[i] != c)
+            tls_stack[kept++] = tls_stack[i];
+    tls_depth = kept;
     cu_obj_del(c);
     return CUDA_SUCCESS;
 }

@@ -78,8 +78,10 @@ CU_API CUresult cuModuleLoadData(CUmodule *module, const void *image)
     return module_new(module);
 }
 
+/* The options are ignored (no JIT); the prototype is the driver's. */
 CU_API CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
-                                   CUjit_option *options, void **optionValues)
+                                   CUjit_option *options, // NOLINT(readability-non-const-parameter)
+                                   void **optionValues)
 {
     if (numOptions && (!options || !optionValues))
         return CUDA_ERROR_INVALID_VALUE;
@@ -320,7 +322,7 @@ CU_API CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hG
     struct sim_graph_exec *x = cu_obj_new(CU_OBJ_GRAPH_EXEC, sizeof(*x));
     if (!x)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    x->fns = g->n ? calloc(g->n, sizeof(*x->fns)) : NULL;
+    x->fns = g->n ? calloc(g->n, sizeof(struct sim_func *)) : NULL;
     if (g->n && !x->fns) {
         cu_obj_del(x);
         return CUDA_ERROR_OUT_OF_MEMORY;

@@ -597,7 +597,7 @@ static void vmm_gone(struct sim_vmm *h)
 CU_API CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
     CU_CHECK_INIT();
-    struct sim_vmm *h = (struct sim_vmm *)(uintptr_t)handle;
+    struct sim_vmm *h = (struct sim_vmm *)(uintptr_t)handle; // NOLINT(performance-no-int-to-ptr)
     pthread_mutex_lock(&cu_g.mem_lock);
     if (!cu_valid(h, CU_OBJ_VMM) || h->released) {
         pthread_mutex_unlock(&cu_g.mem_lock);
@@ -658,7 +658,7 @@ CU_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
                          CUmemGenericAllocationHandle handle, unsigned long long flags)
 {
     CU_CHECK_INIT();
-    struct sim_vmm *h = (struct sim_vmm *)(uintptr_t)handle;
+    struct sim_vmm *h = (struct sim_vmm *)(uintptr_t)handle; // NOLINT(performance-no-int-to-ptr)
     if (flags != 0 || size == 0 || size % CU_GRANULARITY || offset % CU_GRANULARITY)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&cu_g.mem_lock);

@@ -298,8 +298,8 @@ NVML_API nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, nvm
     NV_CHECK_INIT();
     if (!pciBusId || !device)
         return NVML_ERROR_INVALID_ARGUMENT;
-    unsigned int dom, bus, dv, fn = 0;
-    if (sscanf(pciBusId, "%x:%x:%x.%x", &dom, &bus, &dv, &fn) < 3)
+    unsigned int dom, bus, dv;
+    if (sim_parse_pci_bus_id(pciBusId, &dom, &bus, &dv) < 0)
         return NVML_ERROR_INVALID_ARGUMENT;
     for (int i = 0; i < nv.cfg.ndev; i++) {
         const struct sim_device_cfg *d = &nv.cfg.dev[i];

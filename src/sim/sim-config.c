@@ -503,28 +503,59 @@ static bool uuid_valid(const char *u)
     return *p == '\0';
 }
 
+static int hex_field(const char **p, char end, unsigned long max, unsigned int *out)
+{
+    char *e;
+    if (!isxdigit((unsigned char)**p))
+        return -EINVAL;
+    errno = 0;
+    unsigned long v = strtoul(*p, &e, 16);
+    if (errno || e == *p || *e != end)
+        return -EINVAL;
+    if (v > max)
+        return -ERANGE;
+    *out = (unsigned int)v;
+    *p = *e ? e + 1 : e;
+    return 0;
+}
+
+int sim_parse_pci_bus_id(const char *s, unsigned int *domain, unsigned int *bus,
+                         unsigned int *device)
+{
+    unsigned int fn = 0;
+    const char *p = s;
+    int r;
+    if ((r = hex_field(&p, ':', 0xffffffffUL, domain)) < 0 ||
+        (r = hex_field(&p, ':', 0xff, bus)) < 0)
+        return r;
+    bool has_fn = strchr(p, '.') != NULL;
+    if ((r = hex_field(&p, has_fn ? '.' : '\0', 0x1f, device)) < 0)
+        return r;
+    if (has_fn && (r = hex_field(&p, '\0', 7, &fn)) < 0)
+        return r;
+    return 0;
+}
+
 static int parse_pci_bus_id(const char *s, struct sim_device_cfg *d)
 {
-    unsigned int dom, bus, dev, fn;
-    char tail;
-    if (sscanf(s, "%x:%x:%x.%x%c", &dom, &bus, &dev, &fn, &tail) != 4)
-        return -EINVAL;
-    if (bus > 0xff || dev > 0x1f || fn > 7)
-        return -ERANGE;
-    d->pci_domain = dom;
-    d->pci_bus = bus;
-    d->pci_device = dev;
-    return 0;
+    return sim_parse_pci_bus_id(s, &d->pci_domain, &d->pci_bus, &d->pci_device);
 }
 
 static int parse_cc(const json_t *v, const char *path, int *major, int *minor, struct gs_error *err)
 {
     int ma, mi;
     if (json_is_string(v)) {
-        char tail;
-        if (sscanf(json_string_value(v), "%d.%d%c", &ma, &mi, &tail) != 2)
-            return gs_error_set(err, -EINVAL, "%s: \"%.32s\" is not MAJOR.MINOR", path,
-                                json_string_value(v));
+        const char *str = json_string_value(v);
+        char *e1, *e2;
+        errno = 0;
+        long a = strtol(str, &e1, 10);
+        long b = (e1 != str && *e1 == '.' && isdigit((unsigned char)e1[1]))
+                     ? strtol(e1 + 1, &e2, 10)
+                     : (e2 = e1, -1);
+        if (errno || b < 0 || *e2 != '\0' || a < 0 || a > 99 || b > 99)
+            return gs_error_set(err, -EINVAL, "%s: \"%.32s\" is not MAJOR.MINOR", path, str);
+        ma = (int)a;
+        mi = (int)b;
     } else if (json_is_real(v) || json_is_integer(v)) {
         double d = json_number_value(v);
         ma = (int)d;

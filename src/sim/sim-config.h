@@ -77,6 +77,10 @@ int sim_config_from_env(struct sim_config *cfg, struct gs_error *err);
 /* 64-bit FNV-1a, used for identities and UUIDs. */
 uint64_t sim_fnv1a(const void *data, size_t len, uint64_t seed);
 
+/* Parse "DOMAIN:BUS:DEVICE[.FUNCTION]" (hex, NVML or CUDA form): 0, or -EINVAL / -ERANGE. */
+int sim_parse_pci_bus_id(const char *s, unsigned int *domain, unsigned int *bus,
+                         unsigned int *device);
+
 /* Format a PCI bus id like NVML's busId ("%08X:%02X:%02X.0"). */
 void sim_pci_bus_id(const struct sim_device_cfg *d, char *buf, size_t len);
 
