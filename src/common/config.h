@@ -104,7 +104,8 @@ int gs_config_load_file(const struct gs_config_spec *spec, void *cfg, const char
 void gs_config_print_help(const struct gs_config_spec *spec, FILE *out);
 /* The effective configuration as YAML that --config reads back. */
 void gs_config_print(const struct gs_config_spec *spec, const void *cfg, FILE *out);
-/* Free the strings the table owns (fields of type GS_OPT_STRING). */
+/* Free the strings the table owns (fields of type GS_OPT_STRING). Call it after
+ * gs_config_parse() whatever it returned: defaults may already have been set. */
 void gs_config_free(const struct gs_config_spec *spec, void *cfg);
 
 /* Durations as Go writes them: "500ms", "10s", "1m30s", "1.5h", "-2s"; units ns us (µs) ms s m

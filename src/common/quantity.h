@@ -49,7 +49,8 @@ int gs_quantity_format(const struct gs_quantity *q, char *buf, size_t len);
  * (char[GS_QUANTITY_STR_MAX]){0}). */
 const char *gs_quantity_str(const struct gs_quantity *q, char buf[GS_QUANTITY_STR_MAX]);
 
-/* Construct from an integer number of units in the given format (e.g. bytes, BinarySI). */
+/* Construct from an integer number of units in the given format (e.g. bytes, BinarySI).
+ * INT64_MIN, outside the symmetric range, becomes -INT64_MAX. */
 void gs_quantity_from_int64(int64_t v, enum gs_quantity_format fmt, struct gs_quantity *out);
 /* Construct from v * 10^-3 (milli-units). */
 void gs_quantity_from_milli(int64_t milli, enum gs_quantity_format fmt, struct gs_quantity *out);
