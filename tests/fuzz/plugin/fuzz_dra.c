@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kubelet's gRPC request messages (untrusted bytes): every DRA and registration request type of
- * both API versions is decoded by protobuf-c; a decoded message re-encodes, and that encoding
- * decodes again (byte equality is not required: unknown fields and non-canonical varints survive
- * differently).
+ * both API versions is decoded by protobuf-c and re-encoded to exactly its packed size, with no
+ * memory error (decoding the re-encoding is not required to succeed: protobuf-c accepts some
+ * non-canonical inputs, e.g. a field number 0 written as a two-byte varint, that it then encodes in
+ * a form it refuses).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,10 +27,9 @@ static void roundtrip(const ProtobufCMessageDescriptor *desc, const uint8_t *dat
     if (protobuf_c_message_pack(m, buf) != n)
         abort();
     ProtobufCMessage *m2 = protobuf_c_message_unpack(desc, NULL, n, buf);
-    if (!m2)
-        abort();
     free(buf);
-    protobuf_c_message_free_unpacked(m2, NULL);
+    if (m2)
+        protobuf_c_message_free_unpacked(m2, NULL);
     protobuf_c_message_free_unpacked(m, NULL);
 }
 
