@@ -248,7 +248,12 @@ int sim_state_open(const struct sim_config *cfg, struct sim_state **out, struct 
     int r = sim_state_path(cfg, st->path, sizeof(st->path), err);
     if (r < 0)
         goto fail;
-    st->fd = open(st->path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    /* Like /dev/nvidia*: every user of the machine may use the simulated GPUs. */
+    st->fd = open(st->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (st->fd >= 0)
+        (void)fchmod(st->fd, 0666);
+    else if (errno == EEXIST)
+        st->fd = open(st->path, O_RDWR | O_CLOEXEC);
     if (st->fd < 0) {
         r = gs_error_set(err, -errno, "GPUSIM_STATE=%s: %s", st->path, strerror(errno));
         goto fail;

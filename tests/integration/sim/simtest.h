@@ -94,7 +94,8 @@
     X(cuGraphLaunch)                                                                               \
     X(cuGraphExecDestroy)                                                                          \
     X(cuGraphDestroy)                                                                              \
-    X(cuMemGetAddressRange_v2)
+    X(cuMemGetAddressRange_v2)                                                                     \
+    X(cuDeviceCanAccessPeer)
 
 #define NVML_FUNCS(X)                                                                              \
     X(nvmlInit_v2)                                                                                 \
