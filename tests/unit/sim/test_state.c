@@ -100,6 +100,38 @@ static void test_reclaim(void)
     sim_state_close(other);
 }
 
+/* A process dies holding the shared lock in the middle of an update: the next locker gets the
+ * lock (EOWNERDEAD), recomputes the totals and reclaims the dead slot. */
+static void test_owner_dead(void)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct sim_state *c = open_state("t4", NULL);
+        if (!c || sim_proc_register(c, NULL) < 0 || sim_mem_charge(c, 0, 3ull << 30) < 0)
+            _exit(1);
+        sim_lock(c);
+        c->sh->dev[0].used_mem = 12345; /* a half-done update */
+        _exit(0);                       /* dies holding the lock */
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    is_int(WEXITSTATUS(status), 0, "child took the lock and died");
+    struct gs_error err = {0};
+    struct sim_state *st = open_state("t4", &err);
+    sim_lock(st); /* would hang forever without the robust mutex */
+    uint64_t used = st->sh->dev[0].used_mem;
+    int live = 0;
+    for (int i = 0; i < SIM_MAX_PROCS; i++)
+        live += st->sh->procs[i].state == SIM_PROC_LIVE;
+    sim_unlock(st);
+    is_uint(used, 0, "totals recomputed and the dead slot's 3 GiB reclaimed");
+    is_int(live, 0, "no live slot left");
+    sim_lock(st);
+    sim_unlock(st);
+    ok(1, "the lock is usable again");
+    sim_state_close(st);
+}
+
 int main(void)
 {
     tap_plan_auto();
@@ -121,6 +153,7 @@ int main(void)
     test_timeline(st);
     sim_state_close(st);
     test_reclaim();
+    test_owner_dead();
     unlink(path);
     rmdir(dir);
     return tap_done();
