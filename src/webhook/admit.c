@@ -70,7 +70,16 @@ void wh_admit(const struct wh_admit_ctx *ctx, const char *body, size_t len,
     }
     out->outcome = WH_OUTCOME_PASSED;
     if (wh_review_is_pod_create(&rv)) {
-        r = wh_translate_pod(ctx->names, ctx->ops, rv.namespace, rv.object, &tr, &err);
+        const char *ns = rv.namespace[0] ? rv.namespace
+                                         : json_string_value(json_object_get(
+                                               json_object_get(rv.object, "metadata"),
+                                               "namespace"));
+        if (!ns || !ns[0])
+            r = gs_error_set(&err, -EINVAL,
+                             "AdmissionReview: request.namespace and the pod's "
+                             "metadata.namespace are both empty");
+        else
+            r = wh_translate_pod(ctx->names, ctx->ops, ns, rv.object, &tr, &err);
         size_t i;
         json_t *tpl;
         if (r == 0 && tr.patch && !rv.dry_run && ctx->ensure_template)

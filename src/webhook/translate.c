@@ -198,8 +198,7 @@ int wh_translate_pod(const struct wh_names *names, const struct wh_cluster_ops *
         n_ctr += json_array_size(json_object_get(spec, lists[l]));
     if (n_ctr == 0)
         return 0;
-    struct legacy_ctr *ctrs = calloc(n_ctr, sizeof(*ctrs));
-    _cleanup_free_ struct legacy_ctr *ctrs_owner = ctrs;
+    _cleanup_free_ struct legacy_ctr *ctrs = calloc(n_ctr, sizeof(*ctrs));
     if (!ctrs)
         return gs_error_set(err, -ENOMEM, "out of memory");
     bool any_pct = false;

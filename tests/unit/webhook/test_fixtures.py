@@ -142,7 +142,8 @@ def run_case(t, tool, path, schema, sample_pod):
     for tn, tp in templates.items():
         errs = [f"{'/'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(tp)]
         t.ok(not errs, f"{name}: template {tn} validates against the strict schema", diag=errs)
-        t.is_eq(tp['metadata']['namespace'], review['request']['namespace'],
+        t.is_eq(tp['metadata']['namespace'], review['request'].get('namespace') or
+                review['request']['object']['metadata']['namespace'],
                 f"{name}: template in the pod's namespace")
         text = json.dumps(tp['spec']['spec'], sort_keys=True, separators=(',', ':'),
                           ensure_ascii=False)
