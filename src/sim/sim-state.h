@@ -13,7 +13,7 @@
  * whatever its pid namespace. A slot is dead when that lock is free, or (full sweeps, same pid
  * namespace) when /proc/<pid>/stat is gone or its start time (field 22) differs.
  *
- * Layout (version 2), all little-endian host structs, see static_asserts in sim-state.c:
+ * Layout (version 3), all little-endian host structs, see static_asserts in sim-state.c:
  *   struct sim_shared { header; mutex; procs[SIM_MAX_PROCS]; dev[SIM_MAX_DEVICES] }.
  */
 #ifndef GS_SIM_SIM_STATE_H
@@ -28,9 +28,9 @@
 #include "sim/sim-config.h"
 
 #define SIM_STATE_MAGIC   0x3154535f4d495347ull /* "GSIM_ST1" */
-#define SIM_STATE_VERSION 2u
+#define SIM_STATE_VERSION 3u
 #define SIM_MAX_PROCS     256
-#define SIM_RING          16384 /* busy intervals kept per device */
+#define SIM_RING          65536 /* busy intervals kept per device */
 #define SIM_COMM_MAX      128
 #define SIM_LOCK_BASE     (1ll << 40) /* byte-lock offsets of the slots */
 
