@@ -14,6 +14,10 @@ extern const size_t cel_k8s_funcs_count;
 extern const struct cel_func cel_list_funcs[]; /* lists.c: lists, regex find, sets, quote */
 extern const size_t cel_list_funcs_count;
 
+/* string.format(list) (format.c) */
+struct cel_value cel_string_format(struct cel_eval *ev, const struct cel_node *call,
+                                   struct cel_value *a, uint32_t n);
+
 /* indexOf / lastIndexOf with a list receiver (lists.c; strings.c dispatches to it). */
 struct cel_value cel_list_index_of(struct cel_eval *ev, const struct cel_node *call,
                                    struct cel_value *a, uint32_t n);

@@ -265,5 +265,6 @@ const struct cel_func cel_list_funcs[] = {
     {"sets.intersects", false, 2, fn_sets, OV("list(A),list(A):bool"), true},
     {"reverse", true, 1, fn_reverse, OV("string:string"), true},
     {"strings.quote", false, 1, fn_quote, OV("string:string"), true},
+    {"format", true, 2, cel_string_format, OV("string,list(A):string"), true},
 };
 const size_t cel_list_funcs_count = GS_ARRAY_SIZE(cel_list_funcs);

@@ -310,7 +310,6 @@ _FEATURES = [
     (re.compile(r"\.\?|\[\?|\boptional\.|\.orValue|\.hasValue|\.optMap|\.optFlatMap"),
      "optional types"),
     (re.compile(r"\bmath\.|\bbase64\.|\blists\.|\bproto\."), "extension libraries"),
-    (re.compile(r"\.format\s*\("), "strings extension: format"),
 ]
 
 

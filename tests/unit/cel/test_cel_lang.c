@@ -159,6 +159,10 @@ static const struct {
     {"sets.intersects([1], ['a'])", "compile: *found no matching overload for 'sets.intersects' applied to '(list(int), list(string))'"},
     {"'héllo'.reverse()", "'olléh'"},
     {"strings.quote('a\"b\\n')", "'\"a\\\"b\\n\"'"},
+    {"'%s has %d GPUs, %.1f%% free, mask %x'.format(['node1', 8, 12.345, 255])", "'node1 has 8 GPUs, 12.3% free, mask ff'"},
+    {"'%s'.format([{'b': [1, 'x'], 'a': null}])", "'{a: null, b: [1, x]}'"},
+    {"'%d'.format(['x'])", "error: error during formatting: decimal clause*"},
+    {"'%s %s'.format([1])", "error: index 1 out of range*"},
     /* arithmetic and errors, with columns */
     {"9223372036854775807 + 1", "error: integer overflow (<input>:1:21)"},
     {"-9223372036854775808 - 1", "error: integer overflow*"},
