@@ -70,10 +70,10 @@ void wh_admit(const struct wh_admit_ctx *ctx, const char *body, size_t len,
     }
     out->outcome = WH_OUTCOME_PASSED;
     if (wh_review_is_pod_create(&rv)) {
-        const char *ns = rv.namespace[0] ? rv.namespace
-                                         : json_string_value(json_object_get(
-                                               json_object_get(rv.object, "metadata"),
-                                               "namespace"));
+        const char *ns = rv.namespace[0]
+                             ? rv.namespace
+                             : json_string_value(json_object_get(
+                                   json_object_get(rv.object, "metadata"), "namespace"));
         if (!ns || !ns[0])
             r = gs_error_set(&err, -EINVAL,
                              "AdmissionReview: request.namespace and the pod's "
@@ -83,9 +83,9 @@ void wh_admit(const struct wh_admit_ctx *ctx, const char *body, size_t len,
         size_t i;
         json_t *tpl;
         if (r == 0 && tr.patch && !rv.dry_run && ctx->ensure_template)
-            json_array_foreach (tr.templates, i, tpl)
-                if ((r = ctx->ensure_template(ctx->ensure_user, tpl, &err)) < 0)
-                    break;
+            json_array_foreach(tr.templates, i,
+                               tpl) if ((r = ctx->ensure_template(ctx->ensure_user, tpl, &err)) <
+                                        0) break;
         if (r < 0) {
             ans.allowed = false;
             ans.code = r == -EINVAL ? 422 : 500;

@@ -25,8 +25,8 @@ struct wh_admit_ctx {
 };
 
 struct wh_admit_reply {
-    unsigned status;          /* HTTP status: 200, 400 or 413 */
-    char *body;               /* malloc'd, NUL-terminated */
+    unsigned status; /* HTTP status: 200, 400 or 413 */
+    char *body;      /* malloc'd, NUL-terminated */
     size_t len;
     const char *content_type; /* application/json or text/plain */
     enum wh_outcome outcome;

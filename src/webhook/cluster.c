@@ -49,8 +49,7 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-struct wh_cluster *wh_cluster_new(struct gs_k8s_client *client,
-                                  const struct wh_cluster_config *cfg)
+struct wh_cluster *wh_cluster_new(struct gs_k8s_client *client, const struct wh_cluster_config *cfg)
 {
     struct wh_cluster *c = calloc(1, sizeof(*c));
     if (c) {
@@ -108,12 +107,14 @@ void wh_slice_memory_sizes(const json_t *list, const char *driver, int64_t *size
     size_t i, j, count = 0;
     json_t *slice, *dev;
     *n = 0;
-    json_array_foreach (json_object_get(list, "items"), i, slice) {
+    json_array_foreach(json_object_get(list, "items"), i, slice)
+    {
         const json_t *spec = json_object_get(slice, "spec");
         const char *d = json_string_value(json_object_get(spec, "driver"));
         if (!d || strcmp(d, driver) != 0)
             continue;
-        json_array_foreach (json_object_get(spec, "devices"), j, dev) {
+        json_array_foreach(json_object_get(spec, "devices"), j, dev)
+        {
             const char *v = json_string_value(json_object_get(
                 json_object_get(json_object_get(dev, "capacity"), "memory"), "value"));
             int64_t bytes;
@@ -132,8 +133,7 @@ void wh_slice_memory_sizes(const json_t *list, const char *driver, int64_t *size
     *n = count;
 }
 
-static int op_memory_sizes(void *user, int64_t *sizes, size_t max, size_t *n,
-                           struct gs_error *err)
+static int op_memory_sizes(void *user, int64_t *sizes, size_t max, size_t *n, struct gs_error *err)
 {
     struct wh_cluster *c = user;
     int r = 0;
@@ -149,16 +149,15 @@ static int op_memory_sizes(void *user, int64_t *sizes, size_t max, size_t *n,
             atomic_fetch_add(&c->api_errors, 1);
             gs_error_prefix(err, "cannot list ResourceSlices: ");
         } else {
-            wh_slice_memory_sizes(list, c->driver, c->sizes, GS_ARRAY_SIZE(c->sizes),
-                                  &c->n_sizes);
+            wh_slice_memory_sizes(list, c->driver, c->sizes, GS_ARRAY_SIZE(c->sizes), &c->n_sizes);
             c->sizes_expires_ms = now + c->slice_ttl_ms;
         }
         json_decref(list);
     }
     if (r == 0) {
         *n = c->n_sizes;
-        memcpy(sizes, c->sizes, GS_MIN(GS_MIN(c->n_sizes, max), GS_ARRAY_SIZE(c->sizes)) *
-                                    sizeof(*sizes));
+        memcpy(sizes, c->sizes,
+               GS_MIN(GS_MIN(c->n_sizes, max), GS_ARRAY_SIZE(c->sizes)) * sizeof(*sizes));
     }
     pthread_mutex_unlock(&c->sizes_lock);
     return r;
@@ -179,7 +178,8 @@ static int op_extended_resource_class(void *user, const char *resource, char *bu
             size_t i;
             json_t *dc;
             json_object_clear(c->classes);
-            json_array_foreach (json_object_get(list, "items"), i, dc) {
+            json_array_foreach(json_object_get(list, "items"), i, dc)
+            {
                 const char *ern = json_string_value(
                     json_object_get(json_object_get(dc, "spec"), "extendedResourceName"));
                 const char *name =
@@ -209,13 +209,14 @@ bool wh_claim_spec_uses_class(const json_t *claim_spec, const char *device_class
 {
     size_t i, j;
     json_t *req, *sub;
-    json_array_foreach (json_object_get(json_object_get(claim_spec, "devices"), "requests"), i,
-                        req) {
-        const char *dc = json_string_value(
-            json_object_get(json_object_get(req, "exactly"), "deviceClassName"));
+    json_array_foreach(json_object_get(json_object_get(claim_spec, "devices"), "requests"), i, req)
+    {
+        const char *dc =
+            json_string_value(json_object_get(json_object_get(req, "exactly"), "deviceClassName"));
         if (dc && strcmp(dc, device_class) == 0)
             return true;
-        json_array_foreach (json_object_get(req, "firstAvailable"), j, sub) {
+        json_array_foreach(json_object_get(req, "firstAvailable"), j, sub)
+        {
             dc = json_string_value(json_object_get(sub, "deviceClassName"));
             if (dc && strcmp(dc, device_class) == 0)
                 return true;
@@ -321,8 +322,8 @@ int wh_cluster_ensure_template(struct wh_cluster *c, const json_t *tpl, struct g
         atomic_fetch_add(&c->cache_hits, 1);
         return 0;
     }
-    int r = gs_k8s_create(c->client, &gs_k8s_resourceclaimtemplates, ns, (json_t *)tpl, 0, NULL,
-                          err);
+    int r =
+        gs_k8s_create(c->client, &gs_k8s_resourceclaimtemplates, ns, (json_t *)tpl, 0, NULL, err);
     if (r == -EEXIST) {
         atomic_fetch_add(&c->existing, 1);
         gs_error_clear(err);

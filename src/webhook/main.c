@@ -97,9 +97,8 @@ static int serve(const struct wh_options *opts)
         snprintf(err.msg, sizeof(err.msg), "out of memory");
         return fail("cannot start", &err);
     }
-    struct wh_tls *tls =
-        wh_tls_new(o.tls_cert_file, o.tls_key_file, (uint64_t)(o.cert_check_interval_ns / 1000000), &metrics,
-                   &err);
+    struct wh_tls *tls = wh_tls_new(o.tls_cert_file, o.tls_key_file,
+                                    (uint64_t)(o.cert_check_interval_ns / 1000000), &metrics, &err);
     if (!tls) {
         wh_cluster_free(cluster);
         return fail("cannot load the serving certificate", &err);

@@ -11,9 +11,9 @@
 #include "common/macros.h"
 
 static const char *const route_names[WH_ROUTE_COUNT] = {"/mutate", "/healthz", "/readyz",
-                                                         "/metrics", "other"};
+                                                        "/metrics", "other"};
 static const char *const outcome_names[WH_OUTCOME_COUNT] = {"mutated", "passed", "denied",
-                                                             "rejected"};
+                                                            "rejected"};
 static const unsigned status_codes[6] = {200, 400, 404, 405, 413, 500};
 static const uint64_t bucket_us[WH_LATENCY_BUCKETS] = {250,   500,   1000,   2000,   5000,
                                                        10000, 50000, 100000, 500000, 1000000};
@@ -95,11 +95,12 @@ char *wh_metrics_render(struct wh_metrics *m, const struct wh_metrics_extra *ext
     put(&b, "# HELP gpuslice_webhook_admissions_total AdmissionReviews by outcome.\n"
             "# TYPE gpuslice_webhook_admissions_total counter\n");
     for (size_t o = 0; o < WH_OUTCOME_COUNT; o++)
-        put(&b, "gpuslice_webhook_admissions_total{outcome=\"%s\"} %" PRIu64 "\n",
-            outcome_names[o], LOAD(m->outcomes[o]));
-    put(&b, "# HELP gpuslice_webhook_denials_total AdmissionReviews answered allowed=false.\n"
-            "# TYPE gpuslice_webhook_denials_total counter\n"
-            "gpuslice_webhook_denials_total %" PRIu64 "\n",
+        put(&b, "gpuslice_webhook_admissions_total{outcome=\"%s\"} %" PRIu64 "\n", outcome_names[o],
+            LOAD(m->outcomes[o]));
+    put(&b,
+        "# HELP gpuslice_webhook_denials_total AdmissionReviews answered allowed=false.\n"
+        "# TYPE gpuslice_webhook_denials_total counter\n"
+        "gpuslice_webhook_denials_total %" PRIu64 "\n",
         LOAD(m->outcomes[WH_OUTCOME_DENIED]));
     put(&b, "# HELP gpuslice_webhook_mutate_duration_seconds Time to answer /mutate.\n"
             "# TYPE gpuslice_webhook_mutate_duration_seconds histogram\n");
@@ -113,14 +114,14 @@ char *wh_metrics_render(struct wh_metrics *m, const struct wh_metrics_extra *ext
     put(&b, "gpuslice_webhook_mutate_duration_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n", cum);
     put(&b, "gpuslice_webhook_mutate_duration_seconds_sum %.6f\n",
         (double)LOAD(m->latency_sum_us) / 1e6);
-    put(&b, "gpuslice_webhook_mutate_duration_seconds_count %" PRIu64 "\n",
-        LOAD(m->latency_count));
-    put(&b, "# HELP gpuslice_webhook_tls_reloads_total Certificate/key pairs (re)loaded.\n"
-            "# TYPE gpuslice_webhook_tls_reloads_total counter\n"
-            "gpuslice_webhook_tls_reloads_total %" PRIu64 "\n"
-            "# HELP gpuslice_webhook_tls_reload_errors_total Changed files that failed to load.\n"
-            "# TYPE gpuslice_webhook_tls_reload_errors_total counter\n"
-            "gpuslice_webhook_tls_reload_errors_total %" PRIu64 "\n",
+    put(&b, "gpuslice_webhook_mutate_duration_seconds_count %" PRIu64 "\n", LOAD(m->latency_count));
+    put(&b,
+        "# HELP gpuslice_webhook_tls_reloads_total Certificate/key pairs (re)loaded.\n"
+        "# TYPE gpuslice_webhook_tls_reloads_total counter\n"
+        "gpuslice_webhook_tls_reloads_total %" PRIu64 "\n"
+        "# HELP gpuslice_webhook_tls_reload_errors_total Changed files that failed to load.\n"
+        "# TYPE gpuslice_webhook_tls_reload_errors_total counter\n"
+        "gpuslice_webhook_tls_reload_errors_total %" PRIu64 "\n",
         LOAD(m->tls_reloads), LOAD(m->tls_reload_errors));
     if (extra)
         put(&b,

@@ -50,7 +50,6 @@ struct wh_metrics_extra {
 };
 
 /* Render into a new string (NULL on ENOMEM). */
-char *wh_metrics_render(struct wh_metrics *m, const struct wh_metrics_extra *extra,
-                        size_t *len);
+char *wh_metrics_render(struct wh_metrics *m, const struct wh_metrics_extra *extra, size_t *len);
 
 #endif /* GS_WEBHOOK_METRICS_H */

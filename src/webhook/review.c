@@ -47,8 +47,8 @@ int wh_review_decode(const char *body, size_t len, struct wh_review *out, struct
     int r;
     *out = (struct wh_review){0};
     if (len > WH_REVIEW_MAX_BYTES)
-        return gs_error_set(err, -E2BIG, "AdmissionReview: body of %zu bytes exceeds %u bytes",
-                            len, WH_REVIEW_MAX_BYTES);
+        return gs_error_set(err, -E2BIG, "AdmissionReview: body of %zu bytes exceeds %u bytes", len,
+                            WH_REVIEW_MAX_BYTES);
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
         return gs_error_set(err, -EINVAL, "malformed JSON at line %d column %d: %s", jerr.line,
@@ -79,8 +79,7 @@ int wh_review_decode(const char *body, size_t len, struct wh_review *out, struct
     }
     const json_t *gvk = json_object_get(req, "kind");
     if (!json_is_object(gvk)) {
-        r = gs_error_set(err, -EINVAL,
-                         "AdmissionReview: request.kind is missing or not an object");
+        r = gs_error_set(err, -EINVAL, "AdmissionReview: request.kind is missing or not an object");
         goto fail;
     }
     const json_t *gvr = json_object_get(req, "resource");

@@ -178,8 +178,8 @@ static int type_selector(char *buf, size_t cap, const char *driver, const char *
     return r < 0 ? r : (first ? 1 : 0);
 }
 
-int wh_selectors_from_annotations(const json_t *annotations, const char *driver,
-                                  json_t *selectors, struct gs_error *err)
+int wh_selectors_from_annotations(const json_t *annotations, const char *driver, json_t *selectors,
+                                  struct gs_error *err)
 {
     static const struct {
         const char *key;
@@ -197,8 +197,7 @@ int wh_selectors_from_annotations(const json_t *annotations, const char *driver,
         if (!v)
             continue;
         if (!json_is_string(v))
-            return gs_error_set(err, -EINVAL, "annotation %s: value is not a string",
-                                kinds[k].key);
+            return gs_error_set(err, -EINVAL, "annotation %s: value is not a string", kinds[k].key);
         const char *list = json_string_value(v);
         if (strlen(list) != json_string_length(v))
             return gs_error_set(err, -EINVAL, "annotation %s: value contains a NUL character",

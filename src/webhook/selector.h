@@ -16,11 +16,11 @@
 
 #include "common/error.h"
 
-#define WH_ANN_USE_UUID    "nvidia.com/use-gpuuuid"
-#define WH_ANN_NOUSE_UUID  "nvidia.com/nouse-gpuuuid"
-#define WH_ANN_USE_TYPE    "nvidia.com/use-gputype"
-#define WH_ANN_NOUSE_TYPE  "nvidia.com/nouse-gputype"
-#define WH_ANN_TOPOLOGY    "gpuslice.io/topology"
+#define WH_ANN_USE_UUID   "nvidia.com/use-gpuuuid"
+#define WH_ANN_NOUSE_UUID "nvidia.com/nouse-gpuuuid"
+#define WH_ANN_USE_TYPE   "nvidia.com/use-gputype"
+#define WH_ANN_NOUSE_TYPE "nvidia.com/nouse-gputype"
+#define WH_ANN_TOPOLOGY   "gpuslice.io/topology"
 
 /* Kubernetes' limit on one DRA CEL selector expression. */
 #define WH_CEL_MAX_LEN 10240
@@ -36,8 +36,8 @@ int wh_cel_quote(char *buf, size_t cap, const char *s, size_t len);
  * `selectors` (a JSON array of {"cel": {"expression": ...}} objects). `driver` is the attribute
  * domain of our devices. Returns 0 or a negative code with a message naming the annotation.
  */
-int wh_selectors_from_annotations(const json_t *annotations, const char *driver,
-                                  json_t *selectors, struct gs_error *err);
+int wh_selectors_from_annotations(const json_t *annotations, const char *driver, json_t *selectors,
+                                  struct gs_error *err);
 
 /* The selector matching devices whose `memory` capacity equals `bytes` exactly. */
 int wh_selector_memory_size(const char *driver, int64_t bytes, json_t *selectors,

@@ -77,8 +77,10 @@ int wh_parse_listen(const char *listen, struct sockaddr_storage *out, struct gs_
         in->sin_port = htons((uint16_t)port);
         return 0;
     }
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV}, *ai = NULL;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
+                    *ai = NULL;
     int g = getaddrinfo(host, port_s, &hints, &ai);
     if (g != 0 || !ai)
         return gs_error_set(err, -EINVAL, "--listen: cannot resolve \"%s\": %s", host,
@@ -124,8 +126,7 @@ static enum MHD_Result reply(struct wh_server *s, struct MHD_Connection *c, stru
 static enum MHD_Result reply_text(struct wh_server *s, struct MHD_Connection *c,
                                   struct req_state *st, unsigned status, const char *text)
 {
-    return reply(s, c, st, status, "text/plain; charset=utf-8", (char *)text, strlen(text),
-                 false);
+    return reply(s, c, st, status, "text/plain; charset=utf-8", (char *)text, strlen(text), false);
 }
 
 #define TOO_BIG_TEXT "request body exceeds 3145728 bytes (3 MiB)\n"
@@ -144,8 +145,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         st->start_us = now_us();
         *con_cls = st;
         if (st->route == WH_ROUTE_MUTATE && strcmp(method, "POST") == 0) {
-            const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                         MHD_HTTP_HEADER_CONTENT_LENGTH);
+            const char *cl =
+                MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
             if (cl && strtoull(cl, NULL, 10) > WH_REVIEW_MAX_BYTES) {
                 wh_metrics_outcome(s->cfg.metrics, WH_OUTCOME_REJECTED);
                 return reply_text(s, c, st, 413, TOO_BIG_TEXT);
@@ -216,8 +217,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         if (s->cfg.extra_metrics)
             s->cfg.extra_metrics(s->cfg.extra_user, &extra);
         size_t len;
-        char *text = wh_metrics_render(s->cfg.metrics, s->cfg.extra_metrics ? &extra : NULL,
-                                       &len);
+        char *text = wh_metrics_render(s->cfg.metrics, s->cfg.extra_metrics ? &extra : NULL, &len);
         if (!text)
             return reply_text(s, c, st, 500, "out of memory\n");
         return reply(s, c, st, 200, "text/plain; version=0.0.4; charset=utf-8", text, len, true);
@@ -262,8 +262,8 @@ struct wh_server *wh_server_start(const struct wh_server_config *cfg, struct gs_
         return NULL;
     }
     s->cfg = *cfg;
-    unsigned flags = MHD_USE_TLS | MHD_USE_THREAD_PER_CONNECTION |
-                     MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_TLS | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_ERROR_LOG;
     if (addr.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     s->daemon = MHD_start_daemon(
@@ -277,8 +277,7 @@ struct wh_server *wh_server_start(const struct wh_server_config *cfg, struct gs_
         MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
     if (!s->daemon) {
         gs_error_set(err, -EADDRNOTAVAIL,
-                     "cannot serve HTTPS on %s (address in use or not available?)",
-                     cfg->listen);
+                     "cannot serve HTTPS on %s (address in use or not available?)", cfg->listen);
         free(s);
         return NULL;
     }

@@ -20,8 +20,8 @@
 #include "webhook/tls.h"
 
 struct wh_server_config {
-    const char *listen;           /* "[host]:port"; empty host = all IPv4 addresses */
-    unsigned connection_limit;    /* 0 = 1024 */
+    const char *listen;            /* "[host]:port"; empty host = all IPv4 addresses */
+    unsigned connection_limit;     /* 0 = 1024 */
     unsigned connection_timeout_s; /* idle keep-alive; 0 = 60 */
     const struct wh_admit_ctx *admit;
     struct wh_metrics *metrics;

@@ -53,7 +53,9 @@ static void value_text(const json_t *v, char *buf, size_t len)
         snprintf(buf, len, "%g", json_real_value(v));
     else
         snprintf(buf, len, "(a JSON %s)",
-                 json_is_object(v) ? "object" : json_is_array(v) ? "array" : "literal");
+                 json_is_object(v)  ? "object"
+                 : json_is_array(v) ? "array"
+                                    : "literal");
 }
 
 static int read_int(const json_t *resources, const char *name, const char *what, bool *has,
@@ -114,9 +116,8 @@ int wh_legacy_read(const json_t *resources, const struct wh_names *names, const 
     if (out->has_mem && out->mem_mib > INT64_MAX / WH_MIB)
         return gs_error_set(err, -EINVAL, "%s: %s: %s is too large", what, names->mem, mem_t);
     if (out->has_pct && (out->pct < 1 || out->pct > 100))
-        return gs_error_set(err, -EINVAL,
-                            "%s: %s: %s is outside 1-100 (percent of a GPU's memory)", what,
-                            names->mem_pct, pct_t);
+        return gs_error_set(err, -EINVAL, "%s: %s: %s is outside 1-100 (percent of a GPU's memory)",
+                            what, names->mem_pct, pct_t);
     if (out->has_mem && out->has_pct)
         return gs_error_set(err, -EINVAL, "%s: %s: %s and %s: %s are both set; use one of them",
                             what, names->mem, mem_t, names->mem_pct, pct_t);
@@ -154,8 +155,7 @@ static json_t *request_body(const struct wh_legacy *l, const struct wh_names *na
         char buf[GS_QUANTITY_STR_MAX];
         if (l->has_cores && quantity_text(l->cores, GS_QUANTITY_DECIMAL_SI, buf, sizeof(buf)) == 0)
             json_object_set_new(cap, "cores", json_string(buf));
-        if (mem_bytes > 0 &&
-            quantity_text(mem_bytes, GS_QUANTITY_BINARY_SI, buf, sizeof(buf)) == 0)
+        if (mem_bytes > 0 && quantity_text(mem_bytes, GS_QUANTITY_BINARY_SI, buf, sizeof(buf)) == 0)
             json_object_set_new(cap, "memory", json_string(buf));
         json_object_set_new(req, "capacity", json_pack("{s:o}", "requests", cap));
     }
@@ -204,7 +204,8 @@ int wh_claim_spec_build(const struct wh_legacy *l, const struct wh_names *names,
         int64_t mem = l->has_mem ? l->mem_mib * WH_MIB : 0;
         if (topology == WH_TOPOLOGY_NVLINK_PREFERRED) {
             json_t *alts = json_array();
-            json_array_append_new(alts, named(request_body(l, names, selectors, mem, NULL), "nvlink"));
+            json_array_append_new(alts,
+                                  named(request_body(l, names, selectors, mem, NULL), "nvlink"));
             json_array_append_new(alts, named(request_body(l, names, selectors, mem, NULL), "any"));
             json_object_set_new(request, "firstAvailable", alts);
             json_array_append_new(constraints,
@@ -215,10 +216,11 @@ int wh_claim_spec_build(const struct wh_legacy *l, const struct wh_names *names,
         }
     } else {
         if (n_sizes == 0) {
-            r = gs_error_set(err, -EINVAL,
-                             "%s: %s: no ResourceSlice of driver %s publishes a GPU memory size, so "
-                             "a percentage of GPU memory cannot be translated",
-                             what, names->mem_pct, names->driver);
+            r = gs_error_set(
+                err, -EINVAL,
+                "%s: %s: no ResourceSlice of driver %s publishes a GPU memory size, so "
+                "a percentage of GPU memory cannot be translated",
+                what, names->mem_pct, names->driver);
             goto out;
         }
         size_t n_alt = topology == WH_TOPOLOGY_NVLINK_PREFERRED ? 2 * n_sizes : n_sizes;
@@ -247,9 +249,9 @@ int wh_claim_spec_build(const struct wh_legacy *l, const struct wh_names *names,
                 json_t *sel = json_array();
                 r = wh_selector_memory_size(names->driver, sorted[i], sel, err);
                 if (r == 0) {
-                    json_t *body = request_body(l, names, selectors,
-                                                percent_bytes(sorted[i], l->pct),
-                                                json_array_get(sel, 0));
+                    json_t *body =
+                        request_body(l, names, selectors, percent_bytes(sorted[i], l->pct),
+                                     json_array_get(sel, 0));
                     json_array_append_new(alts, named(body, name));
                 }
                 json_decref(sel);

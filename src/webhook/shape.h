@@ -6,7 +6,8 @@
  *   nvidia.com/gpumem: M (MiB)   -> capacity.requests.memory  M * 1Mi
  *   nvidia.com/gpucores: C (%)   -> capacity.requests.cores   C
  *   nvidia.com/gpumem-percentage: P -> firstAvailable, one subrequest per GPU memory size S known
- *                                   in the cluster: memory == S selector, requests floor(S*P/100) Mi
+ *                                   in the cluster: memory == S selector, requests floor(S*P/100)
+ * Mi
  */
 #ifndef GS_WEBHOOK_SHAPE_H
 #define GS_WEBHOOK_SHAPE_H
@@ -28,11 +29,11 @@
 /* The one request of every generated claim. */
 #define WH_REQUEST_NAME "gpu"
 /* Template names: prefix + 20 hex digits of SHA-256 over the claim spec. */
-#define WH_TEMPLATE_PREFIX "gpuslice-"
+#define WH_TEMPLATE_PREFIX   "gpuslice-"
 #define WH_TEMPLATE_NAME_MAX 64
 /* Kubernetes' limit on firstAvailable subrequests. */
 #define WH_MAX_SUBREQUESTS 8
-#define WH_MIB (1024 * 1024)
+#define WH_MIB             (1024 * 1024)
 
 struct wh_names {
     const char *device_class; /* deviceClassName of every request */

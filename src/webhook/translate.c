@@ -77,15 +77,15 @@ static int remove_legacy(json_t *patch, const struct wh_names *names, const json
     char path[1024], tok[512];
     if (!json_is_object(map))
         return 0;
-    json_object_foreach ((json_t *)map, key, v)
-        n_legacy += wh_is_legacy_name(names, key);
+    json_object_foreach((json_t *)map, key, v) n_legacy += wh_is_legacy_name(names, key);
     if (n_legacy == 0)
         return 0;
     if (n_legacy == json_object_size(map)) {
         snprintf(path, sizeof(path), "%s/%s", base, field);
         return add_op(patch, "remove", path, NULL);
     }
-    json_object_foreach ((json_t *)map, key, v) {
+    json_object_foreach((json_t *)map, key, v)
+    {
         if (!wh_is_legacy_name(names, key))
             continue;
         if (wh_json_pointer_escape(key, tok, sizeof(tok)) < 0)
@@ -112,10 +112,10 @@ static bool name_taken(const json_t *claims, const json_t *added, const char *na
     for (size_t l = 0; l < 2; l++) {
         size_t i;
         json_t *c;
-        json_array_foreach ((json_t *)lists[l], i, c)
-            if (json_is_string(json_object_get(c, "name")) &&
-                strcmp(json_string_value(json_object_get(c, "name")), name) == 0)
-                return true;
+        json_array_foreach((json_t *)lists[l], i,
+                           c) if (json_is_string(json_object_get(c, "name")) &&
+                                  strcmp(json_string_value(json_object_get(c, "name")), name) ==
+                                      0) return true;
     }
     return false;
 }
@@ -153,7 +153,8 @@ static int has_own_claim(const struct wh_names *names, const struct wh_cluster_o
 {
     size_t i;
     json_t *c;
-    json_array_foreach ((json_t *)claims, i, c) {
+    json_array_foreach((json_t *)claims, i, c)
+    {
         const char *cname = json_string_value(json_object_get(c, "name"));
         const char *tpl = json_string_value(json_object_get(c, "resourceClaimTemplateName"));
         int r = 0;
@@ -178,9 +179,8 @@ struct legacy_ctr {
     struct wh_legacy l;
 };
 
-int wh_translate_pod(const struct wh_names *names, const struct wh_cluster_ops *ops,
-                     const char *ns, const json_t *pod, struct wh_translation *out,
-                     struct gs_error *err)
+int wh_translate_pod(const struct wh_names *names, const struct wh_cluster_ops *ops, const char *ns,
+                     const json_t *pod, struct wh_translation *out, struct gs_error *err)
 {
     static const char *const lists[] = {"initContainers", "containers"};
     const json_t *spec = json_object_get(pod, "spec");
@@ -205,7 +205,8 @@ int wh_translate_pod(const struct wh_names *names, const struct wh_cluster_ops *
     for (size_t l = 0; l < GS_ARRAY_SIZE(lists); l++) {
         size_t i;
         json_t *c;
-        json_array_foreach (json_object_get(spec, lists[l]), i, c) {
+        json_array_foreach(json_object_get(spec, lists[l]), i, c)
+        {
             char what[128];
             const char *cn = json_string_value(json_object_get(c, "name"));
             snprintf(what, sizeof(what), "%s \"%.64s\"", l == 0 ? "init container" : "container",
@@ -230,10 +231,11 @@ int wh_translate_pod(const struct wh_names *names, const struct wh_cluster_ops *
     if (r < 0)
         return r;
     if (r > 0) {
-        add_warning(out,
-             "pod already has claim \"%s\" for device class %s; its %s resources were left as "
-             "they are",
-             own, names->device_class, names->gpu);
+        add_warning(
+            out,
+            "pod already has claim \"%s\" for device class %s; its %s resources were left as "
+            "they are",
+            own, names->device_class, names->gpu);
         return 0;
     }
 
@@ -278,8 +280,9 @@ int wh_translate_pod(const struct wh_names *names, const struct wh_cluster_ops *
         if (r < 0)
             break;
         if (topology != WH_TOPOLOGY_NONE && lc->l.count < 2)
-            add_warning(out, "%s: annotation %s applies to 2 or more GPUs; ignored for %" PRId64 " GPU",
-                 what, WH_ANN_TOPOLOGY, lc->l.count);
+            add_warning(out,
+                        "%s: annotation %s applies to 2 or more GPUs; ignored for %" PRId64 " GPU",
+                        what, WH_ANN_TOPOLOGY, lc->l.count);
         if (wh_template_name(cspec, tpl, sizeof(tpl)) < 0) {
             json_decref(cspec);
             r = gs_error_set(err, -EIO, "%s: cannot hash the claim shape", what);
@@ -288,10 +291,9 @@ int wh_translate_pod(const struct wh_names *names, const struct wh_cluster_ops *
         bool known = false;
         size_t i;
         json_t *t;
-        json_array_foreach (out->templates, i, t)
-            known |= strcmp(json_string_value(json_object_get(json_object_get(t, "metadata"),
-                                                              "name")),
-                            tpl) == 0;
+        json_array_foreach(out->templates, i, t) known |=
+            strcmp(json_string_value(json_object_get(json_object_get(t, "metadata"), "name")),
+                   tpl) == 0;
         if (!known)
             json_array_append_new(out->templates, wh_template_object(tpl, ns, cspec));
         json_decref(cspec);
@@ -304,8 +306,8 @@ int wh_translate_pod(const struct wh_names *names, const struct wh_cluster_ops *
                              what, cname);
             break;
         }
-        json_array_append_new(added, json_pack("{s:s,s:s}", "name", cname,
-                                               "resourceClaimTemplateName", tpl));
+        json_array_append_new(
+            added, json_pack("{s:s,s:s}", "name", cname, "resourceClaimTemplateName", tpl));
 
         const json_t *res = json_object_get(lc->ctr, "resources");
         snprintf(base, sizeof(base), "/spec/%s/%zu/resources", lc->list, lc->index);
@@ -334,7 +336,7 @@ int wh_translate_pod(const struct wh_names *names, const struct wh_cluster_ops *
         if (json_is_array(claims)) {
             size_t i;
             json_t *c;
-            json_array_foreach (added, i, c)
+            json_array_foreach(added, i, c)
                 add_op(ops_first, "add", "/spec/resourceClaims/-", json_incref(c));
         } else {
             add_op(ops_first, "add", "/spec/resourceClaims", json_incref(added));
@@ -354,9 +356,9 @@ int wh_translate_pod(const struct wh_names *names, const struct wh_cluster_ops *
             char cls[256];
             if (in_pod && ops->extended_resource_class(ops->user, used[u], cls, sizeof(cls)) > 0)
                 add_warning(out,
-                     "DeviceClass %s maps %s through extendedResourceName; the pod was "
-                     "translated to ResourceClaimTemplates by gpuslice-webhook anyway",
-                     cls, used[u]);
+                            "DeviceClass %s maps %s through extendedResourceName; the pod was "
+                            "translated to ResourceClaimTemplates by gpuslice-webhook anyway",
+                            cls, used[u]);
         }
         out->patch = TAKE_PTR(patch);
     }

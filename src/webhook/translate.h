@@ -50,9 +50,8 @@ void wh_translation_fini(struct wh_translation *t);
  * (no cluster: percentages are denied, existing claims count as foreign). Returns 0 (allowed;
  * out->patch may be NULL) or a negative code with a message (the pod is denied).
  */
-int wh_translate_pod(const struct wh_names *names, const struct wh_cluster_ops *ops,
-                     const char *ns, const json_t *pod, struct wh_translation *out,
-                     struct gs_error *err);
+int wh_translate_pod(const struct wh_names *names, const struct wh_cluster_ops *ops, const char *ns,
+                     const json_t *pod, struct wh_translation *out, struct gs_error *err);
 
 /* JSON Pointer escaping of one reference token ("~" -> "~0", "/" -> "~1"). -ENOSPC. */
 int wh_json_pointer_escape(const char *token, char *buf, size_t len);

@@ -119,14 +119,14 @@ int main(int argc, char **argv)
     fclose(in);
 
     struct wh_cluster_ops ops = {memory_sizes, pod_claim_uses_class, extended_resource_class, &f};
-    struct wh_admit_ctx ctx = {.names = &names, .ops = &ops, .ensure_template = ensure,
-                               .ensure_user = &f};
+    struct wh_admit_ctx ctx = {
+        .names = &names, .ops = &ops, .ensure_template = ensure, .ensure_user = &f};
     struct wh_admit_reply reply;
     wh_admit(&ctx, body, len, &reply);
     json_t *parsed = reply.body ? json_loads(reply.body, 0, NULL) : NULL;
     json_t *out = json_pack("{s:i,s:s,s:o,s:O}", "status", (int)reply.status, "content_type",
-                            reply.content_type ? reply.content_type : "",
-                            "body", parsed ? parsed : json_string(reply.body ? reply.body : ""),
+                            reply.content_type ? reply.content_type : "", "body",
+                            parsed ? parsed : json_string(reply.body ? reply.body : ""),
                             "templates", f.ensured);
     char *text = json_dumps(out, JSON_INDENT(1) | JSON_SORT_KEYS);
     puts(text);

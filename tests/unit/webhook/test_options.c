@@ -40,8 +40,9 @@ int main(void)
 
     setenv("GS_WEBHOOK_RESOURCE_CORES", "example.com/cores", 1);
     setenv("GS_WEBHOOK_LISTEN", ":9443", 1);
-    char *a1[] = {"wh", "--listen", "127.0.0.1:1", "--resource-mem=x.io/mem",
-                  "--slice-cache-ttl", "1m30s", "--log-level", "debug"};
+    char *a1[] = {
+        "wh",    "--listen",    "127.0.0.1:1", "--resource-mem=x.io/mem", "--slice-cache-ttl",
+        "1m30s", "--log-level", "debug"};
     is_int(parse(&o, &err, 8, a1), 0, "env and flags");
     is_str(o.resource_cores, "example.com/cores", "environment applies");
     is_str(o.listen, "127.0.0.1:1", "flag beats environment");

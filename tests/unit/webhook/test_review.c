@@ -30,7 +30,8 @@ int main(void)
     is_int(decode(HEAD "\"request\":{\"uid\":\"u1\",\"kind\":{\"group\":\"\",\"version\":\"v1\","
                        "\"kind\":\"Pod\"},\"resource\":{\"resource\":\"pods\"},\"namespace\":"
                        "\"ns\",\"operation\":\"CREATE\",\"dryRun\":true,\"object\":{\"a\":1}}}",
-                  &rv, &err), 0, "a pod CREATE decodes");
+                  &rv, &err),
+           0, "a pod CREATE decodes");
     is_str(rv.uid, "u1", "uid");
     is_str(rv.namespace, "ns", "namespace");
     is_str(rv.resource, "pods", "resource");
@@ -39,11 +40,15 @@ int main(void)
     wh_review_fini(&rv);
     wh_review_fini(&rv);
     is_int(decode(HEAD "\"request\":{\"uid\":\"u\",\"kind\":{\"group\":\"apps\",\"kind\":\"Pod\"},"
-                       "\"operation\":\"CREATE\",\"object\":{}}}", &rv, &err), 0, "apps/Pod");
+                       "\"operation\":\"CREATE\",\"object\":{}}}",
+                  &rv, &err),
+           0, "apps/Pod");
     ok(!wh_review_is_pod_create(&rv), "a Pod kind of another group is not ours");
     wh_review_fini(&rv);
     is_int(decode(HEAD "\"request\":{\"uid\":\"u\",\"kind\":{\"kind\":\"Pod\"},"
-                       "\"operation\":\"DELETE\",\"object\":null}}", &rv, &err), 0, "DELETE");
+                       "\"operation\":\"DELETE\",\"object\":null}}",
+                  &rv, &err),
+           0, "DELETE");
     ok(!wh_review_is_pod_create(&rv) && rv.object == NULL, "DELETE with null object: pass");
     wh_review_fini(&rv);
 
@@ -59,29 +64,37 @@ int main(void)
     bad(HEAD "\"request\":{\"uid\":\"\",\"kind\":{\"kind\":\"Pod\"},\"operation\":\"CREATE\"}}",
         "AdmissionReview: request.uid is missing or empty");
     bad(HEAD "\"request\":{\"uid\":\"u\",\"kind\":{\"kind\":\"Pod\"},\"operation\":\"CREATE\","
-             "\"dryRun\":\"yes\"}}", "AdmissionReview: request.dryRun is not a boolean");
+             "\"dryRun\":\"yes\"}}",
+        "AdmissionReview: request.dryRun is not a boolean");
     bad(HEAD "\"request\":{\"uid\":\"u\",\"kind\":{\"kind\":\"Pod\"},\"operation\":\"CREATE\","
-             "\"resource\":5}}", "AdmissionReview: request.resource is not an object");
+             "\"resource\":5}}",
+        "AdmissionReview: request.resource is not an object");
     bad(HEAD "\"request\":{\"uid\":\"u\",\"kind\":{\"kind\":3},\"operation\":\"CREATE\"}}",
         "AdmissionReview: request.kind.kind is not a string");
-    bad("{\"a\":1,\"a\":2}", "malformed JSON at line 1 column 10: duplicate object key near '\"a\"'");
+    bad("{\"a\":1,\"a\":2}",
+        "malformed JSON at line 1 column 10: duplicate object key near '\"a\"'");
     is_int(wh_review_decode("{}", WH_REVIEW_MAX_BYTES + 1, &rv, &err), -E2BIG, "over 3 MiB");
 
-    static const char *const b64[][2] = {{"", ""},         {"f", "Zg=="},     {"fo", "Zm8="},
-                                         {"foo", "Zm9v"},  {"foob", "Zm9vYg=="},
-                                         {"fooba", "Zm9vYmE="}, {"foobar", "Zm9vYmFy"}};
+    static const char *const b64[][2] = {{"", ""},
+                                         {"f", "Zg=="},
+                                         {"fo", "Zm8="},
+                                         {"foo", "Zm9v"},
+                                         {"foob", "Zm9vYg=="},
+                                         {"fooba", "Zm9vYmE="},
+                                         {"foobar", "Zm9vYmFy"}};
     for (size_t i = 0; i < sizeof(b64) / sizeof(b64[0]); i++) {
         char *e = wh_base64_encode((const unsigned char *)b64[i][0], strlen(b64[i][0]));
         is_str(e, b64[i][1], "base64 \"%s\" (RFC 4648)", b64[i][0]);
         free(e);
     }
 
-    struct wh_review_answer deny = {.allowed = false, .code = 422, .reason = "Invalid",
-                                    .message = "bad \xff value"};
+    struct wh_review_answer deny = {
+        .allowed = false, .code = 422, .reason = "Invalid", .message = "bad \xff value"};
     char *text = wh_review_encode("u9", &deny, NULL);
-    is_str(text, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
-                 "\"response\":{\"uid\":\"u9\",\"allowed\":false,\"status\":{\"code\":422,"
-                 "\"reason\":\"Invalid\",\"message\":\"bad ? value\"}}}",
+    is_str(text,
+           "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+           "\"response\":{\"uid\":\"u9\",\"allowed\":false,\"status\":{\"code\":422,"
+           "\"reason\":\"Invalid\",\"message\":\"bad ? value\"}}}",
            "denial encoded (invalid UTF-8 in the message replaced)");
     free(text);
     json_t *patch = json_pack("[{s:s,s:s}]", "op", "remove", "path", "/x");
@@ -89,10 +102,12 @@ int main(void)
     struct wh_review_answer allow = {.allowed = true, .patch = patch, .warnings = warn};
     size_t len = 0;
     text = wh_review_encode("u", &allow, &len);
-    is_str(text, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
-                 "\"response\":{\"uid\":\"u\",\"allowed\":true,\"patchType\":\"JSONPatch\","
-                 "\"patch\":\"W3sib3AiOiJyZW1vdmUiLCJwYXRoIjoiL3gifV0=\",\"warnings\":"
-                 "[\"careful\"]}}", "patch base64-encoded, warnings kept");
+    is_str(text,
+           "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+           "\"response\":{\"uid\":\"u\",\"allowed\":true,\"patchType\":\"JSONPatch\","
+           "\"patch\":\"W3sib3AiOiJyZW1vdmUiLCJwYXRoIjoiL3gifV0=\",\"warnings\":"
+           "[\"careful\"]}}",
+           "patch base64-encoded, warnings kept");
     is_int(len, strlen(text), "length reported");
     free(text);
     json_decref(patch);

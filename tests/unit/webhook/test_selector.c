@@ -36,8 +36,8 @@ static json_t *ann(const char *k1, const char *v1)
 
 static const char *first_expr(json_t *sels)
 {
-    return json_string_value(json_object_get(json_object_get(json_array_get(sels, 0), "cel"),
-                                             "expression"));
+    return json_string_value(
+        json_object_get(json_object_get(json_array_get(sels, 0), "cel"), "expression"));
 }
 
 int main(void)
@@ -67,14 +67,16 @@ int main(void)
     json_t *sels = json_array();
     json_t *a = ann(WH_ANN_USE_UUID, " GPU-1 ,, GPU-2 ");
     is_int(wh_selectors_from_annotations(a, "d.example.com", sels, &err), 0, "uuid list");
-    is_str(first_expr(sels), "(device.attributes[\"d.example.com\"].uuid in [\"GPU-1\", \"GPU-2\"])",
+    is_str(first_expr(sels),
+           "(device.attributes[\"d.example.com\"].uuid in [\"GPU-1\", \"GPU-2\"])",
            "uuid entries trimmed, empty ones skipped");
     json_decref(a);
     json_array_clear(sels);
 
     a = ann(WH_ANN_NOUSE_TYPE, "T4");
     is_int(wh_selectors_from_annotations(a, "d", sels, &err), 0, "nouse type");
-    is_str(first_expr(sels), "!(device.attributes[\"d\"].productName.lowerAscii().contains(\"t4\"))",
+    is_str(first_expr(sels),
+           "!(device.attributes[\"d\"].productName.lowerAscii().contains(\"t4\"))",
            "nouse-gputype negated, lower-cased");
     json_decref(a);
     json_array_clear(sels);

@@ -37,7 +37,9 @@ static int eval_all(json_t *selectors, bool *got, char *why, size_t why_len)
                                   "uuid", "string", devs[i].uuid);
         json_t *cap = json_pack("{s:{s:s},s:{s:s}}", "memory", "value", devs[i].memory, "cores",
                                 "value", "100");
-        struct cel_device d = {.driver = DRIVER, .attributes = attrs, .capacity = cap,
+        struct cel_device d = {.driver = DRIVER,
+                               .attributes = attrs,
+                               .capacity = cap,
                                .allow_multiple_allocations = true};
         int r = cel_eval_device(p, &d, &got[i], &err);
         json_decref(attrs);

@@ -36,9 +36,12 @@ int main(void)
     struct gs_error err = {0};
 
     is_int(read_res("{\"limits\": {\"nvidia.com/gpumem\": 1024, \"nvidia.com/gpucores\": \"1k\"}}",
-                    &l, &err), -EINVAL, "cores 1k = 1000: out of range");
-    is_str(err.msg, "container \"c\": nvidia.com/gpucores: \"1k\" is outside 0-100 (percent of a "
-                    "GPU's compute)", "message names container, resource and value");
+                    &l, &err),
+           -EINVAL, "cores 1k = 1000: out of range");
+    is_str(err.msg,
+           "container \"c\": nvidia.com/gpucores: \"1k\" is outside 0-100 (percent of a "
+           "GPU's compute)",
+           "message names container, resource and value");
     is_int(read_res("{\"limits\": {\"nvidia.com/gpumem\": \"1k\"}}", &l, &err), 0, "1k MiB");
     ok(l.has_mem && l.mem_mib == 1000 && l.count == 1 && !l.has_count, "gpumem 1k = 1000, count 1");
     is_int(read_res("{\"limits\": {\"nvidia.com/gpu\": 1.5}}", &l, &err), -EINVAL, "JSON real");
@@ -47,20 +50,27 @@ int main(void)
     is_str(err.msg, "container \"c\": nvidia.com/gpu: (a JSON object) is not a quantity",
            "object named");
     is_int(read_res("{\"limits\": {\"nvidia.com/gpucores\": 100}, \"requests\": "
-                    "{\"nvidia.com/gpucores\": 101}}", &l, &err), 0, "limits win");
+                    "{\"nvidia.com/gpucores\": 101}}",
+                    &l, &err),
+           0, "limits win");
     is_int(l.cores, 100, "cores from limits");
     is_int(read_res("{\"limits\": {\"cpu\": \"1\"}}", &l, &err), 0, "no legacy");
     ok(!wh_legacy_any(&l), "nothing legacy");
-    is_int(read_res("{\"limits\": {\"nvidia.com/gpumem\": \"8796093022208\"}}", &l, &err),
-           -EINVAL, "2^43 MiB overflows bytes");
+    is_int(read_res("{\"limits\": {\"nvidia.com/gpumem\": \"8796093022208\"}}", &l, &err), -EINVAL,
+           "2^43 MiB overflows bytes");
     like_str(err.msg, "is too large", "too large named");
 
-    struct wh_legacy seed = {.has_count = true, .count = 1, .has_mem = true, .mem_mib = 10240,
-                             .has_cores = true, .cores = 50};
+    struct wh_legacy seed = {.has_count = true,
+                             .count = 1,
+                             .has_mem = true,
+                             .mem_mib = 10240,
+                             .has_cores = true,
+                             .cores = 50};
     char *t = spec_text(&seed, NULL, 0, WH_TOPOLOGY_NONE);
-    is_str(t, "{\"devices\":{\"requests\":[{\"exactly\":{\"allocationMode\":\"ExactCount\","
-              "\"capacity\":{\"requests\":{\"cores\":\"50\",\"memory\":\"10Gi\"}},\"count\":1,"
-              "\"deviceClassName\":\"hami-core-gpu.project-hami.io\"},\"name\":\"gpu\"}]}}",
+    is_str(t,
+           "{\"devices\":{\"requests\":[{\"exactly\":{\"allocationMode\":\"ExactCount\","
+           "\"capacity\":{\"requests\":{\"cores\":\"50\",\"memory\":\"10Gi\"}},\"count\":1,"
+           "\"deviceClassName\":\"hami-core-gpu.project-hami.io\"},\"name\":\"gpu\"}]}}",
            "seed mapping, exact JSON");
     json_t *spec = json_loads(t, 0, NULL);
     char name[WH_TEMPLATE_NAME_MAX], name2[WH_TEMPLATE_NAME_MAX];
@@ -75,8 +85,8 @@ int main(void)
     ok(strcmp(name, name2) != 0, "another shape, another name");
     is_int(wh_template_name(spec, name2, 10), -ENOSPC, "small buffer: -ENOSPC");
     json_t *tpl = wh_template_object(name, "ns1", spec);
-    is_str(json_string_value(json_object_get(json_object_get(tpl, "metadata"), "namespace")),
-           "ns1", "template namespace");
+    is_str(json_string_value(json_object_get(json_object_get(tpl, "metadata"), "namespace")), "ns1",
+           "template namespace");
     ok(json_equal(json_object_get(json_object_get(tpl, "spec"), "spec"), spec),
        "template spec.spec is the claim spec");
     json_decref(tpl);
@@ -93,9 +103,11 @@ int main(void)
     like_str(t, "\"name\":\"gpu-50mi\"", "50Mi size");
     free(t);
     t = spec_text(&pct, sizes, 0, WH_TOPOLOGY_NONE);
-    is_str(t, "c: nvidia.com/gpumem-percentage: no ResourceSlice of driver "
-              "hami-core-gpu.project-hami.io publishes a GPU memory size, so a percentage of GPU "
-              "memory cannot be translated", "no sizes: the reason");
+    is_str(t,
+           "c: nvidia.com/gpumem-percentage: no ResourceSlice of driver "
+           "hami-core-gpu.project-hami.io publishes a GPU memory size, so a percentage of GPU "
+           "memory cannot be translated",
+           "no sizes: the reason");
     free(t);
     int64_t five[] = {1LL << 30, 2LL << 30, 3LL << 30, 4LL << 30, 5LL << 30};
     pct.count = 2;
@@ -105,8 +117,10 @@ int main(void)
     free(t);
     struct wh_legacy two = {.count = 2, .has_count = true};
     t = spec_text(&two, NULL, 0, WH_TOPOLOGY_NVLINK);
-    like_str(t, "\"constraints\":[{\"matchAttribute\":\"hami-core-gpu.project-hami.io/nvlinkDomain\","
-                "\"requests\":[\"gpu\"]}]", "nvlink: matchAttribute on the request");
+    like_str(t,
+             "\"constraints\":[{\"matchAttribute\":\"hami-core-gpu.project-hami.io/nvlinkDomain\","
+             "\"requests\":[\"gpu\"]}]",
+             "nvlink: matchAttribute on the request");
     free(t);
     two.count = 1;
     t = spec_text(&two, NULL, 0, WH_TOPOLOGY_NVLINK);

@@ -42,20 +42,22 @@ int main(void)
                      "\"cpu\":\"1\",\"nvidia.com/gpu\":\"1\",\"nvidia.com/gpucores\":\"20\"},"
                      "\"requests\":{\"nvidia.com/gpu\":\"1\"},\"claims\":[{\"name\":\"x\"}]}}],"
                      "\"resourceClaims\":[{\"name\":\"x\",\"resourceClaimName\":\"nic\"}]}}",
-                     NULL, &tr, &err), 0, "mixed resources translate");
+                     NULL, &tr, &err),
+           0, "mixed resources translate");
     char *p = patch_text(&tr);
-    const char *tpl = json_string_value(json_object_get(
-        json_object_get(json_array_get(tr.templates, 0), "metadata"), "name"));
+    const char *tpl = json_string_value(
+        json_object_get(json_object_get(json_array_get(tr.templates, 0), "metadata"), "name"));
     char want[1024];
-    snprintf(want, sizeof(want),
-             "[{\"op\":\"add\",\"path\":\"/spec/resourceClaims/-\",\"value\":{\"name\":"
-             "\"gpu-m\",\"resourceClaimTemplateName\":\"%s\"}},"
-             "{\"op\":\"remove\",\"path\":\"/spec/containers/0/resources/limits/nvidia.com~1gpu\"},"
-             "{\"op\":\"remove\",\"path\":\"/spec/containers/0/resources/limits/nvidia.com~1gpucores\"},"
-             "{\"op\":\"remove\",\"path\":\"/spec/containers/0/resources/requests\"},"
-             "{\"op\":\"add\",\"path\":\"/spec/containers/0/resources/claims/-\",\"value\":"
-             "{\"name\":\"gpu-m\"}}]",
-             tpl ? tpl : "?");
+    snprintf(
+        want, sizeof(want),
+        "[{\"op\":\"add\",\"path\":\"/spec/resourceClaims/-\",\"value\":{\"name\":"
+        "\"gpu-m\",\"resourceClaimTemplateName\":\"%s\"}},"
+        "{\"op\":\"remove\",\"path\":\"/spec/containers/0/resources/limits/nvidia.com~1gpu\"},"
+        "{\"op\":\"remove\",\"path\":\"/spec/containers/0/resources/limits/nvidia.com~1gpucores\"},"
+        "{\"op\":\"remove\",\"path\":\"/spec/containers/0/resources/requests\"},"
+        "{\"op\":\"add\",\"path\":\"/spec/containers/0/resources/claims/-\",\"value\":"
+        "{\"name\":\"gpu-m\"}}]",
+        tpl ? tpl : "?");
     is_str(p, want, "exact patch: append to existing claims, remove only legacy keys");
     free(p);
     is_int(json_array_size(tr.warnings), 0, "no warnings");
@@ -63,19 +65,25 @@ int main(void)
     wh_translation_fini(&tr);
 
     is_int(translate("{\"spec\":{\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":{"
-                     "\"nvidia.com/gpumem-percentage\":\"10\"}}}]}}", NULL, &tr, &err),
+                     "\"nvidia.com/gpumem-percentage\":\"10\"}}}]}}",
+                     NULL, &tr, &err),
            -EINVAL, "percentage without a cluster");
-    is_str(err.msg, "nvidia.com/gpumem-percentage: nvidia.com/gpumem-percentage needs the GPU "
-                    "memory sizes of the cluster's ResourceSlices, and no API server is "
-                    "configured", "message says why");
+    is_str(err.msg,
+           "nvidia.com/gpumem-percentage: nvidia.com/gpumem-percentage needs the GPU "
+           "memory sizes of the cluster's ResourceSlices, and no API server is "
+           "configured",
+           "message says why");
     wh_translation_fini(&tr);
 
     is_int(translate("{\"spec\":{\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":{"
                      "\"nvidia.com/gpu\":\"1\"}}}],\"resourceClaims\":[{\"name\":\"gpu-m\","
-                     "\"resourceClaimName\":\"other\"}]}}", NULL, &tr, &err),
+                     "\"resourceClaimName\":\"other\"}]}}",
+                     NULL, &tr, &err),
            -EINVAL, "pod claim name taken");
-    is_str(err.msg, "container \"m\": the pod already has a claim named \"gpu-m\"; rename it or "
-                    "the container", "collision named");
+    is_str(err.msg,
+           "container \"m\": the pod already has a claim named \"gpu-m\"; rename it or "
+           "the container",
+           "collision named");
     wh_translation_fini(&tr);
 
     is_int(translate("{\"spec\":{\"containers\":[{\"name\":\"m\"}]}}", NULL, &tr, &err), 0,
@@ -89,7 +97,8 @@ int main(void)
 
     is_int(translate("{\"metadata\":{\"annotations\":{\"nvidia.com/use-gputype\":7}},\"spec\":{"
                      "\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":{"
-                     "\"nvidia.com/gpu\":\"1\"}}}]}}", NULL, &tr, &err),
+                     "\"nvidia.com/gpu\":\"1\"}}}]}}",
+                     NULL, &tr, &err),
            -EINVAL, "bad annotation type");
     is_str(err.msg, "annotation nvidia.com/use-gputype: value is not a string", "named");
     wh_translation_fini(&tr);
