@@ -128,11 +128,26 @@ static int cap_value(struct cel_eval *ev, const json_t *c, const char *name,
     const json_t *v = json_is_object(c) ? json_object_get(c, "value") : NULL;
     struct gs_quantity q;
     struct gs_error err;
-    if (!v || !json_is_string(v)) {
+    char num[64];
+    const char *text;
+    size_t len;
+    if (v && json_is_integer(v)) { /* YAML `value: 100` arrives as a number */
+        gs_quantity_from_int64(json_integer_value(v), GS_QUANTITY_DECIMAL_SI, &q);
+        *out = (struct cel_value){.kind = CEL_K_QUANTITY, .q = q};
+        return 0;
+    }
+    if (v && json_is_real(v)) {
+        snprintf(num, sizeof(num), "%.17g", json_real_value(v));
+        text = num;
+        len = strlen(num);
+    } else if (v && json_is_string(v)) {
+        text = json_string_value(v);
+        len = json_string_length(v);
+    } else {
         *out = cel_error(ev, NULL, "device capacity %s: missing value", name);
         return -EINVAL;
     }
-    if (cel_quantity_parse(json_string_value(v), json_string_length(v), &q, &err) < 0) {
+    if (cel_quantity_parse(text, len, &q, &err) < 0) {
         *out = cel_error(ev, NULL, "device capacity %s: %s", name, err.msg);
         return -EINVAL;
     }

@@ -26,6 +26,7 @@ static void setup(void)
                        0, &e);
     caps = json_loads("{\"memory\": {\"value\": \"15Gi\", \"requestPolicy\": {\"default\": \"15Gi\"}},"
                       " \"cores\": {\"value\": \"100\"},"
+                      " \"slots\": {\"value\": 4}, \"ratio\": {\"value\": 0.5},"
                       " \"bad\": {\"value\": \"lots\"}}",
                       0, &e);
 }
@@ -45,6 +46,8 @@ static const struct row rows[] = {
     {"device.capacity[\"" DRIVER "\"].memory.isGreaterThan(quantity(\"15359Mi\"))", 1, NULL},
     {"device.capacity[\"" DRIVER "\"].memory == quantity(\"15360Mi\")", 1, NULL},
     {"device.capacity[\"" DRIVER "\"].cores.asInteger() == 100", 1, NULL},
+    {"device.capacity[\"" DRIVER "\"].slots == quantity(\"4\")", 1, NULL},
+    {"device.capacity[\"" DRIVER "\"].ratio == quantity(\"500m\")", 1, NULL},
     {"device.attributes[\"" DRIVER "\"].cudaComputeCapability.isGreaterThan(semver(\"7.0.0\"))", 1,
      NULL},
     {"device.attributes[\"" DRIVER "\"].cudaComputeCapability.isLessThan(semver(\"7.5.0\"))", 0,
