@@ -17,12 +17,12 @@
 #include "alloc/alloc.h"
 #include "tap.h"
 
-#define NODES   1000
-#define GPUS    8
-#define CLAIMS  10000
-#define GI      (1024LL * 1024 * 1024)
-#define CORES   100
-#define MEM_GI  141
+#define NODES  1000
+#define GPUS   8
+#define CLAIMS 10000
+#define GI     (1024LL * 1024 * 1024)
+#define CORES  100
+#define MEM_GI 141
 
 struct share {
     int cores;
@@ -64,14 +64,14 @@ static json_t *slice_json(int node)
         char dn[32];
         snprintf(dn, sizeof(dn), "gpu-%d", g);
         json_array_append_new(
-            devs, json_pack("{s:s,s:b,s:{s:{s:i},s:{s:s}},s:{s:{s:s,s:{s:s,s:{s:s,s:s,s:s}}},"
-                            "s:{s:s,s:{s:s,s:{s:s,s:s,s:s}}}}}",
-                            "name", dn, "allowMultipleAllocations", 1, "attributes", "minor", "int",
-                            g, "productName", "string", "H200", "capacity", "cores", "value", "100",
-                            "requestPolicy", "default", "100", "validRange", "min", "0", "max",
-                            "100", "step", "1", "memory", "value", "141Gi", "requestPolicy",
-                            "default", "141Gi", "validRange", "min", "1Mi", "max", "141Gi",
-                            "step", "1Mi"));
+            devs,
+            json_pack("{s:s,s:b,s:{s:{s:i},s:{s:s}},s:{s:{s:s,s:{s:s,s:{s:s,s:s,s:s}}},"
+                      "s:{s:s,s:{s:s,s:{s:s,s:s,s:s}}}}}",
+                      "name", dn, "allowMultipleAllocations", 1, "attributes", "minor", "int", g,
+                      "productName", "string", "H200", "capacity", "cores", "value", "100",
+                      "requestPolicy", "default", "100", "validRange", "min", "0", "max", "100",
+                      "step", "1", "memory", "value", "141Gi", "requestPolicy", "default", "141Gi",
+                      "validRange", "min", "1Mi", "max", "141Gi", "step", "1Mi"));
     }
     return json_pack("{s:s,s:s,s:{s:s},s:{s:s,s:s,s:{s:s,s:i,s:i},s:o}}", "apiVersion",
                      "resource.k8s.io/v1", "kind", "ResourceSlice", "metadata", "name", name,
@@ -83,10 +83,10 @@ static struct alloc_state *build_state(void)
 {
     struct alloc_state *st = alloc_state_new();
     struct gs_error err = {0};
-    json_t *cls = json_pack("{s:s,s:s,s:{s:s},s:{s:[{s:{s:s}}]}}", "apiVersion",
-                            "resource.k8s.io/v1", "kind", "DeviceClass", "metadata", "name", "gpu",
-                            "spec", "selectors", "cel", "expression",
-                            "device.driver == \"gpu.example.com\"");
+    json_t *cls =
+        json_pack("{s:s,s:s,s:{s:s},s:{s:[{s:{s:s}}]}}", "apiVersion", "resource.k8s.io/v1", "kind",
+                  "DeviceClass", "metadata", "name", "gpu", "spec", "selectors", "cel",
+                  "expression", "device.driver == \"gpu.example.com\"");
     if (alloc_state_add_object(st, cls, &err) < 0)
         diag("class: %s", err.msg);
     json_decref(cls);
@@ -127,11 +127,11 @@ static struct alloc_claim_spec **build_claims(void)
         char name[32], mem[16];
         snprintf(name, sizeof(name), "claim-%05d", i);
         snprintf(mem, sizeof(mem), "%dGi", claims[i].mem_gi);
-        json_t *c = json_pack("{s:s,s:{s:s,s:s},s:{s:{s:[{s:s,s:{s:s,s:{s:{s:i,s:s}}}}]}}}",
-                              "kind", "ResourceClaim", "metadata", "name", name, "namespace",
-                              "bench", "spec", "devices", "requests", "name", "gpu", "exactly",
-                              "deviceClassName", "gpu", "capacity", "requests", "cores",
-                              claims[i].cores, "memory", mem);
+        json_t *c =
+            json_pack("{s:s,s:{s:s,s:s},s:{s:{s:[{s:s,s:{s:s,s:{s:{s:i,s:s}}}}]}}}", "kind",
+                      "ResourceClaim", "metadata", "name", name, "namespace", "bench", "spec",
+                      "devices", "requests", "name", "gpu", "exactly", "deviceClassName", "gpu",
+                      "capacity", "requests", "cores", claims[i].cores, "memory", mem);
         v[i] = alloc_claim_spec_new(c, &err);
         if (!v[i])
             diag("claim %d: %s", i, err.msg);
@@ -249,8 +249,8 @@ int main(void)
     struct result base = run_baseline(CLAIMS, true);
     struct result ff = run_alloc(ALLOC_POLICY_FIRST_FIT, specs, CLAIMS, true);
     struct result bp = run_alloc(ALLOC_POLICY_BINPACK, specs, CLAIMS, true);
-    ok(ff.placed == base.placed, "first-fit places as many claims as the capacity-only baseline (%d)",
-       base.placed);
+    ok(ff.placed == base.placed,
+       "first-fit places as many claims as the capacity-only baseline (%d)", base.placed);
     ok(bp.placed == base.placed, "binpack places as many claims (%d)", bp.placed);
     report("baseline", base, base, CLAIMS);
     report("first-fit", ff, base, CLAIMS);
@@ -258,8 +258,10 @@ int main(void)
     diag("every claim scans from node 0 (most attempts land on full nodes):");
     struct result sbase = run_baseline(CLAIMS, false);
     struct result sff = run_alloc(ALLOC_POLICY_FIRST_FIT, specs, CLAIMS, false);
-    ok(sff.placed == sbase.placed, "scan from node 0: first-fit places as many claims as the "
-       "baseline (%d)", sbase.placed);
+    ok(sff.placed == sbase.placed,
+       "scan from node 0: first-fit places as many claims as the "
+       "baseline (%d)",
+       sbase.placed);
     report("baseline", sbase, sbase, CLAIMS);
     report("first-fit", sff, sbase, CLAIMS);
     for (int i = 0; i < CLAIMS; i++)

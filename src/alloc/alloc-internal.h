@@ -228,13 +228,13 @@ struct alloc_node_pools {
 };
 
 struct alloc_state {
-    struct alloc_map slices;  /* name -> struct alloc_slice */
-    struct alloc_map classes; /* name -> struct alloc_class */
-    struct alloc_map nodes;   /* name -> struct alloc_node */
-    struct alloc_map usage;   /* device key -> struct alloc_usage */
-    struct alloc_map claims;  /* ns/name -> struct alloc_allocated_claim */
+    struct alloc_map slices;     /* name -> struct alloc_slice */
+    struct alloc_map classes;    /* name -> struct alloc_class */
+    struct alloc_map nodes;      /* name -> struct alloc_node */
+    struct alloc_map usage;      /* device key -> struct alloc_usage */
+    struct alloc_map claims;     /* ns/name -> struct alloc_allocated_claim */
     struct alloc_map node_pools; /* node -> struct alloc_node_pools (cache) */
-    uint64_t slices_generation; /* bumps when slices or nodes change */
+    uint64_t slices_generation;  /* bumps when slices or nodes change */
     /* Index for gathering: nodeName -> struct alloc_slice_list, and the slices that are not
      * bound to one node by name. Rebuilt when slices_generation moves. */
     uint64_t index_generation;
@@ -271,7 +271,7 @@ enum alloc_cap_verdict {
 
 struct alloc_cap_check {
     enum alloc_cap_verdict verdict;
-    size_t cap_index;  /* which capacity failed */
+    size_t cap_index; /* which capacity failed */
     struct alloc_qty need, free_;
     char detail[160];
 };
@@ -298,7 +298,7 @@ bool alloc_capacity_may_fit(const struct alloc_request *r, const struct alloc_de
 /* ---- constraints (constraints.c) ------------------------------------------------------------ */
 struct alloc_constraint_state {
     const struct alloc_constraint *c;
-    size_t n;            /* devices in the set */
+    size_t n; /* devices in the set */
     size_t cap;
     const json_t **vals; /* match: vals[0] is the value; distinct: every value */
 };

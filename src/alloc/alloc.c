@@ -43,8 +43,7 @@ void alloc_claim_spec_release(struct alloc_claim_spec *claim)
 }
 
 int alloc_claim(struct alloc_state *st, const json_t *claim, const struct alloc_options *opt,
-                json_t **allocation, struct alloc_explanation **explanation,
-                struct gs_error *err)
+                json_t **allocation, struct alloc_explanation **explanation, struct gs_error *err)
 {
     struct gs_error local = {0};
     if (!err)

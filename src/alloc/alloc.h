@@ -32,11 +32,11 @@
 #include "common/error.h"
 
 /* Limits as resource.k8s.io/v1 validation and the scheduler enforce them. */
-#define ALLOC_MAX_REQUESTS     32 /* requests per claim */
-#define ALLOC_MAX_SUBREQUESTS  8  /* firstAvailable entries per request */
-#define ALLOC_MAX_RESULTS      32 /* devices per allocation */
-#define ALLOC_MAX_CONSTRAINTS  32 /* constraints per claim */
-#define ALLOC_MAX_SELECTORS    32 /* selectors per request or class */
+#define ALLOC_MAX_REQUESTS    32 /* requests per claim */
+#define ALLOC_MAX_SUBREQUESTS 8  /* firstAvailable entries per request */
+#define ALLOC_MAX_RESULTS     32 /* devices per allocation */
+#define ALLOC_MAX_CONSTRAINTS 32 /* constraints per claim */
+#define ALLOC_MAX_SELECTORS   32 /* selectors per request or class */
 
 /* alloc_claim(): the claim does not fit on the node (not an error in the input). */
 #define ALLOC_UNSCHEDULABLE (-ENOSPC)
@@ -53,12 +53,12 @@ int alloc_policy_parse(const char *s, enum alloc_policy *out, struct gs_error *e
 const char *alloc_policy_name(enum alloc_policy p);
 
 struct alloc_options {
-    const char *node;          /* node name; required */
-    enum alloc_policy policy;  /* default first-fit */
-    bool explain;              /* build an explanation even when the claim fits */
-    unsigned max_solutions;    /* scoring policies: complete solutions compared (0 = 64) */
-    unsigned long max_steps;   /* scoring policies: search steps after the first solution
-                                  (0 = 100000) */
+    const char *node;         /* node name; required */
+    enum alloc_policy policy; /* default first-fit */
+    bool explain;             /* build an explanation even when the claim fits */
+    unsigned max_solutions;   /* scoring policies: complete solutions compared (0 = 64) */
+    unsigned long max_steps;  /* scoring policies: search steps after the first solution
+                                 (0 = 100000) */
 };
 
 struct alloc_state;
@@ -71,7 +71,8 @@ void alloc_state_free(struct alloc_state *st);
  * allocation is ignored and returns 1). A DeviceClass or Node with the name of an earlier one
  * replaces it; ResourceSlices are kept by name (a later one with the same name replaces it).
  * Bad input: -EINVAL with err naming the object and the field, e.g.
- *   "ResourceSlice node-1-gpus: spec.devices[0].capacity.memory.value: \"15Qi\" is not a quantity" */
+ *   "ResourceSlice node-1-gpus: spec.devices[0].capacity.memory.value: \"15Qi\" is not a quantity"
+ */
 int alloc_state_add_object(struct alloc_state *st, const json_t *obj, struct gs_error *err);
 int alloc_state_add_slice(struct alloc_state *st, const json_t *slice, struct gs_error *err);
 int alloc_state_add_class(struct alloc_state *st, const json_t *cls, struct gs_error *err);
@@ -99,8 +100,7 @@ struct alloc_explanation;
  * is produced on failure, or on success when opt->explain is set.
  */
 int alloc_claim(struct alloc_state *st, const json_t *claim, const struct alloc_options *opt,
-                json_t **allocation, struct alloc_explanation **explanation,
-                struct gs_error *err);
+                json_t **allocation, struct alloc_explanation **explanation, struct gs_error *err);
 
 /*
  * A claim decoded once and tried on many nodes (as a scheduler does): alloc_claim() is

@@ -106,8 +106,7 @@ static int round_up_range(const struct alloc_qty *req, const struct alloc_capaci
     }
     if (req->n > (__int128)INT64_MAX * ALLOC_NANO)
         return gs_error_set(err, -ERANGE, "capacity %s: request exceeds MaxInt64", c->name);
-    int64_t r = alloc_qty_value(req), step = alloc_qty_value(&c->step),
-            m = alloc_qty_value(&min);
+    int64_t r = alloc_qty_value(req), step = alloc_qty_value(&c->step), m = alloc_qty_value(&min);
     if (step <= 0) {
         *out = *req;
         return 0;
@@ -153,8 +152,8 @@ int alloc_consumed(const struct alloc_qty *requested, const struct alloc_capacit
 }
 
 /* Returns true and a message when `q` violates the capacity's requestPolicy. */
-static bool violates_policy(const struct alloc_qty *q, const struct alloc_capacity *c,
-                            char *detail, size_t len)
+static bool violates_policy(const struct alloc_qty *q, const struct alloc_capacity *c, char *detail,
+                            size_t len)
 {
     char a[GS_QUANTITY_STR_MAX], b[GS_QUANTITY_STR_MAX], s[GS_QUANTITY_STR_MAX];
     if (!c->has_policy)
@@ -176,8 +175,8 @@ static bool violates_policy(const struct alloc_qty *q, const struct alloc_capaci
                 alloc_qty_format(q, a, sizeof(a));
                 alloc_qty_format(c->has_min ? &c->min : q, b, sizeof(b));
                 alloc_qty_format(&c->step, s, sizeof(s));
-                snprintf(detail, len, "%s: %s is not min %s plus a multiple of step %s", c->name,
-                         a, b, s);
+                snprintf(detail, len, "%s: %s is not min %s plus a multiple of step %s", c->name, a,
+                         b, s);
                 return true;
             }
         }
@@ -218,8 +217,9 @@ int alloc_capreq_resolve(const struct alloc_request *r, const struct alloc_devic
             return 1;
         }
         if (idx[i] >= 0)
-            return gs_error_set(err, -EINVAL, "request %s: capacity %s requested twice (as %s and %s)",
-                                r->name, d->cap[i].fq, r->capreq[idx[i]].name, r->capreq[j].name);
+            return gs_error_set(err, -EINVAL,
+                                "request %s: capacity %s requested twice (as %s and %s)", r->name,
+                                d->cap[i].fq, r->capreq[idx[i]].name, r->capreq[j].name);
         idx[i] = (int)j;
     }
     return 0;

@@ -29,7 +29,7 @@ const json_t *alloc_lookup_attribute(const struct alloc_device *d, const char *f
  * forms). Equal when of the same type with the same value. */
 bool alloc_attr_equal(const json_t *a, const json_t *b)
 {
-    static const char *const types[] = {"string", "int", "bool", "version",
+    static const char *const types[] = {"string",  "int",  "bool",  "version",
                                         "strings", "ints", "bools", "versions"};
     for (size_t i = 0; i < GS_ARRAY_SIZE(types); i++) {
         const json_t *x = json_object_get(a, types[i]);
@@ -60,7 +60,7 @@ static bool push(struct alloc_constraint_state *cs, const json_t *v)
 {
     if (cs->n == cs->cap) {
         size_t nc = cs->cap ? cs->cap * 2 : 8;
-        const json_t **nv = realloc(cs->vals, nc * sizeof(*nv));
+        const json_t **nv = realloc(cs->vals, nc * sizeof(const json_t *));
         if (!nv)
             return false;
         cs->vals = nv;

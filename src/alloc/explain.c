@@ -182,8 +182,8 @@ static int diagnose(struct alloc_state *st, const struct alloc_claim_spec *claim
                 0 ||
             !m) {
             x->reason = "NodeMismatch";
-            snprintf(x->message, sizeof(x->message), "device is not available on node %s%s%s",
-                     node, err.code ? ": " : "", err.msg);
+            snprintf(x->message, sizeof(x->message), "device is not available on node %s%s%s", node,
+                     err.code ? ": " : "", err.msg);
             return 0;
         }
     }
@@ -259,8 +259,8 @@ static void explain_request(struct alloc_state *st, const struct alloc_claim_spe
     }
     if (total == 0) {
         rr->reason = "NoDevices";
-        snprintf(rr->message, sizeof(rr->message),
-                 "no ResourceSlice publishes devices for node %s", node);
+        snprintf(rr->message, sizeof(rr->message), "no ResourceSlice publishes devices for node %s",
+                 node);
         return;
     }
     size_t need = rq->mode == ALLOC_MODE_EXACT ? (size_t)rq->count : selectable;
@@ -279,8 +279,8 @@ static void explain_request(struct alloc_state *st, const struct alloc_claim_spe
     }
     if (need == 0) {
         rr->reason = "InsufficientDevices";
-        snprintf(rr->message, sizeof(rr->message),
-                 "asks for all devices, but none of %zu matches", total);
+        snprintf(rr->message, sizeof(rr->message), "asks for all devices, but none of %zu matches",
+                 total);
         return;
     }
     if (usable < need) {
@@ -297,14 +297,14 @@ static void explain_request(struct alloc_state *st, const struct alloc_claim_spe
     if (claim->n_con) {
         rr->reason = "ConstraintMismatch";
         int n = snprintf(rr->message, sizeof(rr->message),
-                         "%zu of %zu devices usable on their own, but no combination meets",
-                         usable, total);
+                         "%zu of %zu devices usable on their own, but no combination meets", usable,
+                         total);
         for (size_t i = 0; i < claim->n_con && n > 0 && (size_t)n < sizeof(rr->message); i++)
-            n += snprintf(rr->message + n, sizeof(rr->message) - (size_t)n, "%s %s %s",
-                          i ? "," : "",
-                          claim->con[i].kind == ALLOC_CONSTRAINT_MATCH ? "matchAttribute"
-                                                                       : "distinctAttribute",
-                          claim->con[i].attribute);
+            n +=
+                snprintf(rr->message + n, sizeof(rr->message) - (size_t)n, "%s %s %s", i ? "," : "",
+                         claim->con[i].kind == ALLOC_CONSTRAINT_MATCH ? "matchAttribute"
+                                                                      : "distinctAttribute",
+                         claim->con[i].attribute);
         return;
     }
     rr->reason = "RequestsConflict";
@@ -372,9 +372,8 @@ json_t *alloc_explanation_json(const struct alloc_explanation *e)
                 json_object_set_new(o, "hamiReason", json_string(d->hami));
             json_array_append_new(devs, o);
         }
-        json_array_append_new(reqs, json_pack("{s:s,s:s,s:s,s:o}", "request", r->request,
-                                              "reason", r->reason, "message", r->message,
-                                              "devices", devs));
+        json_array_append_new(reqs, json_pack("{s:s,s:s,s:s,s:o}", "request", r->request, "reason",
+                                              r->reason, "message", r->message, "devices", devs));
     }
     return json_pack("{s:s,s:s,s:b,s:s,s:s,s:o}", "claim", e->claim, "node", e->node, "allocated",
                      e->allocated, "reason", e->reason, "message", e->message, "requests", reqs);

@@ -29,7 +29,7 @@ static int fail(const struct dctx *c, const char *path, int code, const char *fm
     char msg[GS_ERROR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    vsnprintf(msg, sizeof(msg), fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized) */
     va_end(ap);
     return gs_error_set(c->err, code, "%s %s: %s: %s", c->kind, c->name ? c->name : "(unnamed)",
                         path, msg);
@@ -38,14 +38,21 @@ static int fail(const struct dctx *c, const char *path, int code, const char *fm
 static const char *type_name(const json_t *v)
 {
     switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a number";
+    case JSON_OBJECT:
+        return "an object";
+    case JSON_ARRAY:
+        return "an array";
+    case JSON_STRING:
+        return "a string";
+    case JSON_INTEGER:
+        return "an integer";
+    case JSON_REAL:
+        return "a number";
     case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    default: return "null";
+    case JSON_FALSE:
+        return "a boolean";
+    default:
+        return "null";
     }
 }
 
@@ -296,7 +303,8 @@ static int decode_device(const struct dctx *c, size_t idx, const json_t *v, stru
     if (attrs) {
         const char *k;
         const json_t *a;
-        json_object_foreach((json_t *)attrs, k, a) {
+        json_object_foreach((json_t *)attrs, k, a)
+        {
             if (!json_is_object(a) || json_object_size(a) != 1) {
                 snprintf(p, sizeof(p), "spec.devices[%zu].attributes.%.100s", idx, k);
                 return fail(c, p, -EINVAL,
@@ -316,7 +324,8 @@ static int decode_device(const struct dctx *c, size_t idx, const json_t *v, stru
             return -ENOMEM;
         const char *k;
         const json_t *cv;
-        json_object_foreach((json_t *)cap, k, cv) {
+        json_object_foreach((json_t *)cap, k, cv)
+        {
             snprintf(p, sizeof(p), "spec.devices[%zu].capacity.%.100s", idx, k);
             struct alloc_capacity *dc = &d->cap[d->n_cap++];
             if ((r = decode_capacity(c, p, k, cv, s->driver, dc)) < 0)
@@ -629,7 +638,8 @@ static int decode_device_request(const struct dctx *c, const json_t *o, const ch
             return -ENOMEM;
         const char *k;
         const json_t *v;
-        json_object_foreach((json_t *)reqs, k, v) {
+        json_object_foreach((json_t *)reqs, k, v)
+        {
             snprintf(p, sizeof(p), "%s.capacity.requests.%.100s", path, k);
             struct alloc_cap_request *cr = &rq->capreq[rq->n_capreq++];
             cr->name = strdup(k);
@@ -740,7 +750,8 @@ int alloc_decode_claim(const json_t *obj, struct alloc_claim_spec **out, struct 
             if ((r = decode_request(&c, i, json_array_get(reqs, i), &cl->req[i])) < 0)
                 goto out;
             for (size_t j = 0; j < i; j++)
-                if (strcmp(cl->req[j].name, cl->req[i].name) == 0) {
+                if (cl->req[j].name && cl->req[i].name &&
+                    strcmp(cl->req[j].name, cl->req[i].name) == 0) {
                     char p[64];
                     snprintf(p, sizeof(p), "spec.devices.requests[%zu].name", i);
                     r = fail(&c, p, -EINVAL, "duplicate request name \"%.64s\"", cl->req[i].name);
@@ -912,7 +923,8 @@ int alloc_decode_results(const json_t *claim, struct alloc_result **out, size_t 
             }
             const char *k;
             const json_t *v;
-            json_object_foreach((json_t *)cc, k, v) {
+            json_object_foreach((json_t *)cc, k, v)
+            {
                 size_t j = x->n_consumed++;
                 x->consumed_name[j] = strdup(k);
                 x->consumed_fq[j] = alloc_fq_name(k, x->driver);

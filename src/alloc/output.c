@@ -26,7 +26,8 @@ void alloc_new_share_id(char out[37])
         static unsigned long counter;
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        unsigned long long x = (unsigned long long)ts.tv_nsec ^ ((unsigned long long)ts.tv_sec << 30) ^
+        unsigned long long x = (unsigned long long)ts.tv_nsec ^
+                               ((unsigned long long)ts.tv_sec << 30) ^
                                (++counter * 0x9e3779b97f4a7c15ULL);
         for (size_t i = got; i < sizeof(b); i++) {
             x ^= x << 13;
@@ -38,15 +39,16 @@ void alloc_new_share_id(char out[37])
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
     b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
     snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
-             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
-             b[15]);
+             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
 }
 
 static bool contains_requirement(const json_t *list, const json_t *req)
 {
     size_t i;
     const json_t *x;
-    json_array_foreach(list, i, x) {
+    json_array_foreach(list, i, x)
+    {
         if (json_equal((json_t *)x, (json_t *)req))
             return true;
     }
@@ -59,7 +61,8 @@ static int add_requirements(const json_t *from, json_t *to)
     const json_t *x;
     if (!json_is_array(from))
         return 0;
-    json_array_foreach(from, i, x) {
+    json_array_foreach(from, i, x)
+    {
         if (!contains_requirement(to, x) && json_array_append_new(to, json_deep_copy(x)) < 0)
             return -ENOMEM;
     }
@@ -92,8 +95,8 @@ static json_t *node_selector(const struct alloc_chosen *ch, size_t n, struct gs_
         if (nt == 0)
             continue;
         if (nt > 1) {
-            gs_error_set(err, -EINVAL,
-                         "ResourceSlice %s: unsupported nodeSelector with %zu terms", s->name, nt);
+            gs_error_set(err, -EINVAL, "ResourceSlice %s: unsupported nodeSelector with %zu terms",
+                         s->name, nt);
             goto fail;
         }
         const json_t *t = json_array_get(terms, 0);
@@ -134,7 +137,8 @@ static json_t *config_entry(const json_t *cfg, const char *source, const json_t 
         json_object_set_new(o, "requests", json_deep_copy(requests));
     const char *k;
     const json_t *v;
-    json_object_foreach((json_t *)cfg, k, v) {
+    json_object_foreach((json_t *)cfg, k, v)
+    {
         if (strcmp(k, "requests") != 0 && strcmp(k, "source") != 0)
             json_object_set_new(o, k, json_deep_copy(v));
     }
@@ -145,7 +149,8 @@ static bool names_contain(const json_t *arr, const char *name)
 {
     size_t i;
     const json_t *x;
-    json_array_foreach(arr, i, x) {
+    json_array_foreach(arr, i, x)
+    {
         if (json_is_string(x) && strcmp(json_string_value(x), name) == 0)
             return true;
     }
@@ -164,14 +169,16 @@ static json_t *configs(const struct alloc_claim_spec *claim,
         const json_t *cfg;
         if (!c || !c->config)
             continue;
-        json_array_foreach(c->config, k, cfg) {
+        json_array_foreach(c->config, k, cfg)
+        {
             json_array_append_new(out, config_entry(cfg, "FromClass", NULL));
         }
     }
     size_t k;
     const json_t *cfg;
     if (claim->config) {
-        json_array_foreach(claim->config, k, cfg) {
+        json_array_foreach(claim->config, k, cfg)
+        {
             const json_t *reqs = json_object_get(cfg, "requests");
             if (!json_is_array(reqs) || json_array_size(reqs) == 0) {
                 json_array_append_new(out, config_entry(cfg, "FromClaim", NULL));

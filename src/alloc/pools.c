@@ -18,7 +18,8 @@ static bool in_values(const json_t *values, const char *v)
 {
     size_t i;
     const json_t *x;
-    json_array_foreach(values, i, x) {
+    json_array_foreach(values, i, x)
+    {
         if (json_is_string(x) && strcmp(json_string_value(x), v) == 0)
             return true;
     }
@@ -50,11 +51,15 @@ static int requirement_matches(const json_t *req, const json_t *labels, const ch
     const char *val = NULL;
     if (field) {
         if (strcmp(key, "metadata.name") != 0)
-            return gs_error_set(err, -EINVAL, "node selector field \"%s\" is not supported "
-                                              "(only metadata.name)", key);
+            return gs_error_set(err, -EINVAL,
+                                "node selector field \"%s\" is not supported "
+                                "(only metadata.name)",
+                                key);
         if (strcmp(o, "In") != 0 && strcmp(o, "NotIn") != 0)
-            return gs_error_set(err, -EINVAL, "node selector field operator \"%s\" is not In or "
-                                              "NotIn", o);
+            return gs_error_set(err, -EINVAL,
+                                "node selector field operator \"%s\" is not In or "
+                                "NotIn",
+                                o);
         val = node;
     } else {
         const json_t *l = labels ? json_object_get(labels, key) : NULL;
@@ -70,7 +75,8 @@ static int requirement_matches(const json_t *req, const json_t *labels, const ch
         *out = val == NULL;
     else if (strcmp(o, "Gt") == 0 || strcmp(o, "Lt") == 0) {
         long long a, b;
-        const json_t *v0 = values && json_array_size(values) == 1 ? json_array_get(values, 0) : NULL;
+        const json_t *v0 =
+            values && json_array_size(values) == 1 ? json_array_get(values, 0) : NULL;
         if (!json_is_string(v0) || parse_i64(json_string_value(v0), &b) < 0)
             return gs_error_set(err, -EINVAL, "node selector %s %s: needs one integer value", key,
                                 o);
@@ -92,7 +98,8 @@ static int selector_matches(const json_t *sel, const json_t *labels, const char 
         return 0;
     size_t i;
     const json_t *t;
-    json_array_foreach(terms, i, t) {
+    json_array_foreach(terms, i, t)
+    {
         const json_t *me = json_object_get(t, "matchExpressions"),
                      *mf = json_object_get(t, "matchFields");
         size_t nme = json_is_array(me) ? json_array_size(me) : 0,
@@ -102,8 +109,9 @@ static int selector_matches(const json_t *sel, const json_t *labels, const char 
         bool all = true;
         for (size_t j = 0; j < nme + nmf && all; j++) {
             bool m = false;
-            int r = requirement_matches(j < nme ? json_array_get(me, j) : json_array_get(mf, j - nme),
-                                        labels, node, j >= nme, &m, err);
+            int r =
+                requirement_matches(j < nme ? json_array_get(me, j) : json_array_get(mf, j - nme),
+                                    labels, node, j >= nme, &m, err);
             if (r < 0)
                 return r;
             all = m;
@@ -135,7 +143,8 @@ int alloc_node_matches(const struct alloc_state *st, const char *node, const cha
     return 0;
 }
 
-/* ---- gathering -------------------------------------------------------------------------------- */
+/* ---- gathering --------------------------------------------------------------------------------
+ */
 
 void alloc_node_pools_free(void *p)
 {
@@ -183,7 +192,7 @@ static int add_slice(struct alloc_node_pools *np, struct alloc_slice *s)
         if (s->generation > gen)
             p->n_slices = 0; /* newer generation replaces all older slices */
     }
-    struct alloc_slice **ns = realloc(p->slices, (p->n_slices + 1) * sizeof(*ns));
+    struct alloc_slice **ns = realloc(p->slices, (p->n_slices + 1) * sizeof(struct alloc_slice *));
     if (!ns)
         return -ENOMEM;
     p->slices = ns;
@@ -211,7 +220,7 @@ static int slice_list_push(struct alloc_slice ***v, size_t *n, size_t *cap, stru
 {
     if (*n == *cap) {
         size_t nc = *cap ? *cap * 2 : 4;
-        struct alloc_slice **nv = realloc(*v, nc * sizeof(*nv));
+        struct alloc_slice **nv = realloc(*v, nc * sizeof(struct alloc_slice *));
         if (!nv)
             return -ENOMEM;
         *v = nv;
@@ -260,8 +269,7 @@ static int consider(struct alloc_state *st, struct alloc_node_pools *np, const c
             r = alloc_node_matches(st, node, s->dev[d].node_name, s->dev[d].all_nodes,
                                    s->dev[d].node_selector, &match, err);
     } else
-        r = alloc_node_matches(st, node, s->node_name, s->all_nodes, s->node_selector, &match,
-                               err);
+        r = alloc_node_matches(st, node, s->node_name, s->all_nodes, s->node_selector, &match, err);
     if (r < 0) {
         gs_error_prefix(err, "ResourceSlice %s: ", s->name);
         return r;
@@ -303,7 +311,7 @@ const struct alloc_node_pools *alloc_pools_for_node(struct alloc_state *st, cons
         qsort(np->pools, np->n, sizeof(*np->pools), cmp_pool);
     for (size_t i = 0; i < np->n; i++) {
         struct alloc_pool *p = &np->pools[i];
-        qsort(p->slices, p->n_slices, sizeof(*p->slices), cmp_slice);
+        qsort(p->slices, p->n_slices, sizeof(struct alloc_slice *), cmp_slice);
         p->incomplete = (int64_t)p->n_slices != p->slices[0]->slice_count;
         /* Invalid: a device name appears twice in the pool. */
         for (size_t a = 0; a < p->n_slices && !p->invalid; a++)

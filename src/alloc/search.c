@@ -20,7 +20,7 @@
 struct cand {
     struct alloc_device *dev;
     const struct alloc_pool *pool;
-    unsigned allocating;     /* results of this claim on the device */
+    unsigned allocating;       /* results of this claim on the device */
     struct alloc_qty *pending; /* n_cap: amounts this claim takes so far (non-admin) */
 };
 
@@ -30,7 +30,7 @@ struct req_data {
     const struct alloc_class *cls;
     size_t num_devices;
     size_t n_all;
-    size_t *all; /* candidate indexes for allocationMode All */
+    size_t *all;   /* candidate indexes for allocationMode All */
     int8_t *match; /* per candidate: -1 unknown, 0, 1 */
 };
 
@@ -105,8 +105,8 @@ static int selectable(struct search *s, struct req_data *rd, size_t ci)
         goto out;
     if (d->slice->per_device) {
         bool m = false;
-        int e = alloc_node_matches(s->st, s->node, d->node_name, d->all_nodes, d->node_selector,
-                                   &m, s->err);
+        int e = alloc_node_matches(s->st, s->node, d->node_name, d->all_nodes, d->node_selector, &m,
+                                   s->err);
         if (e < 0)
             return e;
         r = m;

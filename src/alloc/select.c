@@ -9,8 +9,8 @@
 #include "alloc/alloc-internal.h"
 #include "cel/cel.h"
 
-static int eval(struct alloc_state *st, const char *expr, const struct alloc_device *d,
-                bool *out, struct gs_error *err)
+static int eval(struct alloc_state *st, const char *expr, const struct alloc_device *d, bool *out,
+                struct gs_error *err)
 {
     const struct cel_program *p = cel_cache_get(st->cel, expr, err);
     if (!p) {
@@ -93,12 +93,14 @@ bool alloc_taints_tolerated(const struct alloc_device *d, const json_t *tolerati
     const json_t *t, *tol;
     if (!d->taints)
         return true;
-    json_array_foreach(d->taints, i, t) {
+    json_array_foreach(d->taints, i, t)
+    {
         if (strcmp(str(t, "effect"), "None") == 0)
             continue;
         bool ok = false;
         if (tolerations) {
-            json_array_foreach(tolerations, j, tol) {
+            json_array_foreach(tolerations, j, tol)
+            {
                 if (tolerates(tol, t)) {
                     ok = true;
                     break;

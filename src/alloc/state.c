@@ -261,7 +261,8 @@ int alloc_state_add_node(struct alloc_state *st, const json_t *obj, struct gs_er
     const char *k;
     const json_t *v;
     if (json_is_object(labels)) {
-        json_object_foreach((json_t *)labels, k, v) {
+        json_object_foreach((json_t *)labels, k, v)
+        {
             if (!json_is_string(v))
                 return gs_error_set(err, -EINVAL, "Node %s: metadata.labels.%s: must be a string",
                                     json_string_value(nm), k);
@@ -298,7 +299,8 @@ int alloc_state_add_allocated_claim(struct alloc_state *st, const json_t *claim,
         for (size_t i = 0; i < n; i++)
             alloc_result_fini(&res[i]);
         free(res);
-        return gs_error_set(err, -EINVAL, "ResourceClaim: metadata.name: required field is missing");
+        return gs_error_set(err, -EINVAL,
+                            "ResourceClaim: metadata.name: required field is missing");
     }
     r = alloc_state_commit(st, json_is_string(ns) ? json_string_value(ns) : "default",
                            json_string_value(nm), res, n);
@@ -326,6 +328,8 @@ int alloc_state_add_object(struct alloc_state *st, const json_t *obj, struct gs_
         return alloc_state_add_node(st, obj, err);
     if (strcmp(k, "ResourceClaim") == 0)
         return alloc_state_add_allocated_claim(st, obj, err);
-    return gs_error_set(err, -EINVAL, "object: kind: \"%.64s\" is not ResourceSlice, DeviceClass, "
-                                      "Node or ResourceClaim", k);
+    return gs_error_set(err, -EINVAL,
+                        "object: kind: \"%.64s\" is not ResourceSlice, DeviceClass, "
+                        "Node or ResourceClaim",
+                        k);
 }

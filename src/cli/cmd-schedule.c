@@ -39,26 +39,27 @@ struct inputs {
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: gpuslice schedule -f FILE_OR_DIR... [--node NAME] [--policy P] [--explain]\n"
-            "                         [-o table|yaml|json]\n"
-            "\n"
-            "Allocate every unallocated ResourceClaim in the given Kubernetes objects the way\n"
-            "kube-scheduler does (resource.k8s.io/v1 structured parameters, consumable capacity).\n"
-            "\n"
-            "  -f, --filename PATH  YAML/JSON file, or a directory of *.yaml, *.yml, *.json files\n"
-            "                       (repeatable; objects: ResourceSlice, DeviceClass, Node,\n"
-            "                       ResourceClaim; others are ignored)\n"
-            "      --node NAME      node to allocate on (default: try every node the objects name,\n"
-            "                       in name order, first that fits)\n"
-            "      --policy P       first-fit (kube-scheduler), binpack, spread, topology\n"
-            "      --explain        say why, per request and per device, for every claim\n"
-            "  -o, --output F       table (default), yaml or json: the claims with\n"
-            "                       status.allocation (and, with --explain, `explanations`:\n"
-            "                       one per node tried)\n"
-            "\n"
-            "exit status: 0 all claims allocated, 1 some claim could not be allocated,\n"
-            "             2 usage error or invalid input\n");
+    fprintf(
+        out,
+        "usage: gpuslice schedule -f FILE_OR_DIR... [--node NAME] [--policy P] [--explain]\n"
+        "                         [-o table|yaml|json]\n"
+        "\n"
+        "Allocate every unallocated ResourceClaim in the given Kubernetes objects the way\n"
+        "kube-scheduler does (resource.k8s.io/v1 structured parameters, consumable capacity).\n"
+        "\n"
+        "  -f, --filename PATH  YAML/JSON file, or a directory of *.yaml, *.yml, *.json files\n"
+        "                       (repeatable; objects: ResourceSlice, DeviceClass, Node,\n"
+        "                       ResourceClaim; others are ignored)\n"
+        "      --node NAME      node to allocate on (default: try every node the objects name,\n"
+        "                       in name order, first that fits)\n"
+        "      --policy P       first-fit (kube-scheduler), binpack, spread, topology\n"
+        "      --explain        say why, per request and per device, for every claim\n"
+        "  -o, --output F       table (default), yaml or json: the claims with\n"
+        "                       status.allocation (and, with --explain, `explanations`:\n"
+        "                       one per node tried)\n"
+        "\n"
+        "exit status: 0 all claims allocated, 1 some claim could not be allocated,\n"
+        "             2 usage error or invalid input\n");
 }
 
 static int push_obj(struct inputs *in, json_t *obj, const char *where)
@@ -125,7 +126,8 @@ static int load_file(struct inputs *in, const char *path)
     }
     size_t i;
     json_t *d;
-    json_array_foreach(docs, i, d) {
+    json_array_foreach(docs, i, d)
+    {
         char where[512];
         snprintf(where, sizeof(where), "%s: document %zu", path, i + 1);
         if (!json_is_object(d)) {
@@ -139,7 +141,8 @@ static int load_file(struct inputs *in, const char *path)
             json_is_array(items)) {
             size_t k;
             json_t *it;
-            json_array_foreach(items, k, it) {
+            json_array_foreach(items, k, it)
+            {
                 char w2[600];
                 snprintf(w2, sizeof(w2), "%s, items[%zu]", where, k);
                 if ((r = push_obj(in, it, w2)) < 0)
@@ -184,9 +187,9 @@ static int load_path(struct inputs *in, const char *path)
     int r = 0;
     struct dirent *de;
     while ((de = readdir(dir))) {
-        if (de->d_name[0] == '.' || !(has_suffix(de->d_name, ".yaml") ||
-                                      has_suffix(de->d_name, ".yml") ||
-                                      has_suffix(de->d_name, ".json")))
+        if (de->d_name[0] == '.' ||
+            !(has_suffix(de->d_name, ".yaml") || has_suffix(de->d_name, ".yml") ||
+              has_suffix(de->d_name, ".json")))
             continue;
         if (n == cap) {
             size_t nc = cap ? cap * 2 : 16;
@@ -226,10 +229,10 @@ static bool plain_key(const char *k)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
               strchr("._/-", *p)))
             return false;
-    static const char *const words[] = {"true", "false", "null", "yes", "no", "on", "off",
-                                        "y", "n", "True", "False", "Null", "Yes", "No", "On",
-                                        "Off", "TRUE", "FALSE", "NULL", "YES", "NO", "ON",
-                                        "OFF", "Y", "N", "~"};
+    static const char *const words[] = {"true", "false", "null", "yes",   "no",   "on",  "off",
+                                        "y",    "n",     "True", "False", "Null", "Yes", "No",
+                                        "On",   "Off",   "TRUE", "FALSE", "NULL", "YES", "NO",
+                                        "ON",   "OFF",   "Y",    "N",     "~"};
     for (size_t i = 0; i < GS_ARRAY_SIZE(words); i++)
         if (strcmp(k, words[i]) == 0)
             return false;
@@ -267,7 +270,8 @@ static void yaml_object(FILE *out, const json_t *v, int indent, bool first_inlin
     const char *k;
     json_t *x;
     bool first = true;
-    json_object_foreach((json_t *)v, k, x) {
+    json_object_foreach((json_t *)v, k, x)
+    {
         if (!(first && first_inline))
             fprintf(out, "%*s", indent, "");
         first = false;
@@ -293,7 +297,8 @@ static void yaml_value(FILE *out, const json_t *v, int indent)
     if (json_is_array(v) && json_array_size(v)) {
         size_t i;
         json_t *x;
-        json_array_foreach((json_t *)v, i, x) {
+        json_array_foreach((json_t *)v, i, x)
+        {
             fprintf(out, "%*s- ", indent, "");
             if (json_is_object(x) && json_object_size(x))
                 yaml_object(out, x, indent + 2, true);
@@ -365,7 +370,8 @@ static int candidate_nodes(const struct inputs *in, char ***names, size_t *n)
             if (spec && json_is_true(json_object_get(spec, "perDeviceNodeSelection"))) {
                 size_t k;
                 const json_t *d;
-                json_array_foreach(json_object_get(spec, "devices"), k, d) {
+                json_array_foreach(json_object_get(spec, "devices"), k, d)
+                {
                     const json_t *dn = json_object_get(d, "nodeName");
                     if (json_is_string(dn) && *json_string_value(dn) &&
                         add_name(names, n, json_string_value(dn)) < 0)
@@ -383,8 +389,8 @@ static int candidate_nodes(const struct inputs *in, char ***names, size_t *n)
 
 static void table_header(void)
 {
-    printf("%-28s %-14s %-18s %-14s %-36s %s\n", "CLAIM", "NODE", "REQUEST", "DEVICE",
-           "SHARE-ID", "CONSUMED");
+    printf("%-28s %-14s %-18s %-14s %-36s %s\n", "CLAIM", "NODE", "REQUEST", "DEVICE", "SHARE-ID",
+           "CONSUMED");
 }
 
 static void table_rows(const char *claim, const char *node, const json_t *allocation,
@@ -397,12 +403,14 @@ static void table_rows(const char *claim, const char *node, const json_t *alloca
     const json_t *results = json_object_get(json_object_get(allocation, "devices"), "results");
     size_t i;
     const json_t *r;
-    json_array_foreach(results, i, r) {
+    json_array_foreach(results, i, r)
+    {
         char consumed[512] = "";
         size_t off = 0;
         const char *k;
         const json_t *v;
-        json_object_foreach(json_object_get(r, "consumedCapacity"), k, v) {
+        json_object_foreach(json_object_get(r, "consumedCapacity"), k, v)
+        {
             int w = snprintf(consumed + off, sizeof(consumed) - off, "%s%s=%s", off ? "," : "", k,
                              json_string_value(v));
             if (w < 0 || (size_t)w >= sizeof(consumed) - off)
@@ -542,7 +550,7 @@ int cmd_schedule(int argc, char **argv)
                  meta_str(o, "name", "(unnamed)"));
         json_t *allocation = NULL;
         /* One explanation per node tried; on success only the node that took the claim. */
-        struct alloc_explanation **whys = calloc(n_nodes, sizeof(*whys));
+        struct alloc_explanation **whys = calloc(n_nodes, sizeof(struct alloc_explanation *));
         size_t n_whys = 0;
         const char *placed = NULL;
         int r = ALLOC_UNSCHEDULABLE;
@@ -589,10 +597,10 @@ int cmd_schedule(int argc, char **argv)
                 table_rows(key, placed, allocation,
                            n_whys ? alloc_explanation_reason(whys[n_whys - 1]) : "Error");
         } else {
-            json_t *item = json_pack("{s:s,s:s,s:{s:s,s:s}}", "apiVersion", "resource.k8s.io/v1",
-                                     "kind", "ResourceClaim", "metadata", "name",
-                                     meta_str(o, "name", ""), "namespace",
-                                     meta_str(o, "namespace", "default"));
+            json_t *item =
+                json_pack("{s:s,s:s,s:{s:s,s:s}}", "apiVersion", "resource.k8s.io/v1", "kind",
+                          "ResourceClaim", "metadata", "name", meta_str(o, "name", ""), "namespace",
+                          meta_str(o, "namespace", "default"));
             if (item && allocation)
                 json_object_set_new(item, "status", json_pack("{s:O}", "allocation", allocation));
             if (item && aopt.explain) {
@@ -610,8 +618,8 @@ int cmd_schedule(int argc, char **argv)
         free(whys);
     }
     if (fmt == OUT_JSON) {
-        json_t *list = json_pack("{s:s,s:s,s:O}", "apiVersion", "v1", "kind", "List", "items",
-                                 items);
+        json_t *list =
+            json_pack("{s:s,s:s,s:O}", "apiVersion", "v1", "kind", "List", "items", items);
         char *s = list ? json_dumps(list, JSON_INDENT(2)) : NULL;
         if (s)
             printf("%s\n", s);
@@ -620,7 +628,8 @@ int cmd_schedule(int argc, char **argv)
     } else if (fmt == OUT_YAML) {
         size_t i;
         json_t *it;
-        json_array_foreach(items, i, it) {
+        json_array_foreach(items, i, it)
+        {
             printf("---\n");
             yaml_value(stdout, it, 0);
         }

@@ -32,7 +32,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct alloc_state *st = alloc_state_new();
     size_t i;
     json_t *d;
-    json_array_foreach(docs, i, d) {
+    json_array_foreach(docs, i, d)
+    {
         const json_t *st_ = json_object_get(d, "status");
         const json_t *kind = json_object_get(d, "kind");
         bool pending_claim = json_is_string(kind) &&
@@ -43,12 +44,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     static const enum alloc_policy policies[] = {ALLOC_POLICY_FIRST_FIT, ALLOC_POLICY_BINPACK,
                                                  ALLOC_POLICY_TOPOLOGY};
-    json_array_foreach(docs, i, d) {
+    json_array_foreach(docs, i, d)
+    {
         const json_t *kind = json_object_get(d, "kind");
         if (!json_is_string(kind) || strcmp(json_string_value(kind), "ResourceClaim") != 0)
             continue;
-        struct alloc_options opt = {.node = "n1", .policy = policies[i % 3], .explain = true,
-                                    .max_steps = 2000};
+        struct alloc_options opt = {
+            .node = "n1", .policy = policies[i % 3], .explain = true, .max_steps = 2000};
         json_t *alloc = NULL;
         struct alloc_explanation *why = NULL;
         alloc_claim(st, d, &opt, &alloc, &why, &err);

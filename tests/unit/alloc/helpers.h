@@ -24,7 +24,8 @@ static inline struct alloc_state *state_from(const char *yaml)
     struct alloc_state *st = alloc_state_new();
     size_t i;
     json_t *d;
-    json_array_foreach(docs, i, d) {
+    json_array_foreach(docs, i, d)
+    {
         if (alloc_state_add_object(st, d, &err) < 0) {
             ok(0, "fixture document %zu loads: %s", i, err.msg);
             alloc_state_free(st);
@@ -49,8 +50,8 @@ static inline json_t *obj_from(const char *yaml)
 
 struct outcome {
     int rc;
-    json_t *allocation;    /* NULL unless rc == 0 */
-    char why[8192];        /* explanation text */
+    json_t *allocation; /* NULL unless rc == 0 */
+    char why[8192];     /* explanation text */
     json_t *why_json;
     char err[GS_ERROR_MSG_MAX];
 };
@@ -91,7 +92,8 @@ static inline int claim_on(struct alloc_state *st, const char *claim_yaml, const
 /* results[i].<field> of an allocation, "" when absent. */
 static inline const char *res_str(const json_t *alloc, size_t i, const char *field)
 {
-    const json_t *r = json_array_get(json_object_get(json_object_get(alloc, "devices"), "results"), i);
+    const json_t *r =
+        json_array_get(json_object_get(json_object_get(alloc, "devices"), "results"), i);
     const json_t *v = json_object_get(r, field);
     return json_is_string(v) ? json_string_value(v) : "";
 }
@@ -103,7 +105,8 @@ static inline size_t res_count(const json_t *alloc)
 
 static inline const char *consumed(const json_t *alloc, size_t i, const char *cap)
 {
-    const json_t *r = json_array_get(json_object_get(json_object_get(alloc, "devices"), "results"), i);
+    const json_t *r =
+        json_array_get(json_object_get(json_object_get(alloc, "devices"), "results"), i);
     const json_t *v = json_object_get(json_object_get(r, "consumedCapacity"), cap);
     return json_is_string(v) ? json_string_value(v) : "";
 }

@@ -31,18 +31,18 @@ static const char *lab =
     "        value: 15Gi\n"
     "        requestPolicy: {default: 15Gi, validRange: {min: 1Mi, max: 15Gi, step: 1Mi}}\n";
 
-#define CLAIM_30_4  \
-    "apiVersion: resource.k8s.io/v1\n" \
-    "kind: ResourceClaim\n" \
-    "metadata: {name: %s, namespace: test-dra}\n" \
-    "spec:\n" \
-    "  devices:\n" \
-    "    requests:\n" \
-    "    - name: single-gpu\n" \
-    "      exactly:\n" \
-    "        deviceClassName: hami-core-gpu.project-hami.io\n" \
-    "        allocationMode: ExactCount\n" \
-    "        count: 1\n" \
+#define CLAIM_30_4                                                                                 \
+    "apiVersion: resource.k8s.io/v1\n"                                                             \
+    "kind: ResourceClaim\n"                                                                        \
+    "metadata: {name: %s, namespace: test-dra}\n"                                                  \
+    "spec:\n"                                                                                      \
+    "  devices:\n"                                                                                 \
+    "    requests:\n"                                                                              \
+    "    - name: single-gpu\n"                                                                     \
+    "      exactly:\n"                                                                             \
+    "        deviceClassName: hami-core-gpu.project-hami.io\n"                                     \
+    "        allocationMode: ExactCount\n"                                                         \
+    "        count: 1\n"                                                                           \
     "        capacity: {requests: {cores: %s, memory: %s}}\n"
 
 static const char *claim_plain =
@@ -83,13 +83,16 @@ int main(void)
     snprintf(share_a, sizeof(share_a), "%s", res_str(a.allocation, 0, "shareID"));
     const json_t *nsel = json_object_get(a.allocation, "nodeSelector");
     char *ns = json_dumps(nsel, JSON_COMPACT);
-    is_str(ns, "{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"lab-node\"]}]}]}",
+    is_str(ns,
+           "{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":"
+           "\"In\",\"values\":[\"lab-node\"]}]}]}",
            "nodeSelector pins the node of the slice");
     free(ns);
     ok(json_object_get(json_object_get(a.allocation, "devices"), "config") == NULL,
        "no config when neither class nor claim has one");
 
-    is_int(claim_cm(st, "pod-tpl-1-single-gpu", "30", "4Gi", &b), 0, "a second identical claim is allocated");
+    is_int(claim_cm(st, "pod-tpl-1-single-gpu", "30", "4Gi", &b), 0,
+           "a second identical claim is allocated");
     is_str(res_str(b.allocation, 0, "device"), "hami-gpu-0", "on the same device");
     ok(is_uuid(res_str(b.allocation, 0, "shareID")), "with a UUID shareID");
     ok(strcmp(res_str(b.allocation, 0, "shareID"), share_a) != 0, "different from the first one");
@@ -123,7 +126,8 @@ int main(void)
     is_int(alloc_state_release_claim(st, "test-dra", "single-gpu-0"), -ENOENT, "release is once");
     outcome_fini(&c);
     is_int(claim_cm(st, "now-fits", "70", "4Gi", &c), 0, "70 cores fit once 30 are released");
-    is_int(alloc_state_release_claim(st, "test-dra", "pod-tpl-1-single-gpu"), 0, "release the second");
+    is_int(alloc_state_release_claim(st, "test-dra", "pod-tpl-1-single-gpu"), 0,
+           "release the second");
     is_int(alloc_state_release_claim(st, "test-dra", "now-fits"), 0, "release the third");
     outcome_fini(&d);
     is_int(claim_on(st, claim_plain, "lab-node", ALLOC_POLICY_FIRST_FIT, &d), 0,

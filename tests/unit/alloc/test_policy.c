@@ -10,21 +10,25 @@
     "kind: ResourceClaim\nmetadata: {name: " name ", namespace: ns}\nspec:\n  devices:\n"
 
 #define USED(name, dev, cores)                                                                     \
-    "---\nkind: ResourceClaim\nmetadata: {name: " name ", namespace: ns}\n"                       \
-    "status: {allocation: {devices: {results: [{request: r, driver: gpu.example.com, pool: p,"    \
-    " device: " dev ", shareID: 11111111-2222-4333-8444-555555555555, consumedCapacity: {cores: '" cores "'}}]}}}\n"
+    "---\nkind: ResourceClaim\nmetadata: {name: " name ", namespace: ns}\n"                        \
+    "status: {allocation: {devices: {results: [{request: r, driver: gpu.example.com, pool: p,"     \
+    " device: " dev                                                                                \
+    ", shareID: 11111111-2222-4333-8444-555555555555, consumedCapacity: {cores: '" cores           \
+    "'}}]}}}\n"
 
-static const char *shares =
-    CLASS
+static const char *shares = CLASS
     "kind: ResourceSlice\nmetadata: {name: s}\n"
     "spec:\n  driver: gpu.example.com\n  nodeName: n1\n  pool: {name: p, resourceSliceCount: 1}\n"
     "  devices:\n"
     "  - {name: d0, allowMultipleAllocations: true, capacity: {cores: {value: '100'}}}\n"
     "  - {name: d1, allowMultipleAllocations: true, capacity: {cores: {value: '100'}}}\n"
-    "  - {name: d2, allowMultipleAllocations: true, capacity: {cores: {value: '100'}}}\n"
-    USED("u0", "d0", "10") USED("u1", "d1", "70");
+    "  - {name: d2, allowMultipleAllocations: true, capacity: {cores: {value: '100'}}}\n" USED(
+        "u0", "d0", "10") USED("u1", "d1", "70");
 
-#define TWENTY CLAIM_HEAD("twenty") "    requests:\n    - name: r\n      exactly:\n        deviceClassName: gpu\n        capacity: {requests: {cores: 20}}\n"
+#define TWENTY                                                                                     \
+    CLAIM_HEAD("twenty")                                                                           \
+    "    requests:\n    - name: r\n      exactly:\n        deviceClassName: gpu\n        "         \
+    "capacity: {requests: {cores: 20}}\n"
 
 static void pick(enum alloc_policy p, const char *want, const char *what)
 {
@@ -37,20 +41,26 @@ static void pick(enum alloc_policy p, const char *want, const char *what)
     alloc_state_free(st);
 }
 
-static const char *topo =
-    CLASS
+static const char *topo = CLASS
     "kind: ResourceSlice\nmetadata: {name: s}\n"
     "spec:\n  driver: gpu.example.com\n  nodeName: n1\n  pool: {name: p, resourceSliceCount: 1}\n"
     "  devices:\n"
-    "  - {name: g0, attributes: {nvlinkDomain: {int: 0}, resource.kubernetes.io/pcieRoot: {string: pci0}}}\n"
-    "  - {name: g1, attributes: {nvlinkDomain: {int: 1}, resource.kubernetes.io/pcieRoot: {string: pci0}}}\n"
-    "  - {name: g2, attributes: {nvlinkDomain: {int: 0}, resource.kubernetes.io/pcieRoot: {string: pci1}}}\n"
-    "  - {name: g3, attributes: {nvlinkDomain: {int: 1}, resource.kubernetes.io/pcieRoot: {string: pci1}}}\n"
+    "  - {name: g0, attributes: {nvlinkDomain: {int: 0}, resource.kubernetes.io/pcieRoot: {string: "
+    "pci0}}}\n"
+    "  - {name: g1, attributes: {nvlinkDomain: {int: 1}, resource.kubernetes.io/pcieRoot: {string: "
+    "pci0}}}\n"
+    "  - {name: g2, attributes: {nvlinkDomain: {int: 0}, resource.kubernetes.io/pcieRoot: {string: "
+    "pci1}}}\n"
+    "  - {name: g3, attributes: {nvlinkDomain: {int: 1}, resource.kubernetes.io/pcieRoot: {string: "
+    "pci1}}}\n"
     "  - {name: h0, attributes: {resource.kubernetes.io/pcieRoot: {string: pci7}}}\n"
     "  - {name: h1, attributes: {resource.kubernetes.io/pcieRoot: {string: pci8}}}\n"
     "  - {name: h2, attributes: {resource.kubernetes.io/pcieRoot: {string: pci7}}}\n";
 
-#define TWO(sel) CLAIM_HEAD("two") "    requests:\n    - name: r\n      exactly:\n        deviceClassName: gpu\n        count: 2\n" sel
+#define TWO(sel)                                                                                   \
+    CLAIM_HEAD("two")                                                                              \
+    "    requests:\n    - name: r\n      exactly:\n        deviceClassName: gpu\n        count: "  \
+    "2\n" sel
 
 static void test_topology(void)
 {
@@ -68,7 +78,9 @@ static void test_topology(void)
     outcome_fini(&o);
     alloc_state_free(st);
     st = state_from(topo);
-    is_int(claim_on(st, TWO("        selectors: [{cel: {expression: '!(\"nvlinkDomain\" in device.attributes[\"gpu.example.com\"])'}}]\n"),
+    is_int(claim_on(st,
+                    TWO("        selectors: [{cel: {expression: '!(\"nvlinkDomain\" in "
+                        "device.attributes[\"gpu.example.com\"])'}}]\n"),
                     "n1", ALLOC_POLICY_TOPOLOGY, &o),
            0, "topology without NVLink");
     is_str(res_str(o.allocation, 0, "device"), "h0", "h0");
@@ -82,9 +94,12 @@ static void test_first_available_kept(void)
     /* Binpack would prefer d1 for the 'small' subrequest, but 'big' comes first and fits d2. */
     struct alloc_state *st = state_from(shares);
     struct outcome o;
-    is_int(claim_on(st, CLAIM_HEAD("fa") "    requests:\n    - name: r\n      firstAvailable:\n"
-                        "      - {name: big, deviceClassName: gpu, capacity: {requests: {cores: 95}}}\n"
-                        "      - {name: small, deviceClassName: gpu, capacity: {requests: {cores: 20}}}\n",
+    is_int(claim_on(st,
+                    CLAIM_HEAD("fa") "    requests:\n    - name: r\n      firstAvailable:\n"
+                                     "      - {name: big, deviceClassName: gpu, capacity: "
+                                     "{requests: {cores: 95}}}\n"
+                                     "      - {name: small, deviceClassName: gpu, capacity: "
+                                     "{requests: {cores: 20}}}\n",
                     "n1", ALLOC_POLICY_BINPACK, &o),
            0, "binpack with firstAvailable");
     is_str(res_str(o.allocation, 0, "request"), "r/big", "the earlier subrequest stays preferred");
@@ -108,7 +123,8 @@ static void test_parse(void)
 int main(void)
 {
     tap_plan_auto();
-    pick(ALLOC_POLICY_FIRST_FIT, "d0", "first-fit takes the first device that fits (kube-scheduler)");
+    pick(ALLOC_POLICY_FIRST_FIT, "d0",
+         "first-fit takes the first device that fits (kube-scheduler)");
     pick(ALLOC_POLICY_BINPACK, "d1", "binpack takes the fullest device (70 used)");
     pick(ALLOC_POLICY_SPREAD, "d2", "spread takes the idle device");
     test_topology();

@@ -7,32 +7,34 @@
 #include "helpers.h"
 
 #define CLASS                                                                                      \
-    "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu}\n"                  \
-    "spec:\n  selectors:\n  - cel: {expression: 'device.driver == \"gpu.example.com\"'}\n"       \
+    "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu}\n"                   \
+    "spec:\n  selectors:\n  - cel: {expression: 'device.driver == \"gpu.example.com\"'}\n"         \
     "  config:\n  - opaque: {driver: gpu.example.com, parameters: {mode: class}}\n---\n"
 
 #define CLAIM_HEAD(name)                                                                           \
-    "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: " name                 \
+    "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: " name                  \
     ", namespace: ns}\nspec:\n  devices:\n"
 
 /* Two-slice pool "a" (generation 2) on node n1 plus an older generation and a pool "b". */
-static const char *pools_fixture =
-    CLASS
-    "kind: ResourceSlice\nmetadata: {name: s-b}\n"
-    "spec: {driver: gpu.example.com, nodeName: n1, pool: {name: b, generation: 1, resourceSliceCount: 1},"
-    " devices: [{name: b0}]}\n---\n"
-    "kind: ResourceSlice\nmetadata: {name: s-a-2}\n"
-    "spec: {driver: gpu.example.com, nodeName: n1, pool: {name: a, generation: 2, resourceSliceCount: 2},"
-    " devices: [{name: a2}]}\n---\n"
-    "kind: ResourceSlice\nmetadata: {name: s-a-1}\n"
-    "spec: {driver: gpu.example.com, nodeName: n1, pool: {name: a, generation: 2, resourceSliceCount: 2},"
-    " devices: [{name: a1}, {name: a1b}]}\n---\n"
-    "kind: ResourceSlice\nmetadata: {name: s-a-old}\n"
-    "spec: {driver: gpu.example.com, nodeName: n1, pool: {name: a, generation: 1, resourceSliceCount: 1},"
-    " devices: [{name: a-old}]}\n";
+static const char *pools_fixture = CLASS "kind: ResourceSlice\nmetadata: {name: s-b}\n"
+                                         "spec: {driver: gpu.example.com, nodeName: n1, pool: "
+                                         "{name: b, generation: 1, resourceSliceCount: 1},"
+                                         " devices: [{name: b0}]}\n---\n"
+                                         "kind: ResourceSlice\nmetadata: {name: s-a-2}\n"
+                                         "spec: {driver: gpu.example.com, nodeName: n1, pool: "
+                                         "{name: a, generation: 2, resourceSliceCount: 2},"
+                                         " devices: [{name: a2}]}\n---\n"
+                                         "kind: ResourceSlice\nmetadata: {name: s-a-1}\n"
+                                         "spec: {driver: gpu.example.com, nodeName: n1, pool: "
+                                         "{name: a, generation: 2, resourceSliceCount: 2},"
+                                         " devices: [{name: a1}, {name: a1b}]}\n---\n"
+                                         "kind: ResourceSlice\nmetadata: {name: s-a-old}\n"
+                                         "spec: {driver: gpu.example.com, nodeName: n1, pool: "
+                                         "{name: a, generation: 1, resourceSliceCount: 1},"
+                                         " devices: [{name: a-old}]}\n";
 
-static const char *claim_count4 =
-    CLAIM_HEAD("c4") "    requests:\n    - name: gpus\n      exactly: {deviceClassName: gpu, count: 4}\n";
+static const char *claim_count4 = CLAIM_HEAD(
+    "c4") "    requests:\n    - name: gpus\n      exactly: {deviceClassName: gpu, count: 4}\n";
 
 static void test_pool_order(void)
 {
@@ -60,14 +62,20 @@ static void test_incomplete_invalid(void)
         " devices: [{name: d0}]}\n";
     struct alloc_state *st = state_from(fx);
     struct outcome o;
-    is_int(claim_on(st, CLAIM_HEAD("one") "    requests:\n    - name: r\n      exactly: {deviceClassName: gpu}\n",
-                    "n1", ALLOC_POLICY_FIRST_FIT, &o),
-           0, "ExactCount allocates from an incomplete pool (as kube-scheduler)");
+    is_int(
+        claim_on(st,
+                 CLAIM_HEAD(
+                     "one") "    requests:\n    - name: r\n      exactly: {deviceClassName: gpu}\n",
+                 "n1", ALLOC_POLICY_FIRST_FIT, &o),
+        0, "ExactCount allocates from an incomplete pool (as kube-scheduler)");
     outcome_fini(&o);
-    is_int(claim_on(st, CLAIM_HEAD("all") "    requests:\n    - name: r\n      exactly: {deviceClassName: gpu, allocationMode: All}\n",
+    is_int(claim_on(st,
+                    CLAIM_HEAD("all") "    requests:\n    - name: r\n      exactly: "
+                                      "{deviceClassName: gpu, allocationMode: All}\n",
                     "n1", ALLOC_POLICY_FIRST_FIT, &o),
            ALLOC_UNSCHEDULABLE, "allocationMode All waits for an incomplete pool");
-    like_str(o.err, "asks for all devices, but resource pool gpu.example.com/p is currently being updated",
+    like_str(o.err,
+             "asks for all devices, but resource pool gpu.example.com/p is currently being updated",
              "error says the pool is being updated");
     like_str(o.why, "PoolIncomplete", "explanation reason PoolIncomplete");
     outcome_fini(&o);
@@ -81,9 +89,12 @@ static void test_incomplete_invalid(void)
         "spec: {driver: gpu.example.com, nodeName: n1, pool: {name: p, resourceSliceCount: 2},"
         " devices: [{name: d0}]}\n";
     st = state_from(inv);
-    is_int(claim_on(st, CLAIM_HEAD("one") "    requests:\n    - name: r\n      exactly: {deviceClassName: gpu}\n",
-                    "n1", ALLOC_POLICY_FIRST_FIT, &o),
-           -EINVAL, "a pool with a duplicate device name is invalid: allocation stops");
+    is_int(
+        claim_on(st,
+                 CLAIM_HEAD(
+                     "one") "    requests:\n    - name: r\n      exactly: {deviceClassName: gpu}\n",
+                 "n1", ALLOC_POLICY_FIRST_FIT, &o),
+        -EINVAL, "a pool with a duplicate device name is invalid: allocation stops");
     like_str(o.err, "pool p is invalid: duplicate device name d0", "error names the duplicate");
     like_str(o.why, "PoolInvalid", "explanation reason PoolInvalid");
     outcome_fini(&o);
@@ -97,29 +108,37 @@ static void test_node_matching(void)
         "kind: Node\nmetadata: {name: n2, labels: {zone: z2}}\n---\n"
         "kind: ResourceSlice\nmetadata: {name: by-selector}\n"
         "spec:\n  driver: gpu.example.com\n  pool: {name: sel, resourceSliceCount: 1}\n"
-        "  nodeSelector: {nodeSelectorTerms: [{matchExpressions: [{key: zone, operator: In, values: [z1]},"
+        "  nodeSelector: {nodeSelectorTerms: [{matchExpressions: [{key: zone, operator: In, "
+        "values: [z1]},"
         " {key: gpus, operator: Gt, values: ['4']}]}]}\n"
         "  devices: [{name: sel0}]\n---\n"
         "kind: ResourceSlice\nmetadata: {name: everywhere}\n"
         "spec: {driver: gpu.example.com, allNodes: true, pool: {name: zall, resourceSliceCount: 1},"
         " devices: [{name: all0}]}\n---\n"
         "kind: ResourceSlice\nmetadata: {name: per-device}\n"
-        "spec: {driver: gpu.example.com, perDeviceNodeSelection: true, pool: {name: pd, resourceSliceCount: 1},"
+        "spec: {driver: gpu.example.com, perDeviceNodeSelection: true, pool: {name: pd, "
+        "resourceSliceCount: 1},"
         " devices: [{name: pd-n2, nodeName: n2}, {name: pd-n3, nodeName: n3}]}\n";
     struct alloc_state *st = state_from(fx);
     struct outcome o;
-    const char *one = CLAIM_HEAD("one") "    requests:\n    - name: r\n      exactly: {deviceClassName: gpu}\n";
+    const char *one =
+        CLAIM_HEAD("one") "    requests:\n    - name: r\n      exactly: {deviceClassName: gpu}\n";
     is_int(claim_on(st, one, "n1", ALLOC_POLICY_FIRST_FIT, &o), 0, "n1 matches the node selector");
     is_str(res_str(o.allocation, 0, "device"), "sel0", "pool 'sel' sorts before 'zall'");
     char *ns = json_dumps(json_object_get(o.allocation, "nodeSelector"), JSON_COMPACT);
-    is_str(ns, "{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"In\",\"values\":[\"z1\"]},{\"key\":\"gpus\",\"operator\":\"Gt\",\"values\":[\"4\"]}]}]}",
+    is_str(ns,
+           "{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"In\","
+           "\"values\":[\"z1\"]},{\"key\":\"gpus\",\"operator\":\"Gt\",\"values\":[\"4\"]}]}]}",
            "the slice's node selector becomes the allocation's");
     free(ns);
     outcome_fini(&o);
-    is_int(claim_on(st, one, "n2", ALLOC_POLICY_FIRST_FIT, &o), 0, "n2 does not match the selector");
+    is_int(claim_on(st, one, "n2", ALLOC_POLICY_FIRST_FIT, &o), 0,
+           "n2 does not match the selector");
     is_str(res_str(o.allocation, 0, "device"), "pd-n2", "per-device node selection: pd-n2 on n2");
     ns = json_dumps(json_object_get(o.allocation, "nodeSelector"), JSON_COMPACT);
-    is_str(ns, "{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"n2\"]}]}]}",
+    is_str(ns,
+           "{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":"
+           "\"In\",\"values\":[\"n2\"]}]}]}",
            "a per-device nodeName pins the node");
     free(ns);
     outcome_fini(&o);
@@ -133,67 +152,97 @@ static void test_node_matching(void)
     alloc_state_free(st);
 }
 
-static const char *eight =
-    CLASS
+static const char *eight = CLASS
     "kind: ResourceSlice\nmetadata: {name: s}\n"
     "spec:\n  driver: gpu.example.com\n  nodeName: n1\n  pool: {name: p, resourceSliceCount: 1}\n"
     "  devices:\n"
-    "  - {name: g0, attributes: {model: {string: T4}, nvlinkDomain: {int: 0}, resource.kubernetes.io/pcieRoot: {string: pci0}}}\n"
-    "  - {name: g1, attributes: {model: {string: A100}, nvlinkDomain: {int: 1}, resource.kubernetes.io/pcieRoot: {string: pci0}}}\n"
-    "  - {name: g2, attributes: {model: {string: T4}, nvlinkDomain: {int: 2}, resource.kubernetes.io/pcieRoot: {string: pci1}}}\n"
-    "  - {name: g3, attributes: {model: {string: A100}, nvlinkDomain: {int: 1}, resource.kubernetes.io/pcieRoot: {string: pci1}}}\n";
+    "  - {name: g0, attributes: {model: {string: T4}, nvlinkDomain: {int: 0}, "
+    "resource.kubernetes.io/pcieRoot: {string: pci0}}}\n"
+    "  - {name: g1, attributes: {model: {string: A100}, nvlinkDomain: {int: 1}, "
+    "resource.kubernetes.io/pcieRoot: {string: pci0}}}\n"
+    "  - {name: g2, attributes: {model: {string: T4}, nvlinkDomain: {int: 2}, "
+    "resource.kubernetes.io/pcieRoot: {string: pci1}}}\n"
+    "  - {name: g3, attributes: {model: {string: A100}, nvlinkDomain: {int: 1}, "
+    "resource.kubernetes.io/pcieRoot: {string: pci1}}}\n";
 
 static void test_requests(void)
 {
     struct alloc_state *st = state_from(eight);
     struct outcome o;
-    is_int(claim_on(st, CLAIM_HEAD("all") "    requests:\n    - name: r\n      exactly:\n        deviceClassName: gpu\n        allocationMode: All\n        selectors: [{cel: {expression: 'device.attributes[\"gpu.example.com\"].model == \"T4\"'}}]\n",
-                    "n1", ALLOC_POLICY_FIRST_FIT, &o),
-           0, "All: every matching device");
+    is_int(
+        claim_on(
+            st,
+            CLAIM_HEAD(
+                "all") "    requests:\n    - name: r\n      exactly:\n        deviceClassName: "
+                       "gpu\n        allocationMode: All\n        selectors: [{cel: {expression: "
+                       "'device.attributes[\"gpu.example.com\"].model == \"T4\"'}}]\n",
+            "n1", ALLOC_POLICY_FIRST_FIT, &o),
+        0, "All: every matching device");
     is_uint(res_count(o.allocation), 2, "both T4s");
     is_str(res_str(o.allocation, 1, "device"), "g2", "second T4 is g2");
-    ok(json_object_get(json_object_get(o.allocation, "devices"), "config") != NULL, "class config copied");
-    char *cfg = json_dumps(json_object_get(json_object_get(o.allocation, "devices"), "config"), JSON_COMPACT);
-    is_str(cfg, "[{\"source\":\"FromClass\",\"opaque\":{\"driver\":\"gpu.example.com\",\"parameters\":{\"mode\":\"class\"}}}]",
+    ok(json_object_get(json_object_get(o.allocation, "devices"), "config") != NULL,
+       "class config copied");
+    char *cfg = json_dumps(json_object_get(json_object_get(o.allocation, "devices"), "config"),
+                           JSON_COMPACT);
+    is_str(cfg,
+           "[{\"source\":\"FromClass\",\"opaque\":{\"driver\":\"gpu.example.com\",\"parameters\":{"
+           "\"mode\":\"class\"}}}]",
            "config entry FromClass");
     free(cfg);
     outcome_fini(&o);
-    is_int(claim_on(st, CLAIM_HEAD("more") "    requests:\n    - name: r\n      exactly: {deviceClassName: gpu, count: 2}\n",
+    is_int(claim_on(st,
+                    CLAIM_HEAD("more") "    requests:\n    - name: r\n      exactly: "
+                                       "{deviceClassName: gpu, count: 2}\n",
                     "n1", ALLOC_POLICY_FIRST_FIT, &o),
            0, "count 2 beside the All claim");
     is_str(res_str(o.allocation, 0, "device"), "g1", "g0 is taken: g1");
     is_str(res_str(o.allocation, 1, "device"), "g3", "g2 is taken: g3");
     ok(strcmp(res_str(o.allocation, 0, "shareID"), "") == 0, "exclusive devices have no shareID");
     outcome_fini(&o);
-    is_int(claim_on(st, CLAIM_HEAD("none") "    requests:\n    - name: r\n      exactly: {deviceClassName: gpu}\n",
-                    "n1", ALLOC_POLICY_FIRST_FIT, &o),
+    is_int(claim_on(
+               st,
+               CLAIM_HEAD(
+                   "none") "    requests:\n    - name: r\n      exactly: {deviceClassName: gpu}\n",
+               "n1", ALLOC_POLICY_FIRST_FIT, &o),
            ALLOC_UNSCHEDULABLE, "all four exclusive devices are in use");
-    like_str(o.why, "gpu.example.com/p/g0: DeviceInUse allocated to claim ns/all", "DeviceInUse names the holder");
+    like_str(o.why, "gpu.example.com/p/g0: DeviceInUse allocated to claim ns/all",
+             "DeviceInUse names the holder");
     outcome_fini(&o);
-    is_int(claim_on(st, CLAIM_HEAD("admin") "    requests:\n    - name: r\n      exactly: {deviceClassName: gpu, adminAccess: true}\n",
+    is_int(claim_on(st,
+                    CLAIM_HEAD("admin") "    requests:\n    - name: r\n      exactly: "
+                                        "{deviceClassName: gpu, adminAccess: true}\n",
                     "n1", ALLOC_POLICY_FIRST_FIT, &o),
            0, "adminAccess ignores devices in use");
     is_str(res_str(o.allocation, 0, "device"), "g0", "admin gets g0");
-    const json_t *r0 = json_array_get(json_object_get(json_object_get(o.allocation, "devices"), "results"), 0);
+    const json_t *r0 =
+        json_array_get(json_object_get(json_object_get(o.allocation, "devices"), "results"), 0);
     ok(json_is_true(json_object_get(r0, "adminAccess")), "result has adminAccess: true");
     outcome_fini(&o);
     alloc_state_free(st);
 
     st = state_from(eight);
-    const char *fa = CLAIM_HEAD("fa")
-        "    requests:\n    - name: gpu\n      firstAvailable:\n"
-        "      - {name: four-a100, deviceClassName: gpu, count: 4, selectors: [{cel: {expression: 'device.attributes[\"gpu.example.com\"].model == \"A100\"'}}]}\n"
-        "      - {name: two-a100, deviceClassName: gpu, count: 2, selectors: [{cel: {expression: 'device.attributes[\"gpu.example.com\"].model == \"A100\"'}}]}\n"
-        "      - {name: any, deviceClassName: gpu}\n"
-        "    config:\n    - requests: [gpu/two-a100]\n      opaque: {driver: gpu.example.com, parameters: {mode: pair}}\n"
-        "    - requests: [gpu/any]\n      opaque: {driver: gpu.example.com, parameters: {mode: any}}\n";
+    const char *fa = CLAIM_HEAD(
+        "fa") "    requests:\n    - name: gpu\n      firstAvailable:\n"
+              "      - {name: four-a100, deviceClassName: gpu, count: 4, selectors: [{cel: "
+              "{expression: 'device.attributes[\"gpu.example.com\"].model == \"A100\"'}}]}\n"
+              "      - {name: two-a100, deviceClassName: gpu, count: 2, selectors: [{cel: "
+              "{expression: 'device.attributes[\"gpu.example.com\"].model == \"A100\"'}}]}\n"
+              "      - {name: any, deviceClassName: gpu}\n"
+              "    config:\n    - requests: [gpu/two-a100]\n      opaque: {driver: "
+              "gpu.example.com, parameters: {mode: pair}}\n"
+              "    - requests: [gpu/any]\n      opaque: {driver: gpu.example.com, parameters: "
+              "{mode: any}}\n";
     is_int(claim_on(st, fa, "n1", ALLOC_POLICY_FIRST_FIT, &o), 0, "firstAvailable");
     is_uint(res_count(o.allocation), 2, "the first subrequest that fits: two A100");
     is_str(res_str(o.allocation, 0, "request"), "gpu/two-a100", "result request is req/subreq");
     is_str(res_str(o.allocation, 0, "device"), "g1", "g1");
     is_str(res_str(o.allocation, 1, "device"), "g3", "g3");
-    cfg = json_dumps(json_object_get(json_object_get(o.allocation, "devices"), "config"), JSON_COMPACT);
-    like_str(cfg, "{\"source\":\"FromClaim\",\"requests\":[\"gpu/two-a100\"],\"opaque\":{\"driver\":\"gpu.example.com\",\"parameters\":{\"mode\":\"pair\"}}}",
+    cfg = json_dumps(json_object_get(json_object_get(o.allocation, "devices"), "config"),
+                     JSON_COMPACT);
+    like_str(cfg,
+             "{\"source\":\"FromClaim\",\"requests\":[\"gpu/"
+             "two-a100\"],\"opaque\":{\"driver\":\"gpu.example.com\",\"parameters\":{\"mode\":"
+             "\"pair\"}}}",
              "claim config of the selected subrequest");
     ok(cfg && !strstr(cfg, "\"any\""), "not the config of an unselected subrequest");
     free(cfg);
@@ -205,18 +254,22 @@ static void test_constraints(void)
 {
     struct alloc_state *st = state_from(eight);
     struct outcome o;
-    is_int(claim_on(st, CLAIM_HEAD("match")
-                    "    requests:\n    - name: a\n      exactly: {deviceClassName: gpu}\n"
-                    "    - name: b\n      exactly: {deviceClassName: gpu}\n"
-                    "    constraints:\n    - {matchAttribute: gpu.example.com/model}\n",
-                    "n1", ALLOC_POLICY_FIRST_FIT, &o),
+    is_int(claim_on(
+               st,
+               CLAIM_HEAD(
+                   "match") "    requests:\n    - name: a\n      exactly: {deviceClassName: gpu}\n"
+                            "    - name: b\n      exactly: {deviceClassName: gpu}\n"
+                            "    constraints:\n    - {matchAttribute: gpu.example.com/model}\n",
+               "n1", ALLOC_POLICY_FIRST_FIT, &o),
            0, "matchAttribute over two requests");
     is_str(res_str(o.allocation, 0, "device"), "g0", "a: g0 (T4)");
     is_str(res_str(o.allocation, 1, "device"), "g2", "b: backtracks past g1 (A100) to g2 (T4)");
     outcome_fini(&o);
-    is_int(claim_on(st, CLAIM_HEAD("distinct")
-                    "    requests:\n    - name: a\n      exactly: {deviceClassName: gpu, count: 2}\n"
-                    "    constraints:\n    - {distinctAttribute: resource.kubernetes.io/pcieRoot, requests: [a]}\n",
+    is_int(claim_on(st,
+                    CLAIM_HEAD("distinct") "    requests:\n    - name: a\n      exactly: "
+                                           "{deviceClassName: gpu, count: 2}\n"
+                                           "    constraints:\n    - {distinctAttribute: "
+                                           "resource.kubernetes.io/pcieRoot, requests: [a]}\n",
                     "n1", ALLOC_POLICY_FIRST_FIT, &o),
            0, "distinctAttribute on what is left: g1 (pci0) and g3 (pci1)");
     is_str(res_str(o.allocation, 0, "device"), "g1", "g1");
@@ -225,34 +278,40 @@ static void test_constraints(void)
     alloc_state_free(st);
 
     st = state_from(eight);
-    is_int(claim_on(st, CLAIM_HEAD("distinct")
-                    "    requests:\n    - name: a\n      exactly: {deviceClassName: gpu, count: 2}\n"
-                    "    constraints:\n    - {distinctAttribute: resource.kubernetes.io/pcieRoot, requests: [a]}\n",
+    is_int(claim_on(st,
+                    CLAIM_HEAD("distinct") "    requests:\n    - name: a\n      exactly: "
+                                           "{deviceClassName: gpu, count: 2}\n"
+                                           "    constraints:\n    - {distinctAttribute: "
+                                           "resource.kubernetes.io/pcieRoot, requests: [a]}\n",
                     "n1", ALLOC_POLICY_FIRST_FIT, &o),
            0, "distinctAttribute: two PCIe roots");
     is_str(res_str(o.allocation, 0, "device"), "g0", "g0 on pci0");
     is_str(res_str(o.allocation, 1, "device"), "g2", "g2 on pci1 (g1 shares pci0)");
     outcome_fini(&o);
-    is_int(claim_on(st, CLAIM_HEAD("nomatch")
-                    "    requests:\n    - name: a\n      exactly: {deviceClassName: gpu, count: 2}\n"
-                    "    constraints:\n    - {matchAttribute: gpu.example.com/nvlinkDomain}\n",
+    is_int(claim_on(st,
+                    CLAIM_HEAD("nomatch") "    requests:\n    - name: a\n      exactly: "
+                                          "{deviceClassName: gpu, count: 2}\n"
+                                          "    constraints:\n    - {matchAttribute: "
+                                          "gpu.example.com/nvlinkDomain}\n",
                     "n1", ALLOC_POLICY_FIRST_FIT, &o),
            0, "matchAttribute nvlinkDomain: g1 and g3 share domain 1");
     is_str(res_str(o.allocation, 0, "device"), "g1", "g1");
     is_str(res_str(o.allocation, 1, "device"), "g3", "g3");
     outcome_fini(&o);
-    is_int(claim_on(st, CLAIM_HEAD("missing")
-                    "    requests:\n    - name: a\n      exactly: {deviceClassName: gpu, count: 1}\n"
-                    "    - name: b\n      exactly: {deviceClassName: gpu, count: 1}\n"
-                    "    constraints:\n    - {matchAttribute: gpu.example.com/model}\n",
-                    "n1", ALLOC_POLICY_FIRST_FIT, &o),
-           ALLOC_UNSCHEDULABLE, "nothing left with a common model");
+    is_int(
+        claim_on(st,
+                 CLAIM_HEAD(
+                     "missing") "    requests:\n    - name: a\n      exactly: {deviceClassName: "
+                                "gpu, count: 1}\n"
+                                "    - name: b\n      exactly: {deviceClassName: gpu, count: 1}\n"
+                                "    constraints:\n    - {matchAttribute: gpu.example.com/model}\n",
+                 "n1", ALLOC_POLICY_FIRST_FIT, &o),
+        ALLOC_UNSCHEDULABLE, "nothing left with a common model");
     outcome_fini(&o);
     alloc_state_free(st);
 }
 
-static const char *shared =
-    CLASS
+static const char *shared = CLASS
     "kind: ResourceSlice\nmetadata: {name: s}\n"
     "spec:\n  driver: gpu.example.com\n  nodeName: n1\n  pool: {name: p, resourceSliceCount: 1}\n"
     "  devices:\n"
@@ -268,23 +327,31 @@ static void test_exclusive_shared(void)
 {
     struct alloc_state *st = state_from(shared);
     struct outcome o;
-#define SMALL(n) CLAIM_HEAD(n) "    requests:\n    - name: r\n      exactly:\n        deviceClassName: gpu\n        capacity: {requests: {cores: 10}}\n"
+#define SMALL(n)                                                                                   \
+    CLAIM_HEAD(n)                                                                                  \
+    "    requests:\n    - name: r\n      exactly:\n        deviceClassName: gpu\n        "         \
+    "capacity: {requests: {cores: 10}}\n"
     is_int(claim_on(st, SMALL("small1"), "n1", ALLOC_POLICY_FIRST_FIT, &o), 0, "allocated");
     is_str(res_str(o.allocation, 0, "device"), "ex1",
            "a shareable device held exclusively (no shareID) cannot be shared");
     ok(strcmp(res_str(o.allocation, 0, "shareID"), "") == 0, "ex1 is exclusive: no shareID");
-    ok(json_object_get(json_array_get(json_object_get(json_object_get(o.allocation, "devices"), "results"), 0),
-                       "consumedCapacity") == NULL, "exclusive: no consumedCapacity");
+    ok(json_object_get(
+           json_array_get(json_object_get(json_object_get(o.allocation, "devices"), "results"), 0),
+           "consumedCapacity") == NULL,
+       "exclusive: no consumedCapacity");
     outcome_fini(&o);
-    is_int(claim_on(st, SMALL("small2"), "n1", ALLOC_POLICY_FIRST_FIT, &o), ALLOC_UNSCHEDULABLE, "nothing left");
-    like_str(o.why, "sh0: DeviceExclusive held exclusively by claim ns/old-exclusive", "DeviceExclusive");
+    is_int(claim_on(st, SMALL("small2"), "n1", ALLOC_POLICY_FIRST_FIT, &o), ALLOC_UNSCHEDULABLE,
+           "nothing left");
+    like_str(o.why, "sh0: DeviceExclusive held exclusively by claim ns/old-exclusive",
+             "DeviceExclusive");
     like_str(o.why, "ex1: DeviceInUse allocated to claim ns/small1", "DeviceInUse");
     outcome_fini(&o);
     is_int(alloc_state_release_claim(st, "ns", "old-exclusive"), 0, "release the exclusive holder");
     is_int(claim_on(st, SMALL("small3"), "n1", ALLOC_POLICY_FIRST_FIT, &o), 0, "now shareable");
     is_str(res_str(o.allocation, 0, "device"), "sh0", "on sh0");
     is_str(consumed(o.allocation, 0, "cores"), "10", "cores 10");
-    is_str(consumed(o.allocation, 0, "memory"), "16Gi", "memory: unrequested, no policy: the whole value");
+    is_str(consumed(o.allocation, 0, "memory"), "16Gi",
+           "memory: unrequested, no policy: the whole value");
     outcome_fini(&o);
     is_int(claim_on(st, SMALL("small4"), "n1", ALLOC_POLICY_FIRST_FIT, &o), ALLOC_UNSCHEDULABLE,
            "memory is all taken by the first share");
@@ -292,8 +359,10 @@ static void test_exclusive_shared(void)
     outcome_fini(&o);
     is_int(alloc_state_release_claim(st, "ns", "small3"), 0, "release");
     /* Two shares of one device inside one claim. */
-    is_int(claim_on(st, CLAIM_HEAD("two") "    requests:\n    - name: r\n      exactly:\n        deviceClassName: gpu\n        count: 2\n"
-                        "        capacity: {requests: {cores: 40, memory: 8Gi}}\n",
+    is_int(claim_on(st,
+                    CLAIM_HEAD("two") "    requests:\n    - name: r\n      exactly:\n        "
+                                      "deviceClassName: gpu\n        count: 2\n"
+                                      "        capacity: {requests: {cores: 40, memory: 8Gi}}\n",
                     "n1", ALLOC_POLICY_FIRST_FIT, &o),
            0, "count 2 on one shareable device");
     is_str(res_str(o.allocation, 0, "device"), "sh0", "first share on sh0");
@@ -308,72 +377,112 @@ static void test_errors_and_limits(void)
 {
     struct alloc_state *st = state_from(eight);
     struct outcome o;
-    is_int(claim_on(st, CLAIM_HEAD("noclass") "    requests:\n    - name: r\n      exactly: {deviceClassName: nope}\n",
-                    "n1", ALLOC_POLICY_FIRST_FIT, &o),
-           -ENOENT, "unknown DeviceClass");
+    is_int(
+        claim_on(
+            st,
+            CLAIM_HEAD(
+                "noclass") "    requests:\n    - name: r\n      exactly: {deviceClassName: nope}\n",
+            "n1", ALLOC_POLICY_FIRST_FIT, &o),
+        -ENOENT, "unknown DeviceClass");
     like_str(o.err, "could not retrieve device class nope", "error names the class");
     like_str(o.why, "request r: ClassNotFound: device class nope not found", "ClassNotFound");
     outcome_fini(&o);
-    is_int(claim_on(st, CLAIM_HEAD("celerr") "    requests:\n    - name: r\n      exactly:\n        deviceClassName: gpu\n"
-                        "        selectors: [{cel: {expression: 'device.attributes[\"gpu.example.com\"].nosuch == \"x\"'}}]\n",
-                    "n1", ALLOC_POLICY_FIRST_FIT, &o),
+    is_int(claim_on(
+               st,
+               CLAIM_HEAD("celerr") "    requests:\n    - name: r\n      exactly:\n        "
+                                    "deviceClassName: gpu\n"
+                                    "        selectors: [{cel: {expression: "
+                                    "'device.attributes[\"gpu.example.com\"].nosuch == \"x\"'}}]\n",
+               "n1", ALLOC_POLICY_FIRST_FIT, &o),
            -EINVAL, "a CEL runtime error stops allocation (an error, not unschedulable)");
-    like_str(o.err, "claim ns/celerr: selector #0: CEL runtime error: ", "error names claim and selector");
-    is_str(json_string_value(json_object_get(o.why_json, "reason")), "CelError", "claim reason CelError");
+    like_str(o.err,
+             "claim ns/celerr: selector #0: CEL runtime error: ", "error names claim and selector");
+    is_str(json_string_value(json_object_get(o.why_json, "reason")), "CelError",
+           "claim reason CelError");
     like_str(o.why, "CelError", "device reason CelError");
     outcome_fini(&o);
-    is_int(claim_on(st, CLAIM_HEAD("toomany") "    requests:\n    - name: r\n      exactly: {deviceClassName: gpu, count: 33}\n",
+    is_int(claim_on(st,
+                    CLAIM_HEAD("toomany") "    requests:\n    - name: r\n      exactly: "
+                                          "{deviceClassName: gpu, count: 33}\n",
                     "n1", ALLOC_POLICY_FIRST_FIT, &o),
            -EINVAL, "count above 32 is refused");
-    like_str(o.err, "ResourceClaim toomany: spec.devices.requests[0].exactly.count: 33 is not between 1 and 32",
-             "error names object, field and value");
+    like_str(
+        o.err,
+        "ResourceClaim toomany: spec.devices.requests[0].exactly.count: 33 is not between 1 and 32",
+        "error names object, field and value");
     outcome_fini(&o);
     char big[8192];
     int n = snprintf(big, sizeof(big), CLAIM_HEAD("reqs") "    requests:\n");
     for (int i = 0; i < 33; i++)
-        n += snprintf(big + n, sizeof(big) - (size_t)n, "    - name: r%d\n      exactly: {deviceClassName: gpu}\n", i);
+        n += snprintf(big + n, sizeof(big) - (size_t)n,
+                      "    - name: r%d\n      exactly: {deviceClassName: gpu}\n", i);
     is_int(claim_on(st, big, "n1", ALLOC_POLICY_FIRST_FIT, &o), -EINVAL, "33 requests are refused");
     like_str(o.err, "33 requests, more than 32", "error says the limit");
     outcome_fini(&o);
-    is_int(claim_on(st, CLAIM_HEAD("badq") "    requests:\n    - name: r\n      exactly:\n        deviceClassName: gpu\n        capacity: {requests: {memory: 4Qi}}\n",
-                    "n1", ALLOC_POLICY_FIRST_FIT, &o),
-           -EINVAL, "bad quantity in a claim");
-    like_str(o.err, "ResourceClaim badq: spec.devices.requests[0].exactly.capacity.requests.memory: \"4Qi\" is not a quantity",
+    is_int(
+        claim_on(st,
+                 CLAIM_HEAD(
+                     "badq") "    requests:\n    - name: r\n      exactly:\n        "
+                             "deviceClassName: gpu\n        capacity: {requests: {memory: 4Qi}}\n",
+                 "n1", ALLOC_POLICY_FIRST_FIT, &o),
+        -EINVAL, "bad quantity in a claim");
+    like_str(o.err,
+             "ResourceClaim badq: spec.devices.requests[0].exactly.capacity.requests.memory: "
+             "\"4Qi\" is not a quantity",
              "error names the field and value");
     outcome_fini(&o);
     alloc_state_free(st);
 
     /* 32 devices per claim at most: 16 + 17 on a 40-device node. */
     char fx[16384];
-    n = snprintf(fx, sizeof(fx), CLASS "kind: ResourceSlice\nmetadata: {name: s}\nspec:\n  driver: gpu.example.com\n  nodeName: n1\n  pool: {name: p, resourceSliceCount: 1}\n  devices:\n");
+    n = snprintf(fx, sizeof(fx),
+                 CLASS
+                 "kind: ResourceSlice\nmetadata: {name: s}\nspec:\n  driver: gpu.example.com\n  "
+                 "nodeName: n1\n  pool: {name: p, resourceSliceCount: 1}\n  devices:\n");
     for (int i = 0; i < 40; i++)
         n += snprintf(fx + n, sizeof(fx) - (size_t)n, "  - {name: d%d}\n", i);
     st = state_from(fx);
-    is_int(claim_on(st, CLAIM_HEAD("a32") "    requests:\n    - name: a\n      exactly: {deviceClassName: gpu, count: 16}\n"
-                        "    - name: b\n      exactly: {deviceClassName: gpu, count: 16}\n",
+    is_int(claim_on(st,
+                    CLAIM_HEAD(
+                        "a32") "    requests:\n    - name: a\n      exactly: {deviceClassName: "
+                               "gpu, count: 16}\n"
+                               "    - name: b\n      exactly: {deviceClassName: gpu, count: 16}\n",
                     "n1", ALLOC_POLICY_FIRST_FIT, &o),
            0, "32 devices in one claim are allowed");
     outcome_fini(&o);
-    is_int(claim_on(st, CLAIM_HEAD("a33") "    requests:\n    - name: a\n      exactly: {deviceClassName: gpu, count: 1}\n"
-                        "    - name: b\n      exactly: {deviceClassName: gpu, count: 32}\n",
+    is_int(claim_on(st,
+                    CLAIM_HEAD(
+                        "a33") "    requests:\n    - name: a\n      exactly: {deviceClassName: "
+                               "gpu, count: 1}\n"
+                               "    - name: b\n      exactly: {deviceClassName: gpu, count: 32}\n",
                     "n1", ALLOC_POLICY_FIRST_FIT, &o),
            ALLOC_UNSCHEDULABLE, "33 devices in one claim are not");
     outcome_fini(&o);
     alloc_state_free(st);
 
     /* Taints. */
-    st = state_from(CLASS "kind: ResourceSlice\nmetadata: {name: s}\n"
-                    "spec: {driver: gpu.example.com, nodeName: n1, pool: {name: p, resourceSliceCount: 1},"
-                    " devices: [{name: t0, taints: [{key: maintenance, value: 'yes', effect: NoSchedule}]}]}\n");
-    is_int(claim_on(st, CLAIM_HEAD("t") "    requests:\n    - name: r\n      exactly: {deviceClassName: gpu}\n",
-                    "n1", ALLOC_POLICY_FIRST_FIT, &o),
-           ALLOC_UNSCHEDULABLE, "a tainted device needs a toleration");
+    st = state_from(
+        CLASS
+        "kind: ResourceSlice\nmetadata: {name: s}\n"
+        "spec: {driver: gpu.example.com, nodeName: n1, pool: {name: p, resourceSliceCount: 1},"
+        " devices: [{name: t0, taints: [{key: maintenance, value: 'yes', effect: "
+        "NoSchedule}]}]}\n");
+    is_int(
+        claim_on(
+            st,
+            CLAIM_HEAD("t") "    requests:\n    - name: r\n      exactly: {deviceClassName: gpu}\n",
+            "n1", ALLOC_POLICY_FIRST_FIT, &o),
+        ALLOC_UNSCHEDULABLE, "a tainted device needs a toleration");
     like_str(o.why, "DeviceTainted taint maintenance is not tolerated", "DeviceTainted");
     outcome_fini(&o);
-    is_int(claim_on(st, CLAIM_HEAD("t") "    requests:\n    - name: r\n      exactly:\n        deviceClassName: gpu\n"
-                        "        tolerations: [{key: maintenance, operator: Exists}]\n",
-                    "n1", ALLOC_POLICY_FIRST_FIT, &o),
-           0, "tolerated");
+    is_int(
+        claim_on(
+            st,
+            CLAIM_HEAD(
+                "t") "    requests:\n    - name: r\n      exactly:\n        deviceClassName: gpu\n"
+                     "        tolerations: [{key: maintenance, operator: Exists}]\n",
+            "n1", ALLOC_POLICY_FIRST_FIT, &o),
+        0, "tolerated");
     outcome_fini(&o);
     alloc_state_free(st);
 }
@@ -382,17 +491,22 @@ static void test_bad_objects(void)
 {
     struct alloc_state *st = alloc_state_new();
     struct gs_error err = {0};
-    json_t *o = obj_from("kind: ResourceSlice\nmetadata: {name: bad}\n"
-                         "spec: {driver: d, nodeName: node-x, pool: {name: p, resourceSliceCount: 1},"
-                         " devices: [{name: x, capacity: {memory: {value: 15Qi}}}]}\n");
+    json_t *o =
+        obj_from("kind: ResourceSlice\nmetadata: {name: bad}\n"
+                 "spec: {driver: d, nodeName: node-x, pool: {name: p, resourceSliceCount: 1},"
+                 " devices: [{name: x, capacity: {memory: {value: 15Qi}}}]}\n");
     is_int(alloc_state_add_object(st, o, &err), -EINVAL, "bad capacity value refused");
-    like_str(err.msg, "ResourceSlice bad: spec.devices[0].capacity.memory.value: \"15Qi\" is not a quantity",
+    like_str(err.msg,
+             "ResourceSlice bad: spec.devices[0].capacity.memory.value: \"15Qi\" is not a quantity",
              "message names object, field and value");
     json_decref(o);
     o = obj_from("kind: ResourceSlice\nmetadata: {name: two}\n"
-                 "spec: {driver: d, nodeName: node-x, allNodes: true, pool: {name: p, resourceSliceCount: 1}}\n");
+                 "spec: {driver: d, nodeName: node-x, allNodes: true, pool: {name: p, "
+                 "resourceSliceCount: 1}}\n");
     is_int(alloc_state_add_object(st, o, &err), -EINVAL, "two node selections refused");
-    like_str(err.msg, "ResourceSlice two: spec: exactly one of nodeName, nodeSelector, allNodes, perDeviceNodeSelection",
+    like_str(err.msg,
+             "ResourceSlice two: spec: exactly one of nodeName, nodeSelector, allNodes, "
+             "perDeviceNodeSelection",
              "message names the rule");
     json_decref(o);
     o = obj_from("kind: Pod\nmetadata: {name: p}\n");
