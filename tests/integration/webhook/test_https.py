@@ -274,6 +274,36 @@ def check_rotation(t, wh, tmp, cert, key):
     t.like(wh.output(), 'does not match the certificate', 'reload failure logged with the reason')
 
 
+def check_incluster(t, binary, tmp):
+    """No --kubeconfig: the in-cluster service account, against an https:// API server whose CA
+    is the service account's ca.crt."""
+    api_cert, api_key = make_cert(tmp, 'api', cn='kubernetes.default.svc')
+    sa = os.path.join(tmp, 'serviceaccount')
+    os.makedirs(sa)
+    with open(os.path.join(sa, 'token'), 'w') as f:
+        f.write('sa-token')
+    with open(os.path.join(sa, 'namespace'), 'w') as f:
+        f.write('gpuslice-system')
+    with open(api_cert) as src, open(os.path.join(sa, 'ca.crt'), 'w') as dst:
+        dst.write(src.read())
+    with FakeAPI(token='sa-token', tls_cert=api_cert, tls_key=api_key) as api:
+        env = {k: v for k, v in os.environ.items() if k != 'KUBECONFIG'}
+        env.update(KUBERNETES_SERVICE_HOST='127.0.0.1', KUBERNETES_SERVICE_PORT=str(api.port),
+                   GS_SERVICEACCOUNT_DIR=sa)
+        cert, key = make_cert(tmp, 'serving2')
+        wh = Webhook(binary, cert, key, None, workdir=tmp, env=env)
+        try:
+            _, resp = wh.mutate(review(pod({'nvidia.com/gpu': '1'}), uid='incluster'))
+            name = patch_of(resp)[0]['value'][0]['resourceClaimTemplateName']
+            t.ok(resp['response']['allowed'] and
+                 api.get('resourceclaimtemplates', 'team-a', name) is not None,
+                 'in-cluster config, https:// API server: template created')
+            t.like(wh.output(), f'server=https://127.0.0.1:{api.port} source=in-cluster',
+                   'in-cluster API server logged')
+        finally:
+            t.is_eq(wh.stop(), 0, 'in-cluster instance: clean exit')
+
+
 def main():
     t = Tap()
     binary = env_paths()['GS_WEBHOOK']
@@ -299,6 +329,7 @@ def main():
             t.is_eq(rc, 0, 'SIGTERM: clean exit (no sanitizer report)')
             if rc != 0:
                 t.diag(wh.output()[-4000:])
+        t.run('in-cluster', check_incluster, t, binary, tmp)
         # Startup errors are clear and name the option or file.
         r = subprocess.run([binary, '--listen', 'nope'], capture_output=True, text=True)
         t.is_eq((r.returncode, r.stderr.strip()),

@@ -75,15 +75,16 @@ def pod(limits, name='trainer', annotations=None):
 class Webhook:
     """The gpuslice-webhook process on 127.0.0.1:<free port>."""
 
-    def __init__(self, binary, cert, key, kubeconfig, extra=None, workdir=None):
+    def __init__(self, binary, cert, key, kubeconfig, extra=None, workdir=None, env=None):
         self.port = free_port()
         self.cert = cert
         self.log_path = os.path.join(workdir or tempfile.gettempdir(), f'webhook-{self.port}.log')
         self.log = open(self.log_path, 'w')
         args = [binary, '--listen', f'127.0.0.1:{self.port}', '--tls-cert-file', cert,
-                '--tls-key-file', key, '--kubeconfig', kubeconfig,
-                '--cert-check-interval', '100ms'] + (extra or [])
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+                '--tls-key-file', key, '--cert-check-interval', '100ms'] + (extra or [])
+        if kubeconfig:
+            args += ['--kubeconfig', kubeconfig]
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=env)
         self.wait_ready()
 
     def context(self, cafile=None):
