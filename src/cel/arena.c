@@ -15,10 +15,9 @@ void cel_arena_init(struct cel_arena *a, void *buf, size_t len)
 {
     memset(a, 0, sizeof(*a));
     if (buf) {
-        uintptr_t p = ((uintptr_t)buf + 7) & ~(uintptr_t)7;
-        size_t skip = p - (uintptr_t)buf;
+        size_t skip = (8 - ((uintptr_t)buf & 7)) & 7; /* align to 8 */
         if (len > skip) {
-            a->cur = (char *)p;
+            a->cur = (char *)buf + skip;
             a->end = (char *)buf + len;
         }
     }

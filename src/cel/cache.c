@@ -39,7 +39,7 @@ struct cel_cache *cel_cache_new(void)
     if (!c)
         return NULL;
     c->nbuckets = 64;
-    c->buckets = calloc(c->nbuckets, sizeof(*c->buckets));
+    c->buckets = calloc(c->nbuckets, sizeof(struct cache_entry *));
     if (!c->buckets) {
         free(c);
         return NULL;
@@ -70,7 +70,7 @@ void cel_cache_free(struct cel_cache *c)
 static void grow(struct cel_cache *c)
 {
     size_t nb = c->nbuckets * 2;
-    struct cache_entry **b = calloc(nb, sizeof(*b));
+    struct cache_entry **b = calloc(nb, sizeof(struct cache_entry *));
     if (!b)
         return; /* keep the old table: lookups stay correct, only slower */
     for (size_t i = 0; i < c->nbuckets; i++) {
@@ -87,8 +87,7 @@ static void grow(struct cel_cache *c)
     c->nbuckets = nb;
 }
 
-const struct cel_program *cel_cache_get(struct cel_cache *c, const char *expr,
-                                        struct gs_error *err)
+const struct cel_program *cel_cache_get(struct cel_cache *c, const char *expr, struct gs_error *err)
 {
     if (!c || !expr) {
         gs_error_set(err, -EINVAL, "cel_cache_get: missing cache or expression");

@@ -107,7 +107,7 @@ struct cel_map {
     const struct cel_device *dev; /* DRA views */
     const char *domain;           /* ATTR_DOMAIN / CAP_DOMAIN (not NUL-terminated) */
     uint32_t domain_len;
-    uint32_t driver_len;          /* strlen(dev->driver) */
+    uint32_t driver_len; /* strlen(dev->driver) */
 };
 
 static inline struct cel_value cel_bool(bool b)
@@ -182,7 +182,7 @@ enum cel_tkind {
 };
 struct cel_type {
     uint8_t kind;
-    char param; /* CEL_T_PARAM name */
+    char param;                     /* CEL_T_PARAM name */
     const struct cel_type *p1, *p2; /* list elem; map key, value */
 };
 /* Parse "int", "list(string)", "map(string,map(string,dyn))", "A". NULL on syntax error. */
@@ -193,19 +193,19 @@ extern const struct cel_type cel_type_dyn;
 /* ---------- AST ---------- */
 enum cel_node_kind {
     CEL_N_LITERAL,
-    CEL_N_IDENT,    /* global variable (var index) */
-    CEL_N_SLOT,     /* comprehension / bind variable (slot index) */
-    CEL_N_SELECT,   /* operand.field, or has(operand.field) when test_only */
-    CEL_N_INDEX,    /* operand[index] */
-    CEL_N_CALL,     /* builtin function */
+    CEL_N_IDENT,  /* global variable (var index) */
+    CEL_N_SLOT,   /* comprehension / bind variable (slot index) */
+    CEL_N_SELECT, /* operand.field, or has(operand.field) when test_only */
+    CEL_N_INDEX,  /* operand[index] */
+    CEL_N_CALL,   /* builtin function */
     CEL_N_AND,
     CEL_N_OR,
     CEL_N_NOT,
-    CEL_N_COND,     /* a ? b : c */
+    CEL_N_COND, /* a ? b : c */
     CEL_N_LIST,
     CEL_N_MAP,
     CEL_N_COMPREHENSION,
-    CEL_N_BIND,     /* cel.bind(slot, init, body) */
+    CEL_N_BIND,      /* cel.bind(slot, init, body) */
     CEL_N_TYPE_NAME, /* identifier that names a type: int, list, ... */
 };
 
@@ -225,25 +225,25 @@ enum cel_macro {
 struct cel_func;
 struct cel_node {
     uint8_t kind;
-    uint8_t macro;      /* COMPREHENSION */
-    bool test_only;     /* SELECT inside has() */
-    bool receiver;      /* CALL written as a.f(...) */
-    int32_t pos;        /* byte offset of the operator / name, for messages */
-    uint32_t nargs;     /* CALL, LIST: children; MAP: entries */
-    int32_t index;      /* IDENT var index; SLOT / COMPREHENSION / BIND slot */
-    const char *name;   /* IDENT, SELECT field, CALL function name (NUL-terminated) */
+    uint8_t macro;    /* COMPREHENSION */
+    bool test_only;   /* SELECT inside has() */
+    bool receiver;    /* CALL written as a.f(...) */
+    int32_t pos;      /* byte offset of the operator / name, for messages */
+    uint32_t nargs;   /* CALL, LIST: children; MAP: entries */
+    int32_t index;    /* IDENT var index; SLOT / COMPREHENSION / BIND slot */
+    const char *name; /* IDENT, SELECT field, CALL function name (NUL-terminated) */
     uint32_t name_len;
-    const char *name2;  /* COMPREHENSION: second variable (value) of a two-variable form, slot
-                           index + 1; the first variable is then the index or the key */
+    const char *name2; /* COMPREHENSION: second variable (value) of a two-variable form, slot
+                          index + 1; the first variable is then the index or the key */
     uint32_t name2_len;
-    struct cel_value lit;                /* LITERAL, TYPE_NAME */
-    struct cel_node **args;              /* CALL (receiver first), LIST items, MAP keys+vals interleaved */
-    struct cel_node *a, *b, *c;          /* operands: SELECT/INDEX/NOT a; AND/OR a b; COND a b c;
-                                            COMPREHENSION range a, pred/map b, transform c;
-                                            BIND init a, body b */
-    const struct cel_func *fn;           /* CALL, resolved by the checker */
-    const struct cel_type *type;         /* checked type */
-    void *regex;                         /* matches() with a constant pattern: compiled pcre2 code */
+    struct cel_value lit;        /* LITERAL, TYPE_NAME */
+    struct cel_node **args;      /* CALL (receiver first), LIST items, MAP keys+vals interleaved */
+    struct cel_node *a, *b, *c;  /* operands: SELECT/INDEX/NOT a; AND/OR a b; COND a b c;
+                                    COMPREHENSION range a, pred/map b, transform c;
+                                    BIND init a, body b */
+    const struct cel_func *fn;   /* CALL, resolved by the checker */
+    const struct cel_type *type; /* checked type */
+    void *regex;                 /* matches() with a constant pattern: compiled pcre2 code */
 };
 
 /* ---------- lexer ---------- */
@@ -290,9 +290,9 @@ struct cel_token {
     int32_t pos;
     uint32_t len; /* source length; for STRING/BYTES: decoded length */
     union {
-        uint64_t u;     /* INT (magnitude, sign applied by the parser), UINT */
+        uint64_t u; /* INT (magnitude, sign applied by the parser), UINT */
         double d;
-        const char *s;  /* STRING/BYTES decoded (arena), IDENT points into the source */
+        const char *s;   /* STRING/BYTES decoded (arena), IDENT points into the source */
         const char *msg; /* ERROR */
     };
     bool int_overflow; /* INT literal above 2^63 (only valid as -9223372036854775808) */
@@ -318,14 +318,14 @@ struct cel_parse_ctx {
     size_t len;
     struct cel_arena *arena;
     struct gs_error *err;
-    int nslots;       /* slots used so far (max depth) */
+    int nslots; /* slots used so far (max depth) */
 };
 /* Parse into an AST in the arena. Identifiers stay unresolved (CEL_N_IDENT with index -1) except
  * macro variables, which become slots. Returns NULL with err set ("ERROR: <input>:1:5: ..."). */
 struct cel_node *cel_parse(struct cel_parse_ctx *pc);
 /* "ERROR: <input>:L:C: msg" for a byte offset in src. */
-int cel_error_at(struct gs_error *err, const char *src, int32_t pos, int code, const char *fmt,
-                 ...) GS_PRINTF(5, 6);
+int cel_error_at(struct gs_error *err, const char *src, int32_t pos, int code, const char *fmt, ...)
+    GS_PRINTF(5, 6);
 void cel_line_col(const char *src, int32_t pos, int *line, int *col);
 
 /* ---------- functions ---------- */
@@ -333,11 +333,11 @@ typedef struct cel_value (*cel_fn_impl)(struct cel_eval *ev, const struct cel_no
                                         struct cel_value *args, uint32_t n);
 struct cel_func {
     const char *name;
-    bool receiver;     /* called as x.name(...) */
-    int8_t nargs;      /* including receiver */
+    bool receiver; /* called as x.name(...) */
+    int8_t nargs;  /* including receiver */
     cel_fn_impl impl;
     const char *const *overloads; /* "int,int:int" ... NULL-terminated; NULL = any -> dyn */
-    bool strict;       /* errors in args propagate before calling (all but a few) */
+    bool strict;                  /* errors in args propagate before calling (all but a few) */
 };
 /* Look a builtin up by name, call style and argument count (NULL if none). */
 const struct cel_func *cel_func_lookup(const char *name, size_t name_len, bool receiver,

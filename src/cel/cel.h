@@ -3,9 +3,8 @@
  * CEL for DRA device selectors: compile once, evaluate many times (see docs/internals/cel.md).
  *
  *   struct gs_error err;
- *   struct cel_program *p = cel_compile("device.driver == \"x\"", &err);   // NULL + message on error
- *   struct cel_device dev = {.driver = "x", .attributes = attrs, .capacity = cap};
- *   bool match;
+ *   struct cel_program *p = cel_compile("device.driver == \"x\"", &err);   // NULL + message on
+ * error struct cel_device dev = {.driver = "x", .attributes = attrs, .capacity = cap}; bool match;
  *   if (cel_eval_device(p, &dev, &match, &err) < 0) ... // runtime error: err.msg names the column
  *   cel_program_free(p);
  *
@@ -26,7 +25,7 @@
 
 #include "common/error.h"
 
-#define CEL_MAX_EXPRESSION_LEN 10240 /* bytes, as Kubernetes' DRA selector limit */
+#define CEL_MAX_EXPRESSION_LEN 10240   /* bytes, as Kubernetes' DRA selector limit */
 #define CEL_COST_LIMIT         1000000 /* runtime cost units per evaluation */
 
 struct cel_program; /* opaque compiled expression (parsed + type-checked) */
@@ -41,8 +40,8 @@ const char *cel_program_source(const struct cel_program *p);
 /*
  * The DRA `device` variable. Attributes and capacity are given as in a ResourceSlice device
  * (jansson objects, borrowed for the duration of the call, may be NULL = empty):
- *   attributes {"uuid": {"string": "GPU-..."}, "resource.kubernetes.io/pcieRoot": {"string": "pci0"},
- *               "minor": {"int": 0}, "cudaComputeCapability": {"version": "7.5.0"}, "x": {"bool": true}}
+ *   attributes {"uuid": {"string": "GPU-..."}, "resource.kubernetes.io/pcieRoot": {"string":
+ * "pci0"}, "minor": {"int": 0}, "cudaComputeCapability": {"version": "7.5.0"}, "x": {"bool": true}}
  *   capacity   {"memory": {"value": "15Gi", "requestPolicy": {...}}, "cores": {"value": "100"}}
  * Names without a domain prefix ("uuid") live under the driver's domain, so
  *   device.attributes["hami-core-gpu.project-hami.io"].uuid

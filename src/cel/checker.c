@@ -36,11 +36,11 @@ static const struct {
     const char *name;
     enum cel_tkind kind;
 } prim_names[] = {
-    {"dyn", CEL_T_DYN},       {"null_type", CEL_T_NULL}, {"bool", CEL_T_BOOL},
-    {"int", CEL_T_INT},       {"uint", CEL_T_UINT},      {"double", CEL_T_DOUBLE},
-    {"string", CEL_T_STRING}, {"bytes", CEL_T_BYTES},    {"type", CEL_T_TYPE},
-    {"quantity", CEL_T_QUANTITY}, {"semver", CEL_T_SEMVER}, {"device", CEL_T_DEVICE},
-    {"list", CEL_T_LIST},     {"map", CEL_T_MAP},
+    {"dyn", CEL_T_DYN},           {"null_type", CEL_T_NULL}, {"bool", CEL_T_BOOL},
+    {"int", CEL_T_INT},           {"uint", CEL_T_UINT},      {"double", CEL_T_DOUBLE},
+    {"string", CEL_T_STRING},     {"bytes", CEL_T_BYTES},    {"type", CEL_T_TYPE},
+    {"quantity", CEL_T_QUANTITY}, {"semver", CEL_T_SEMVER},  {"device", CEL_T_DEVICE},
+    {"list", CEL_T_LIST},         {"map", CEL_T_MAP},
 };
 
 static struct cel_type *type_new(struct cel_arena *a, enum cel_tkind k)
@@ -248,15 +248,24 @@ static struct cel_type *prim(struct checker *c, enum cel_tkind k)
 static const struct cel_type *value_type(struct checker *c, const struct cel_value *v)
 {
     switch (v->kind) {
-    case CEL_K_NULL: return prim(c, CEL_T_NULL);
-    case CEL_K_BOOL: return prim(c, CEL_T_BOOL);
-    case CEL_K_INT: return prim(c, CEL_T_INT);
-    case CEL_K_UINT: return prim(c, CEL_T_UINT);
-    case CEL_K_DOUBLE: return prim(c, CEL_T_DOUBLE);
-    case CEL_K_STRING: return prim(c, CEL_T_STRING);
-    case CEL_K_BYTES: return prim(c, CEL_T_BYTES);
-    case CEL_K_TYPE: return prim(c, CEL_T_TYPE);
-    default: return &cel_type_dyn;
+    case CEL_K_NULL:
+        return prim(c, CEL_T_NULL);
+    case CEL_K_BOOL:
+        return prim(c, CEL_T_BOOL);
+    case CEL_K_INT:
+        return prim(c, CEL_T_INT);
+    case CEL_K_UINT:
+        return prim(c, CEL_T_UINT);
+    case CEL_K_DOUBLE:
+        return prim(c, CEL_T_DOUBLE);
+    case CEL_K_STRING:
+        return prim(c, CEL_T_STRING);
+    case CEL_K_BYTES:
+        return prim(c, CEL_T_BYTES);
+    case CEL_K_TYPE:
+        return prim(c, CEL_T_TYPE);
+    default:
+        return &cel_type_dyn;
     }
 }
 
@@ -282,9 +291,9 @@ static const struct {
     const char *name;
     int kind;
 } type_idents[] = {
-    {"int", CEL_K_INT},       {"uint", CEL_K_UINT},   {"double", CEL_K_DOUBLE},
-    {"bool", CEL_K_BOOL},     {"string", CEL_K_STRING}, {"bytes", CEL_K_BYTES},
-    {"list", CEL_K_LIST},     {"map", CEL_K_MAP},     {"null_type", CEL_K_NULL},
+    {"int", CEL_K_INT},   {"uint", CEL_K_UINT},     {"double", CEL_K_DOUBLE},
+    {"bool", CEL_K_BOOL}, {"string", CEL_K_STRING}, {"bytes", CEL_K_BYTES},
+    {"list", CEL_K_LIST}, {"map", CEL_K_MAP},       {"null_type", CEL_K_NULL},
     {"type", CEL_K_TYPE},
 };
 
@@ -441,15 +450,14 @@ static void check_index(struct checker *c, struct cel_node *n)
             cel_type_format(t->p1, kb, sizeof(kb));
             cel_type_format(i, ib, sizeof(ib));
             return fail(c, n->pos,
-                        "found no matching overload for '_[_]' applied to '(map(%s, ...), %s)'",
-                        kb, ib);
+                        "found no matching overload for '_[_]' applied to '(map(%s, ...), %s)'", kb,
+                        ib);
         }
         n->type = t->p2;
     } else if (!is_dyn(t)) {
         char buf[64];
         cel_type_format(t, buf, sizeof(buf));
-        return fail(c, n->pos, "found no matching overload for '_[_]' applied to '(%s, ...)'",
-                    buf);
+        return fail(c, n->pos, "found no matching overload for '_[_]' applied to '(%s, ...)'", buf);
     }
 }
 
@@ -482,7 +490,7 @@ static int parse_overload(struct cel_arena *a, const char *ov, const struct cel_
 static void fold_constant(struct checker *c, struct cel_node *n)
 {
     if (n->receiver || n->nargs != 1 || n->args[0]->kind != CEL_N_LITERAL ||
-        (strcmp(n->fn->name, "quantity") && strcmp(n->fn->name, "semver")))
+        (strcmp(n->fn->name, "quantity") != 0 && strcmp(n->fn->name, "semver") != 0))
         return;
     struct cel_eval ev = {.prog = c->p, .arena = &c->p->arena, .cost_limit = CEL_COST_LIMIT};
     struct cel_value arg = n->args[0]->lit;
@@ -576,8 +584,7 @@ static void check_call(struct checker *c, struct cel_node *n)
     fold_constant(c, n);
 regex:
     /* matches() with a constant pattern: compile once, here */
-    if (!strcmp(fn->name, "matches") || !strcmp(fn->name, "find") ||
-        !strcmp(fn->name, "findAll")) {
+    if (!strcmp(fn->name, "matches") || !strcmp(fn->name, "find") || !strcmp(fn->name, "findAll")) {
         const struct cel_node *pat = n->args[1];
         if (pat->kind == CEL_N_LITERAL && pat->lit.kind == CEL_K_STRING) {
             char msg[128];
@@ -593,8 +600,8 @@ regex:
     }
 }
 
-static const struct cel_type *common_type(struct checker *c, struct cel_node **items,
-                                          uint32_t n, uint32_t stride)
+static const struct cel_type *common_type(struct checker *c, struct cel_node **items, uint32_t n,
+                                          uint32_t stride)
 {
     if (!n)
         return &cel_type_dyn;
@@ -691,7 +698,8 @@ static void check_comprehension(struct checker *c, struct cel_node *n)
             n->type = t;
         }
         return;
-    default: break;
+    default:
+        break;
     }
     switch (n->macro) {
     case CEL_MACRO_ALL:
@@ -728,16 +736,27 @@ static void check_node(struct checker *c, struct cel_node *n)
     if (c->failed)
         return;
     switch (n->kind) {
-    case CEL_N_LITERAL: n->type = value_type(c, &n->lit); return;
-    case CEL_N_TYPE_NAME: n->type = prim(c, CEL_T_TYPE); return;
+    case CEL_N_LITERAL:
+        n->type = value_type(c, &n->lit);
+        return;
+    case CEL_N_TYPE_NAME:
+        n->type = prim(c, CEL_T_TYPE);
+        return;
     case CEL_N_IDENT:
         if (n->index < 0)
             resolve_ident(c, n);
         return;
-    case CEL_N_SLOT: return;
-    case CEL_N_SELECT: check_select(c, n); return;
-    case CEL_N_INDEX: check_index(c, n); return;
-    case CEL_N_CALL: check_call(c, n); return;
+    case CEL_N_SLOT:
+        return;
+    case CEL_N_SELECT:
+        check_select(c, n);
+        return;
+    case CEL_N_INDEX:
+        check_index(c, n);
+        return;
+    case CEL_N_CALL:
+        check_call(c, n);
+        return;
     case CEL_N_AND:
     case CEL_N_OR:
         check_node(c, n->a);
@@ -796,7 +815,9 @@ static void check_node(struct checker *c, struct cel_node *n)
         n->type = t;
         return;
     }
-    case CEL_N_COMPREHENSION: check_comprehension(c, n); return;
+    case CEL_N_COMPREHENSION:
+        check_comprehension(c, n);
+        return;
     case CEL_N_BIND:
         check_node(c, n->a);
         if (c->failed)
@@ -809,7 +830,9 @@ static void check_node(struct checker *c, struct cel_node *n)
         if (!c->failed)
             n->type = n->b->type;
         return;
-    default: fail(c, n->pos, "internal error: unknown node kind %d", n->kind); return;
+    default:
+        fail(c, n->pos, "internal error: unknown node kind %d", n->kind);
+        return;
     }
 }
 

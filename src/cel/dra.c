@@ -14,11 +14,10 @@
 static const struct cel_type t_string = {.kind = CEL_T_STRING};
 static const struct cel_type t_bool = {.kind = CEL_T_BOOL};
 static const struct cel_type t_quantity = {.kind = CEL_T_QUANTITY};
-static const struct cel_type t_attr_domain = {.kind = CEL_T_MAP, .p1 = &t_string,
-                                              .p2 = &cel_type_dyn};
+static const struct cel_type t_attr_domain = {
+    .kind = CEL_T_MAP, .p1 = &t_string, .p2 = &cel_type_dyn};
 static const struct cel_type t_attrs = {.kind = CEL_T_MAP, .p1 = &t_string, .p2 = &t_attr_domain};
-static const struct cel_type t_cap_domain = {.kind = CEL_T_MAP, .p1 = &t_string,
-                                             .p2 = &t_quantity};
+static const struct cel_type t_cap_domain = {.kind = CEL_T_MAP, .p1 = &t_string, .p2 = &t_quantity};
 static const struct cel_type t_caps = {.kind = CEL_T_MAP, .p1 = &t_string, .p2 = &t_cap_domain};
 
 enum field { F_DRIVER, F_ATTRIBUTES, F_CAPACITY, F_ALLOW_MULTIPLE, F_COUNT };
@@ -36,11 +35,16 @@ static int field_of(const char *name, size_t len)
 const struct cel_type *cel_dra_field_type(const char *name, size_t len)
 {
     switch (field_of(name, len)) {
-    case F_DRIVER: return &t_string;
-    case F_ATTRIBUTES: return &t_attrs;
-    case F_CAPACITY: return &t_caps;
-    case F_ALLOW_MULTIPLE: return &t_bool;
-    default: return NULL;
+    case F_DRIVER:
+        return &t_string;
+    case F_ATTRIBUTES:
+        return &t_attrs;
+    case F_CAPACITY:
+        return &t_caps;
+    case F_ALLOW_MULTIPLE:
+        return &t_bool;
+    default:
+        return NULL;
     }
 }
 
@@ -85,8 +89,7 @@ static struct cel_value domain_view(struct cel_eval *ev, const struct cel_map *r
 }
 
 /* Convert one attribute ({"int": 1} / {"bool"} / {"string"} / {"version"}). */
-static int attr_value(struct cel_eval *ev, const json_t *a, const char *name,
-                      struct cel_value *out)
+static int attr_value(struct cel_eval *ev, const json_t *a, const char *name, struct cel_value *out)
 {
     const json_t *v;
     if (json_is_object(a)) {
@@ -110,7 +113,8 @@ static int attr_value(struct cel_eval *ev, const json_t *a, const char *name,
                 return r;
             }
             if (r < 0) {
-                *out = cel_error(ev, NULL, "device attribute %s: version '%s' is not a semantic version",
+                *out = cel_error(ev, NULL,
+                                 "device attribute %s: version '%s' is not a semantic version",
                                  name, json_string_value(v));
                 return r;
             }
@@ -122,8 +126,7 @@ static int attr_value(struct cel_eval *ev, const json_t *a, const char *name,
     return -EINVAL;
 }
 
-static int cap_value(struct cel_eval *ev, const json_t *c, const char *name,
-                     struct cel_value *out)
+static int cap_value(struct cel_eval *ev, const json_t *c, const char *name, struct cel_value *out)
 {
     const json_t *v = json_is_object(c) ? json_object_get(c, "value") : NULL;
     struct gs_quantity q;
@@ -131,16 +134,16 @@ static int cap_value(struct cel_eval *ev, const json_t *c, const char *name,
     char num[64];
     const char *text;
     size_t len;
-    if (v && json_is_integer(v)) { /* YAML `value: 100` arrives as a number */
+    if (json_is_integer(v)) { /* YAML `value: 100` arrives as a number */
         gs_quantity_from_int64(json_integer_value(v), GS_QUANTITY_DECIMAL_SI, &q);
         *out = (struct cel_value){.kind = CEL_K_QUANTITY, .q = q};
         return 0;
     }
-    if (v && json_is_real(v)) {
+    if (json_is_real(v)) {
         snprintf(num, sizeof(num), "%.17g", json_real_value(v));
         text = num;
         len = strlen(num);
-    } else if (v && json_is_string(v)) {
+    } else if (json_is_string(v)) {
         text = json_string_value(v);
         len = json_string_length(v);
     } else {
@@ -156,8 +159,8 @@ static int cap_value(struct cel_eval *ev, const json_t *c, const char *name,
 }
 
 /* Look a name up in a domain of attributes/capacity; 1 found, 0 not, <0 conversion error. */
-static int domain_get(struct cel_eval *ev, const struct cel_map *m, const char *name,
-                      size_t len, struct cel_value *out)
+static int domain_get(struct cel_eval *ev, const struct cel_map *m, const char *name, size_t len,
+                      struct cel_value *out)
 {
     const json_t *obj = m->impl == CEL_MAP_ATTR_DOMAIN ? m->dev->attributes : m->dev->capacity;
     if (!obj || !json_is_object(obj))
@@ -184,8 +187,8 @@ static int domain_get(struct cel_eval *ev, const struct cel_map *m, const char *
         memcpy(key, name, len);
         key[len] = '\0';
     }
-    int r = m->impl == CEL_MAP_ATTR_DOMAIN ? attr_value(ev, e, key, out)
-                                           : cap_value(ev, e, key, out);
+    int r =
+        m->impl == CEL_MAP_ATTR_DOMAIN ? attr_value(ev, e, key, out) : cap_value(ev, e, key, out);
     return r < 0 ? r : 1;
 }
 
@@ -197,11 +200,20 @@ int cel_dra_map_get(struct cel_eval *ev, const struct cel_map *m, const struct c
     switch (m->impl) {
     case CEL_MAP_DEVICE:
         switch (field_of(key->s, key->len)) {
-        case F_DRIVER: *out = cel_str(driver_of(m->dev), strlen(driver_of(m->dev))); return 1;
-        case F_ATTRIBUTES: *out = map_value(m + 1); return 1; /* see cel_dra_device_init */
-        case F_CAPACITY: *out = map_value(m + 2); return 1;
-        case F_ALLOW_MULTIPLE: *out = cel_bool(m->dev->allow_multiple_allocations); return 1;
-        default: return 0;
+        case F_DRIVER:
+            *out = cel_str(driver_of(m->dev), strlen(driver_of(m->dev)));
+            return 1;
+        case F_ATTRIBUTES:
+            *out = map_value(m + 1);
+            return 1; /* see cel_dra_device_init */
+        case F_CAPACITY:
+            *out = map_value(m + 2);
+            return 1;
+        case F_ALLOW_MULTIPLE:
+            *out = cel_bool(m->dev->allow_multiple_allocations);
+            return 1;
+        default:
+            return 0;
         }
     case CEL_MAP_ATTR_ROOT:
     case CEL_MAP_CAP_ROOT:
@@ -211,8 +223,10 @@ int cel_dra_map_get(struct cel_eval *ev, const struct cel_map *m, const struct c
                            key->s, key->len);
         return out->kind == CEL_K_ERROR ? -ENOMEM : 1;
     case CEL_MAP_ATTR_DOMAIN:
-    case CEL_MAP_CAP_DOMAIN: return domain_get(ev, m, key->s, key->len, out);
-    default: return 0;
+    case CEL_MAP_CAP_DOMAIN:
+        return domain_get(ev, m, key->s, key->len, out);
+    default:
+        return 0;
     }
 }
 
@@ -240,7 +254,7 @@ const struct cel_map *cel_dra_map_materialize(struct cel_eval *ev, const struct 
         obj = m->dev->attributes;
     else if (m->impl == CEL_MAP_CAP_ROOT || m->impl == CEL_MAP_CAP_DOMAIN)
         obj = m->dev->capacity;
-    if (obj && json_is_object(obj))
+    if (json_is_object(obj))
         cap = json_object_size(obj) + 1;
     struct cel_map *g = cel_arena_alloc(ev->arena, sizeof(*g));
     struct cel_value *keys = cel_arena_alloc(ev->arena, sizeof(*keys) * cap);
@@ -264,7 +278,8 @@ const struct cel_map *cel_dra_map_materialize(struct cel_eval *ev, const struct 
     const char *key;
     const json_t *val;
     bool root = m->impl == CEL_MAP_ATTR_ROOT || m->impl == CEL_MAP_CAP_ROOT;
-    json_object_foreach((json_t *)obj, key, val) {
+    json_object_foreach((json_t *)obj, key, val)
+    {
         const char *domain, *name;
         size_t dlen;
         split_name(m->dev, key, &domain, &dlen, &name);
@@ -281,7 +296,7 @@ const struct cel_map *cel_dra_map_materialize(struct cel_eval *ev, const struct 
             g->n++;
             continue;
         }
-        if (m->domain_len != dlen || memcmp(m->domain, domain, dlen))
+        if (m->domain_len != dlen || memcmp(m->domain, domain, dlen) != 0)
             continue;
         struct cel_value k = cel_str(name, strlen(name));
         bool seen = false;

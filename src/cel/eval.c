@@ -44,8 +44,8 @@ struct cel_value cel_no_overload(struct cel_eval *ev, const struct cel_node *cal
     size_t o = 0;
     sig[0] = '\0';
     for (uint32_t i = 0; i < n && o < sizeof(sig) - 1; i++) {
-        int w = snprintf(sig + o, sizeof(sig) - o, "%s%s", i ? ", " : "",
-                         cel_kind_name(args[i].kind));
+        int w =
+            snprintf(sig + o, sizeof(sig) - o, "%s%s", i ? ", " : "", cel_kind_name(args[i].kind));
         if (w < 0)
             break;
         o += (size_t)w;
@@ -87,7 +87,9 @@ static struct cel_value eval_select(struct cel_eval *ev, const struct cel_node *
 static bool to_index(const struct cel_value *v, int64_t *out)
 {
     switch (v->kind) {
-    case CEL_K_INT: *out = v->i; return true;
+    case CEL_K_INT:
+        *out = v->i;
+        return true;
     case CEL_K_UINT:
         if (v->u > INT64_MAX)
             *out = INT64_MAX;
@@ -99,7 +101,8 @@ static bool to_index(const struct cel_value *v, int64_t *out)
             return false;
         *out = (int64_t)v->d;
         return true;
-    default: return false;
+    default:
+        return false;
     }
 }
 
@@ -125,7 +128,11 @@ static struct cel_value eval_index(struct cel_eval *ev, const struct cel_node *n
     }
     if (obj.kind == CEL_K_MAP) {
         switch (idx.kind) {
-        case CEL_K_INT: case CEL_K_UINT: case CEL_K_BOOL: case CEL_K_STRING: case CEL_K_DOUBLE:
+        case CEL_K_INT:
+        case CEL_K_UINT:
+        case CEL_K_BOOL:
+        case CEL_K_STRING:
+        case CEL_K_DOUBLE:
             break;
         default:
             return cel_error(ev, n, "no such key");
@@ -180,7 +187,8 @@ static struct cel_value eval_logic(struct cel_eval *ev, const struct cel_node *n
 static struct cel_value eval_list(struct cel_eval *ev, const struct cel_node *n)
 {
     struct cel_list *l = cel_arena_alloc(ev->arena, sizeof(*l));
-    struct cel_value *items = cel_arena_alloc(ev->arena, sizeof(*items) * (n->nargs ? n->nargs : 1));
+    struct cel_value *items =
+        cel_arena_alloc(ev->arena, sizeof(*items) * (n->nargs ? n->nargs : 1));
     if (!l || !items)
         return cel_oom(ev);
     for (uint32_t i = 0; i < n->nargs; i++) {
@@ -213,8 +221,7 @@ static struct cel_value eval_map(struct cel_eval *ev, const struct cel_node *n)
             return v;
         if (k.kind != CEL_K_INT && k.kind != CEL_K_UINT && k.kind != CEL_K_BOOL &&
             k.kind != CEL_K_STRING)
-            return cel_error(ev, n->args[2 * i], "unsupported key type: %s",
-                             cel_kind_name(k.kind));
+            return cel_error(ev, n->args[2 * i], "unsupported key type: %s", cel_kind_name(k.kind));
         for (size_t j = 0; j < m->n; j++)
             if (cel_value_equal(&keys[j], &k))
                 return cel_error(ev, n->args[2 * i], "Failed with repeated key");
@@ -318,7 +325,8 @@ static bool comprehension_step(struct cel_eval *ev, const struct cel_node *n,
             return false;
         }
         return true;
-    default: break;
+    default:
+        break;
     }
     /* filtered forms: b is the predicate when a transform c exists (or for filter) */
     bool has_filter = n->macro == CEL_MACRO_FILTER || n->c;
@@ -408,7 +416,7 @@ static struct cel_value eval_comprehension(struct cel_eval *ev, const struct cel
     bool stopped = false;
     for (size_t i = 0; i < count && !stopped; i++) {
         struct cel_value key = is_list ? cel_int((int64_t)i) : items[i];
-        struct cel_value elem = is_list ? items[i] : items[i];
+        struct cel_value elem = items[i];
         if (two) {
             *slot = key;
             *slot2 = is_list ? items[i] : vals[i];
@@ -429,10 +437,13 @@ static struct cel_value eval_comprehension(struct cel_eval *ev, const struct cel
         if (first_err.kind == CEL_K_ERROR)
             return first_err;
         return cel_bool(n->macro == CEL_MACRO_ALL);
-    case CEL_MACRO_EXISTS_ONE: return cel_bool(ones == 1);
+    case CEL_MACRO_EXISTS_ONE:
+        return cel_bool(ones == 1);
     case CEL_MACRO_TRANSFORM_MAP:
-    case CEL_MACRO_TRANSFORM_MAP_ENTRY: return accum_map(ev, &acc);
-    default: return accum_list(ev, &acc);
+    case CEL_MACRO_TRANSFORM_MAP_ENTRY:
+        return accum_map(ev, &acc);
+    default:
+        return accum_list(ev, &acc);
     }
 }
 
@@ -458,14 +469,22 @@ struct cel_value cel_eval_node(struct cel_eval *ev, const struct cel_node *n)
         return aborted_value(ev);
     switch (n->kind) {
     case CEL_N_LITERAL:
-    case CEL_N_TYPE_NAME: return n->lit;
-    case CEL_N_IDENT: return ev->vars[n->index];
-    case CEL_N_SLOT: return ev->slots[n->index];
-    case CEL_N_SELECT: return eval_select(ev, n);
-    case CEL_N_INDEX: return eval_index(ev, n);
-    case CEL_N_CALL: return eval_call(ev, n);
-    case CEL_N_AND: return eval_logic(ev, n, true);
-    case CEL_N_OR: return eval_logic(ev, n, false);
+    case CEL_N_TYPE_NAME:
+        return n->lit;
+    case CEL_N_IDENT:
+        return ev->vars[n->index];
+    case CEL_N_SLOT:
+        return ev->slots[n->index];
+    case CEL_N_SELECT:
+        return eval_select(ev, n);
+    case CEL_N_INDEX:
+        return eval_index(ev, n);
+    case CEL_N_CALL:
+        return eval_call(ev, n);
+    case CEL_N_AND:
+        return eval_logic(ev, n, true);
+    case CEL_N_OR:
+        return eval_logic(ev, n, false);
     case CEL_N_NOT: {
         struct cel_value v = cel_eval_node(ev, n->a);
         if (v.kind == CEL_K_BOOL)
@@ -486,9 +505,12 @@ struct cel_value cel_eval_node(struct cel_eval *ev, const struct cel_node *n)
         fake.name = "_?_:_";
         return cel_no_overload(ev, &fake, &c, 1);
     }
-    case CEL_N_LIST: return eval_list(ev, n);
-    case CEL_N_MAP: return eval_map(ev, n);
-    case CEL_N_COMPREHENSION: return eval_comprehension(ev, n);
+    case CEL_N_LIST:
+        return eval_list(ev, n);
+    case CEL_N_MAP:
+        return eval_map(ev, n);
+    case CEL_N_COMPREHENSION:
+        return eval_comprehension(ev, n);
     case CEL_N_BIND: {
         struct cel_value *slot = &ev->slots[n->index];
         struct cel_value saved = *slot;
@@ -497,7 +519,8 @@ struct cel_value cel_eval_node(struct cel_eval *ev, const struct cel_node *n)
         *slot = saved;
         return v;
     }
-    default: return cel_error(ev, n, "internal error: unknown node kind %d", n->kind);
+    default:
+        return cel_error(ev, n, "internal error: unknown node kind %d", n->kind);
     }
 }
 

@@ -82,18 +82,30 @@ static bool fmt_string(struct cel_eval *ev, const struct cel_value *v, struct sb
     if (depth > 32)
         return false;
     switch (v->kind) {
-    case CEL_K_NULL: sb_str(b, "null"); return true;
-    case CEL_K_BOOL: sb_str(b, v->b ? "true" : "false"); return true;
-    case CEL_K_INT: snprintf(tmp, sizeof(tmp), "%lld", (long long)v->i); break;
-    case CEL_K_UINT: snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)v->u); break;
+    case CEL_K_NULL:
+        sb_str(b, "null");
+        return true;
+    case CEL_K_BOOL:
+        sb_str(b, v->b ? "true" : "false");
+        return true;
+    case CEL_K_INT:
+        snprintf(tmp, sizeof(tmp), "%lld", (long long)v->i);
+        break;
+    case CEL_K_UINT:
+        snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)v->u);
+        break;
     case CEL_K_DOUBLE:
         if (special_double(v->d, b))
             return true;
         cel_format_double(v->d, tmp, sizeof(tmp));
         break;
     case CEL_K_STRING:
-    case CEL_K_BYTES: sb_put(b, v->s, v->len); return true;
-    case CEL_K_TYPE: sb_str(b, cel_kind_name(v->type_kind)); return true;
+    case CEL_K_BYTES:
+        sb_put(b, v->s, v->len);
+        return true;
+    case CEL_K_TYPE:
+        sb_str(b, cel_kind_name(v->type_kind));
+        return true;
     case CEL_K_QUANTITY:
         if (gs_quantity_format(&v->q, tmp, sizeof(tmp)) < 0)
             return false;
@@ -143,7 +155,8 @@ static bool fmt_string(struct cel_eval *ev, const struct cel_value *v, struct sb
         sb_str(b, "}");
         return true;
     }
-    default: return false;
+    default:
+        return false;
     }
     sb_str(b, tmp);
     return true;
@@ -222,7 +235,8 @@ static const char *fmt_clause(struct cel_eval *ev, char verb, int prec, const st
         }
         return NULL;
     }
-    default: return "unrecognized formatting clause";
+    default:
+        return "unrecognized formatting clause";
     }
 }
 
@@ -243,8 +257,9 @@ struct cel_value cel_string_format(struct cel_eval *ev, const struct cel_node *c
             continue;
         }
         if (++i >= len)
-            return cel_error(ev, call, "could not parse formatting clause: unexpected end of "
-                                       "format string");
+            return cel_error(ev, call,
+                             "could not parse formatting clause: unexpected end of "
+                             "format string");
         if (f[i] == '%') {
             sb_str(&b, "%");
             continue;

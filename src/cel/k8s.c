@@ -44,7 +44,7 @@ int cel_quantity_parse(const char *s, size_t len, struct gs_quantity *out, struc
         for (size_t k = 0; k < GS_ARRAY_SIZE(suffixes); k++) {
             size_t sl = strlen(suffixes[k].suffix);
             int64_t r;
-            if (len - i != sl || memcmp(s + i, suffixes[k].suffix, sl))
+            if (len - i != sl || memcmp(s + i, suffixes[k].suffix, sl) != 0)
                 continue;
             if (__builtin_mul_overflow(v, suffixes[k].mult, &r))
                 break;

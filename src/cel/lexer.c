@@ -125,7 +125,8 @@ static void lex_number(struct cel_lexer *lx, struct cel_token *t)
     lx->off = i;
     uint64_t v = 0;
     for (size_t k = 0; k < n; k++) {
-        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t)(buf[k] - '0'), &v))
+        if (__builtin_mul_overflow(v, 10, &v) ||
+            __builtin_add_overflow(v, (uint64_t)(buf[k] - '0'), &v))
             return tok_error(t, (int32_t)start, "integer literal out of range");
     }
     t->type = is_uint ? CEL_TOK_UINT : CEL_TOK_INT;
@@ -145,17 +146,36 @@ static size_t lex_escape(const char *s, size_t i, size_t len, bool bytes, char *
     }
     char c = s[i];
     switch (c) {
-    case 'a': out[(*o)++] = '\a'; return i + 1;
-    case 'b': out[(*o)++] = '\b'; return i + 1;
-    case 'f': out[(*o)++] = '\f'; return i + 1;
-    case 'n': out[(*o)++] = '\n'; return i + 1;
-    case 'r': out[(*o)++] = '\r'; return i + 1;
-    case 't': out[(*o)++] = '\t'; return i + 1;
-    case 'v': out[(*o)++] = '\v'; return i + 1;
-    case '\\': case '?': case '"': case '\'': case '`':
+    case 'a':
+        out[(*o)++] = '\a';
+        return i + 1;
+    case 'b':
+        out[(*o)++] = '\b';
+        return i + 1;
+    case 'f':
+        out[(*o)++] = '\f';
+        return i + 1;
+    case 'n':
+        out[(*o)++] = '\n';
+        return i + 1;
+    case 'r':
+        out[(*o)++] = '\r';
+        return i + 1;
+    case 't':
+        out[(*o)++] = '\t';
+        return i + 1;
+    case 'v':
+        out[(*o)++] = '\v';
+        return i + 1;
+    case '\\':
+    case '?':
+    case '"':
+    case '\'':
+    case '`':
         out[(*o)++] = c;
         return i + 1;
-    default: break;
+    default:
+        break;
     }
     uint32_t cp = 0;
     int digits = 0, base = 16;
@@ -262,9 +282,9 @@ void cel_lex_next(struct cel_lexer *lx, struct cel_token *t)
     const char *s = lx->src;
     memset(t, 0, sizeof(*t));
     for (;;) {
-        while (lx->off < lx->len && (s[lx->off] == ' ' || s[lx->off] == '\t' ||
-                                     s[lx->off] == '\n' || s[lx->off] == '\r' ||
-                                     s[lx->off] == '\f'))
+        while (lx->off < lx->len &&
+               (s[lx->off] == ' ' || s[lx->off] == '\t' || s[lx->off] == '\n' ||
+                s[lx->off] == '\r' || s[lx->off] == '\f'))
             lx->off++;
         if (lx->off + 1 < lx->len && s[lx->off] == '/' && s[lx->off + 1] == '/') {
             while (lx->off < lx->len && s[lx->off] != '\n')
@@ -337,22 +357,53 @@ void cel_lex_next(struct cel_lexer *lx, struct cel_token *t)
     lx->off = i + 1;
     t->len = 1;
     switch (c) {
-    case '(': t->type = CEL_TOK_LPAREN; return;
-    case ')': t->type = CEL_TOK_RPAREN; return;
-    case '[': t->type = CEL_TOK_LBRACKET; return;
-    case ']': t->type = CEL_TOK_RBRACKET; return;
-    case '{': t->type = CEL_TOK_LBRACE; return;
-    case '}': t->type = CEL_TOK_RBRACE; return;
-    case '.': t->type = CEL_TOK_DOT; return;
-    case ',': t->type = CEL_TOK_COMMA; return;
-    case ':': t->type = CEL_TOK_COLON; return;
-    case '?': t->type = CEL_TOK_QUESTION; return;
-    case '+': t->type = CEL_TOK_PLUS; return;
-    case '-': t->type = CEL_TOK_MINUS; return;
-    case '*': t->type = CEL_TOK_STAR; return;
-    case '/': t->type = CEL_TOK_SLASH; return;
-    case '%': t->type = CEL_TOK_PERCENT; return;
-    default: break;
+    case '(':
+        t->type = CEL_TOK_LPAREN;
+        return;
+    case ')':
+        t->type = CEL_TOK_RPAREN;
+        return;
+    case '[':
+        t->type = CEL_TOK_LBRACKET;
+        return;
+    case ']':
+        t->type = CEL_TOK_RBRACKET;
+        return;
+    case '{':
+        t->type = CEL_TOK_LBRACE;
+        return;
+    case '}':
+        t->type = CEL_TOK_RBRACE;
+        return;
+    case '.':
+        t->type = CEL_TOK_DOT;
+        return;
+    case ',':
+        t->type = CEL_TOK_COMMA;
+        return;
+    case ':':
+        t->type = CEL_TOK_COLON;
+        return;
+    case '?':
+        t->type = CEL_TOK_QUESTION;
+        return;
+    case '+':
+        t->type = CEL_TOK_PLUS;
+        return;
+    case '-':
+        t->type = CEL_TOK_MINUS;
+        return;
+    case '*':
+        t->type = CEL_TOK_STAR;
+        return;
+    case '/':
+        t->type = CEL_TOK_SLASH;
+        return;
+    case '%':
+        t->type = CEL_TOK_PERCENT;
+        return;
+    default:
+        break;
     }
     lx->off = i + 2;
     t->len = 2;

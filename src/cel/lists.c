@@ -76,8 +76,7 @@ static struct cel_value fn_min_max(struct cel_eval *ev, const struct cel_node *c
     struct cel_value best = l->items[0];
     for (size_t i = 1; i < l->n; i++) {
         int c;
-        if (!orderable(l->items[i].kind) ||
-            cel_value_compare(&l->items[i], &best, &c) == -EINVAL)
+        if (!orderable(l->items[i].kind) || cel_value_compare(&l->items[i], &best, &c) == -EINVAL)
             return cel_error(ev, call, "%s: elements cannot be compared", call->name);
         if ((want_max && c > 0) || (!want_max && c < 0))
             best = l->items[i];
@@ -184,8 +183,10 @@ static struct cel_value fn_sets(struct cel_eval *ev, const struct cel_node *call
     if (!cel_cost(ev, (x->n * y->n) / 10 + 1))
         return cel_oom(ev);
     switch (call->name[5]) { /* "sets.contains", "sets.equivalent", "sets.intersects" */
-    case 'c': return cel_bool(contains_all(x, y));
-    case 'e': return cel_bool(contains_all(x, y) && contains_all(y, x));
+    case 'c':
+        return cel_bool(contains_all(x, y));
+    case 'e':
+        return cel_bool(contains_all(x, y) && contains_all(y, x));
     default:
         for (size_t i = 0; i < y->n; i++)
             if (list_has(x, &y->items[i]))
@@ -229,16 +230,35 @@ static struct cel_value fn_quote(struct cel_eval *ev, const struct cel_node *cal
     for (uint32_t i = 0; i < a[0].len; i++) {
         char c = a[0].s[i], e = 0;
         switch (c) {
-        case '\a': e = 'a'; break;
-        case '\b': e = 'b'; break;
-        case '\f': e = 'f'; break;
-        case '\n': e = 'n'; break;
-        case '\r': e = 'r'; break;
-        case '\t': e = 't'; break;
-        case '\v': e = 'v'; break;
-        case '\\': e = '\\'; break;
-        case '"': e = '"'; break;
-        default: break;
+        case '\a':
+            e = 'a';
+            break;
+        case '\b':
+            e = 'b';
+            break;
+        case '\f':
+            e = 'f';
+            break;
+        case '\n':
+            e = 'n';
+            break;
+        case '\r':
+            e = 'r';
+            break;
+        case '\t':
+            e = 't';
+            break;
+        case '\v':
+            e = 'v';
+            break;
+        case '\\':
+            e = '\\';
+            break;
+        case '"':
+            e = '"';
+            break;
+        default:
+            break;
         }
         if (e) {
             out[o++] = '\\';

@@ -32,8 +32,7 @@ void cel_line_col(const char *src, int32_t pos, int *line, int *col)
     *col = c;
 }
 
-int cel_error_at(struct gs_error *err, const char *src, int32_t pos, int code, const char *fmt,
-                 ...)
+int cel_error_at(struct gs_error *err, const char *src, int32_t pos, int code, const char *fmt, ...)
 {
     char msg[200];
     va_list ap;
@@ -81,12 +80,20 @@ static struct cel_node *node_new(struct parser *p, enum cel_node_kind kind, int3
 static const char *tok_desc(const struct cel_token *t)
 {
     switch (t->type) {
-    case CEL_TOK_EOF: return "end of input";
-    case CEL_TOK_IDENT: return "identifier";
-    case CEL_TOK_INT: case CEL_TOK_UINT: case CEL_TOK_DOUBLE: return "number";
-    case CEL_TOK_STRING: return "string";
-    case CEL_TOK_BYTES: return "bytes";
-    default: return "token";
+    case CEL_TOK_EOF:
+        return "end of input";
+    case CEL_TOK_IDENT:
+        return "identifier";
+    case CEL_TOK_INT:
+    case CEL_TOK_UINT:
+    case CEL_TOK_DOUBLE:
+        return "number";
+    case CEL_TOK_STRING:
+        return "string";
+    case CEL_TOK_BYTES:
+        return "bytes";
+    default:
+        return "token";
     }
 }
 
@@ -123,7 +130,7 @@ static struct cel_node *call_node(struct parser *p, const char *name, int32_t po
     n->name = name;
     n->name_len = (uint32_t)strlen(name);
     n->nargs = nargs;
-    n->args = cel_arena_alloc(p->pc->arena, sizeof(*n->args) * (nargs ? nargs : 1));
+    n->args = cel_arena_alloc(p->pc->arena, sizeof(struct cel_node *) * (nargs ? nargs : 1));
     if (!n->args)
         return fail(p, pos, "out of memory");
     for (uint32_t i = 0; i < nargs; i++)
@@ -139,8 +146,7 @@ static struct cel_node *binary(struct parser *p, const char *name, int32_t pos, 
 }
 
 /* Parse "(" already consumed ... ")" into a list of nodes. */
-static int parse_args(struct parser *p, enum cel_tok close, struct cel_node ***out,
-                      uint32_t *nout)
+static int parse_args(struct parser *p, enum cel_tok close, struct cel_node ***out, uint32_t *nout)
 {
     struct cel_node *tmp[CEL_MAX_ARGS];
     uint32_t n = 0;
@@ -161,12 +167,12 @@ static int parse_args(struct parser *p, enum cel_tok close, struct cel_node ***o
     }
     if (!expect(p, close, close == CEL_TOK_RPAREN ? "')'" : "']'"))
         return -1;
-    *out = cel_arena_alloc(p->pc->arena, sizeof(**out) * (n ? n : 1));
+    *out = cel_arena_alloc(p->pc->arena, sizeof(struct cel_node *) * (n ? n : 1));
     if (!*out) {
         fail(p, p->tok.pos, "out of memory");
         return -1;
     }
-    memcpy(*out, tmp, sizeof(*tmp) * n);
+    memcpy(*out, tmp, sizeof(struct cel_node *) * n);
     *nout = n;
     return 0;
 }
@@ -181,10 +187,9 @@ static bool ident_is(const struct cel_node *n, const char *s)
     return n->kind == CEL_N_IDENT && n->name_len == strlen(s) && !memcmp(n->name, s, n->name_len);
 }
 
-static const char *const reserved[] = {"as",     "break",   "const",     "continue", "else",
-                                       "for",    "function", "if",       "import",   "let",
-                                       "loop",   "package", "namespace", "return",   "var",
-                                       "void",   "while",   NULL};
+static const char *const reserved[] = {
+    "as",  "break", "const",   "continue",  "else",   "for", "function", "if",    "import",
+    "let", "loop",  "package", "namespace", "return", "var", "void",     "while", NULL};
 
 static bool is_reserved(const char *s, size_t len)
 {
@@ -223,7 +228,7 @@ static struct cel_node *member_call(struct parser *p, struct cel_node *target, c
         {"transformMapEntry", 4, 2, CEL_MACRO_TRANSFORM_MAP_ENTRY},
     };
     for (size_t i = 0; i < GS_ARRAY_SIZE(macros); i++) {
-        if (strlen(macros[i].name) != name_len || memcmp(macros[i].name, name, name_len) ||
+        if (strlen(macros[i].name) != name_len || memcmp(macros[i].name, name, name_len) != 0 ||
             macros[i].nargs != nargs)
             continue;
         uint8_t nv = macros[i].vars;
@@ -266,7 +271,7 @@ static struct cel_node *member_call(struct parser *p, struct cel_node *target, c
     if (nargs >= CEL_MAX_ARGS)
         return fail(p, pos, "too many arguments (max %d)", CEL_MAX_ARGS);
     all[0] = target;
-    memcpy(all + 1, args, sizeof(*args) * nargs);
+    memcpy(all + 1, args, sizeof(struct cel_node *) * nargs);
     struct cel_node *n = call_node(p, "", pos, nargs + 1, all);
     if (!n)
         return NULL;
@@ -346,11 +351,12 @@ static struct cel_node *parse_primary(struct parser *p)
                 return NULL;
             if (cnt == cap) {
                 uint32_t ncap = cap ? cap * 2 : 8;
-                struct cel_node **ni = cel_arena_alloc(p->pc->arena, sizeof(*ni) * ncap);
+                struct cel_node **ni =
+                    cel_arena_alloc(p->pc->arena, sizeof(struct cel_node *) * ncap);
                 if (!ni)
                     return fail(p, t.pos, "out of memory");
                 if (cnt)
-                    memcpy(ni, items, sizeof(*ni) * cnt);
+                    memcpy(ni, items, sizeof(struct cel_node *) * cnt);
                 items = ni;
                 cap = ncap;
             }
@@ -380,11 +386,12 @@ static struct cel_node *parse_primary(struct parser *p)
                 return NULL;
             if (cnt + 2 > cap) {
                 uint32_t ncap = cap ? cap * 2 : 8;
-                struct cel_node **ni = cel_arena_alloc(p->pc->arena, sizeof(*ni) * ncap);
+                struct cel_node **ni =
+                    cel_arena_alloc(p->pc->arena, sizeof(struct cel_node *) * ncap);
                 if (!ni)
                     return fail(p, t.pos, "out of memory");
                 if (cnt)
-                    memcpy(ni, items, sizeof(*ni) * cnt);
+                    memcpy(ni, items, sizeof(struct cel_node *) * cnt);
                 items = ni;
                 cap = ncap;
             }
@@ -565,7 +572,10 @@ static struct cel_node *parse_mul(struct parser *p)
         struct cel_node *r = parse_unary(p);
         if (!r)
             return NULL;
-        n = binary(p, t.type == CEL_TOK_STAR ? "_*_" : t.type == CEL_TOK_SLASH ? "_/_" : "_%_",
+        n = binary(p,
+                   t.type == CEL_TOK_STAR    ? "_*_"
+                   : t.type == CEL_TOK_SLASH ? "_/_"
+                                             : "_%_",
                    t.pos, n, r);
     }
     return n;
@@ -588,14 +598,22 @@ static struct cel_node *parse_add(struct parser *p)
 static const char *relop(enum cel_tok t)
 {
     switch (t) {
-    case CEL_TOK_EQ: return "_==_";
-    case CEL_TOK_NE: return "_!=_";
-    case CEL_TOK_LT: return "_<_";
-    case CEL_TOK_LE: return "_<=_";
-    case CEL_TOK_GT: return "_>_";
-    case CEL_TOK_GE: return "_>=_";
-    case CEL_TOK_IN: return "@in";
-    default: return NULL;
+    case CEL_TOK_EQ:
+        return "_==_";
+    case CEL_TOK_NE:
+        return "_!=_";
+    case CEL_TOK_LT:
+        return "_<_";
+    case CEL_TOK_LE:
+        return "_<=_";
+    case CEL_TOK_GT:
+        return "_>_";
+    case CEL_TOK_GE:
+        return "_>=_";
+    case CEL_TOK_IN:
+        return "@in";
+    default:
+        return NULL;
     }
 }
 

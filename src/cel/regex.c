@@ -18,8 +18,7 @@ void *cel_regex_compile(const char *pat, size_t len, char *msg, size_t msglen)
 {
     int errcode;
     PCRE2_SIZE erroff;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, len, PCRE2_UTF,
-                                   &errcode, &erroff, NULL);
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, len, PCRE2_UTF, &errcode, &erroff, NULL);
     if (!re) {
         PCRE2_UCHAR buf[120];
         pcre2_get_error_message(errcode, buf, sizeof(buf));
@@ -47,8 +46,8 @@ static void arena_free(void *p, void *data)
     (void)data; /* released with the arena */
 }
 
-static int match_at(const void *re, const char *s, size_t len, size_t off, size_t *mb,
-                    size_t *me, struct cel_arena *arena);
+static int match_at(const void *re, const char *s, size_t len, size_t off, size_t *mb, size_t *me,
+                    struct cel_arena *arena);
 
 int cel_regex_search(const void *re, const char *s, size_t len, struct cel_arena *arena)
 {
@@ -61,8 +60,8 @@ int cel_regex_find(const void *re, const char *s, size_t len, size_t off, size_t
     return match_at(re, s, len, off, mb, me, arena);
 }
 
-static int match_at(const void *re, const char *s, size_t len, size_t off, size_t *mb,
-                    size_t *me, struct cel_arena *arena)
+static int match_at(const void *re, const char *s, size_t len, size_t off, size_t *mb, size_t *me,
+                    struct cel_arena *arena)
 {
     pcre2_general_context *gc = pcre2_general_context_create(arena_malloc, arena_free, arena);
     pcre2_match_data *md = gc ? pcre2_match_data_create(1, gc) : NULL;

@@ -13,7 +13,8 @@ static bool parse_num(const char *s, size_t len, uint64_t *out)
     for (size_t i = 0; i < len; i++) {
         if (!isdigit((unsigned char)s[i]))
             return false;
-        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t)(s[i] - '0'), &v))
+        if (__builtin_mul_overflow(v, 10, &v) ||
+            __builtin_add_overflow(v, (uint64_t)(s[i] - '0'), &v))
             return false;
     }
     *out = v;
@@ -132,7 +133,8 @@ int cel_semver_cmp(const struct cel_semver *a, const struct cel_semver *b)
         bool an = all_digits(a->pre + i, ie - i), bn = all_digits(b->pre + j, je - j);
         if (an && bn) {
             /* no leading zeros: longer means larger */
-            c = ie - i != je - j ? (ie - i < je - j ? -1 : 1) : memcmp(a->pre + i, b->pre + j, ie - i);
+            c = ie - i != je - j ? (ie - i < je - j ? -1 : 1)
+                                 : memcmp(a->pre + i, b->pre + j, ie - i);
         } else if (an != bn) {
             c = an ? -1 : 1;
         } else {

@@ -71,11 +71,14 @@ static struct cel_value fn_add(struct cel_eval *ev, const struct cel_node *call,
             return overflow(ev, call);
         return cel_uint(r);
     }
-    case CEL_K_DOUBLE: return cel_double(a[0].d + a[1].d);
+    case CEL_K_DOUBLE:
+        return cel_double(a[0].d + a[1].d);
     case CEL_K_STRING:
     case CEL_K_BYTES:
-    case CEL_K_LIST: return concat(ev, call, &a[0], &a[1]);
-    default: return NO_OVERLOAD();
+    case CEL_K_LIST:
+        return concat(ev, call, &a[0], &a[1]);
+    default:
+        return NO_OVERLOAD();
     }
 }
 
@@ -97,8 +100,10 @@ static struct cel_value fn_sub(struct cel_eval *ev, const struct cel_node *call,
             return overflow(ev, call);
         return cel_uint(r);
     }
-    case CEL_K_DOUBLE: return cel_double(a[0].d - a[1].d);
-    default: return NO_OVERLOAD();
+    case CEL_K_DOUBLE:
+        return cel_double(a[0].d - a[1].d);
+    default:
+        return NO_OVERLOAD();
     }
 }
 
@@ -120,8 +125,10 @@ static struct cel_value fn_mul(struct cel_eval *ev, const struct cel_node *call,
             return overflow(ev, call);
         return cel_uint(r);
     }
-    case CEL_K_DOUBLE: return cel_double(a[0].d * a[1].d);
-    default: return NO_OVERLOAD();
+    case CEL_K_DOUBLE:
+        return cel_double(a[0].d * a[1].d);
+    default:
+        return NO_OVERLOAD();
     }
 }
 
@@ -141,8 +148,10 @@ static struct cel_value fn_div(struct cel_eval *ev, const struct cel_node *call,
         if (a[1].u == 0)
             return cel_error(ev, call, "divide by zero");
         return cel_uint(a[0].u / a[1].u);
-    case CEL_K_DOUBLE: return cel_double(a[0].d / a[1].d);
-    default: return NO_OVERLOAD();
+    case CEL_K_DOUBLE:
+        return cel_double(a[0].d / a[1].d);
+    default:
+        return NO_OVERLOAD();
     }
 }
 
@@ -162,7 +171,8 @@ static struct cel_value fn_mod(struct cel_eval *ev, const struct cel_node *call,
         if (a[1].u == 0)
             return cel_error(ev, call, "modulus by zero");
         return cel_uint(a[0].u % a[1].u);
-    default: return NO_OVERLOAD();
+    default:
+        return NO_OVERLOAD();
     }
 }
 
@@ -179,8 +189,8 @@ static struct cel_value fn_neg(struct cel_eval *ev, const struct cel_node *call,
     return NO_OVERLOAD();
 }
 
-static struct cel_value fn_eq(struct cel_eval *ev, const struct cel_node *call,
-                              struct cel_value *a, uint32_t n)
+static struct cel_value fn_eq(struct cel_eval *ev, const struct cel_node *call, struct cel_value *a,
+                              uint32_t n)
 {
     if ((a[0].kind == CEL_K_LIST || a[0].kind == CEL_K_MAP) && !cel_cost(ev, 1))
         return cel_oom(ev);
@@ -207,12 +217,12 @@ static struct cel_value compare(struct cel_eval *ev, const struct cel_node *call
 }
 
 #define CMP_FN(fname, expr)                                                                        \
-    static struct cel_value fname(struct cel_eval *ev, const struct cel_node *call,             \
-                                  struct cel_value *a, uint32_t n)                              \
+    static struct cel_value fname(struct cel_eval *ev, const struct cel_node *call,                \
+                                  struct cel_value *a, uint32_t n)                                 \
     {                                                                                              \
         int c = 0;                                                                                 \
         bool nan;                                                                                  \
-        struct cel_value e = compare(ev, call, a, n, &c, &nan);                                  \
+        struct cel_value e = compare(ev, call, a, n, &c, &nan);                                    \
         if (e.kind == CEL_K_ERROR)                                                                 \
             return e;                                                                              \
         return cel_bool(!nan && (expr));                                                           \
@@ -222,8 +232,8 @@ CMP_FN(fn_le, c <= 0)
 CMP_FN(fn_gt, c > 0)
 CMP_FN(fn_ge, c >= 0)
 
-static struct cel_value fn_in(struct cel_eval *ev, const struct cel_node *call,
-                              struct cel_value *a, uint32_t n)
+static struct cel_value fn_in(struct cel_eval *ev, const struct cel_node *call, struct cel_value *a,
+                              uint32_t n)
 {
     if (a[1].kind == CEL_K_LIST) {
         const struct cel_list *l = a[1].list;
@@ -236,7 +246,11 @@ static struct cel_value fn_in(struct cel_eval *ev, const struct cel_node *call,
     }
     if (a[1].kind == CEL_K_MAP) {
         switch (a[0].kind) {
-        case CEL_K_INT: case CEL_K_UINT: case CEL_K_BOOL: case CEL_K_STRING: case CEL_K_DOUBLE:
+        case CEL_K_INT:
+        case CEL_K_UINT:
+        case CEL_K_BOOL:
+        case CEL_K_STRING:
+        case CEL_K_DOUBLE:
             break;
         default:
             return cel_bool(false);
@@ -254,16 +268,20 @@ static struct cel_value fn_size(struct cel_eval *ev, const struct cel_node *call
                                 struct cel_value *a, uint32_t n)
 {
     switch (a[0].kind) {
-    case CEL_K_STRING: return cel_int(cel_utf8_len(a[0].s, a[0].len));
-    case CEL_K_BYTES: return cel_int(a[0].len);
-    case CEL_K_LIST: return cel_int((int64_t)a[0].list->n);
+    case CEL_K_STRING:
+        return cel_int(cel_utf8_len(a[0].s, a[0].len));
+    case CEL_K_BYTES:
+        return cel_int(a[0].len);
+    case CEL_K_LIST:
+        return cel_int((int64_t)a[0].list->n);
     case CEL_K_MAP: {
         const struct cel_map *g = cel_map_generic(ev, a[0].map);
         if (!g)
             return cel_oom(ev);
         return cel_int((int64_t)g->n);
     }
-    default: return NO_OVERLOAD();
+    default:
+        return NO_OVERLOAD();
     }
 }
 
@@ -282,7 +300,8 @@ static struct cel_value fn_int(struct cel_eval *ev, const struct cel_node *call,
                                struct cel_value *a, uint32_t n)
 {
     switch (a[0].kind) {
-    case CEL_K_INT: return a[0];
+    case CEL_K_INT:
+        return a[0];
     case CEL_K_UINT:
         if (a[0].u > INT64_MAX)
             return cel_error(ev, call, "range error: %llu does not fit int",
@@ -311,7 +330,8 @@ static struct cel_value fn_int(struct cel_eval *ev, const struct cel_node *call,
             return cel_error(ev, call, "quantity is not an exact integer");
         return cel_int(v);
     }
-    default: return NO_OVERLOAD();
+    default:
+        return NO_OVERLOAD();
     }
 }
 
@@ -319,11 +339,11 @@ static struct cel_value fn_uint(struct cel_eval *ev, const struct cel_node *call
                                 struct cel_value *a, uint32_t n)
 {
     switch (a[0].kind) {
-    case CEL_K_UINT: return a[0];
+    case CEL_K_UINT:
+        return a[0];
     case CEL_K_INT:
         if (a[0].i < 0)
-            return cel_error(ev, call, "range error: %lld does not fit uint",
-                             (long long)a[0].i);
+            return cel_error(ev, call, "range error: %lld does not fit uint", (long long)a[0].i);
         return cel_uint((uint64_t)a[0].i);
     case CEL_K_DOUBLE: {
         double d = a[0].d;
@@ -342,7 +362,8 @@ static struct cel_value fn_uint(struct cel_eval *ev, const struct cel_node *call
             return cel_error(ev, call, "cannot convert string '%s' to uint", buf);
         return cel_uint(v);
     }
-    default: return NO_OVERLOAD();
+    default:
+        return NO_OVERLOAD();
     }
 }
 
@@ -350,9 +371,12 @@ static struct cel_value fn_double(struct cel_eval *ev, const struct cel_node *ca
                                   struct cel_value *a, uint32_t n)
 {
     switch (a[0].kind) {
-    case CEL_K_DOUBLE: return a[0];
-    case CEL_K_INT: return cel_double((double)a[0].i);
-    case CEL_K_UINT: return cel_double((double)a[0].u);
+    case CEL_K_DOUBLE:
+        return a[0];
+    case CEL_K_INT:
+        return cel_double((double)a[0].i);
+    case CEL_K_UINT:
+        return cel_double((double)a[0].u);
     case CEL_K_STRING: {
         char buf[128], *end;
         if (!str_to_cbuf(&a[0], buf, sizeof(buf)) || !buf[0] || isspace((unsigned char)buf[0]))
@@ -363,7 +387,8 @@ static struct cel_value fn_double(struct cel_eval *ev, const struct cel_node *ca
             return cel_error(ev, call, "cannot convert string '%s' to double", buf);
         return cel_double(d);
     }
-    default: return NO_OVERLOAD();
+    default:
+        return NO_OVERLOAD();
     }
 }
 
@@ -372,15 +397,24 @@ static struct cel_value fn_string(struct cel_eval *ev, const struct cel_node *ca
 {
     char buf[64];
     switch (a[0].kind) {
-    case CEL_K_STRING: return a[0];
+    case CEL_K_STRING:
+        return a[0];
     case CEL_K_BYTES:
         if (!cel_utf8_valid(a[0].s, a[0].len))
             return cel_error(ev, call, "invalid UTF-8 in bytes, cannot convert to string");
         return cel_str(a[0].s, a[0].len);
-    case CEL_K_INT: snprintf(buf, sizeof(buf), "%lld", (long long)a[0].i); break;
-    case CEL_K_UINT: snprintf(buf, sizeof(buf), "%llu", (unsigned long long)a[0].u); break;
-    case CEL_K_DOUBLE: cel_format_double(a[0].d, buf, sizeof(buf)); break;
-    case CEL_K_BOOL: snprintf(buf, sizeof(buf), "%s", a[0].b ? "true" : "false"); break;
+    case CEL_K_INT:
+        snprintf(buf, sizeof(buf), "%lld", (long long)a[0].i);
+        break;
+    case CEL_K_UINT:
+        snprintf(buf, sizeof(buf), "%llu", (unsigned long long)a[0].u);
+        break;
+    case CEL_K_DOUBLE:
+        cel_format_double(a[0].d, buf, sizeof(buf));
+        break;
+    case CEL_K_BOOL:
+        snprintf(buf, sizeof(buf), "%s", a[0].b ? "true" : "false");
+        break;
     case CEL_K_QUANTITY:
         if (gs_quantity_format(&a[0].q, buf, sizeof(buf)) < 0)
             return cel_error(ev, call, "cannot format quantity");
@@ -388,11 +422,12 @@ static struct cel_value fn_string(struct cel_eval *ev, const struct cel_node *ca
     case CEL_K_SEMVER: {
         const struct cel_semver *v = a[0].semver;
         snprintf(buf, sizeof(buf), "%llu.%llu.%llu%s%.*s", (unsigned long long)v->major,
-                 (unsigned long long)v->minor, (unsigned long long)v->patch,
-                 v->pre_len ? "-" : "", (int)v->pre_len, v->pre);
+                 (unsigned long long)v->minor, (unsigned long long)v->patch, v->pre_len ? "-" : "",
+                 (int)v->pre_len, v->pre);
         break;
     }
-    default: return NO_OVERLOAD();
+    default:
+        return NO_OVERLOAD();
     }
     size_t len = strlen(buf);
     char *s = cel_arena_strndup(ev->arena, buf, len);
@@ -445,11 +480,19 @@ static struct cel_value fn_dyn(struct cel_eval *ev, const struct cel_node *call,
 #define OV(...) ((const char *const[]){__VA_ARGS__, NULL})
 static const char *const arith_ov[] = {"int,int:int", "uint,uint:uint", "double,double:double",
                                        NULL};
-static const char *const cmp_ov[] = {
-    "bool,bool:bool",     "int,int:bool",      "uint,uint:bool",     "double,double:bool",
-    "string,string:bool", "bytes,bytes:bool",  "int,uint:bool",      "int,double:bool",
-    "uint,int:bool",      "uint,double:bool",  "double,int:bool",    "double,uint:bool",
-    NULL};
+static const char *const cmp_ov[] = {"bool,bool:bool",
+                                     "int,int:bool",
+                                     "uint,uint:bool",
+                                     "double,double:bool",
+                                     "string,string:bool",
+                                     "bytes,bytes:bool",
+                                     "int,uint:bool",
+                                     "int,double:bool",
+                                     "uint,int:bool",
+                                     "uint,double:bool",
+                                     "double,int:bool",
+                                     "double,uint:bool",
+                                     NULL};
 
 static const struct cel_func std_funcs[] = {
     {"_+_", false, 2, fn_add,
@@ -468,15 +511,12 @@ static const struct cel_func std_funcs[] = {
     {"_>_", false, 2, fn_gt, cmp_ov, true},
     {"_>=_", false, 2, fn_ge, cmp_ov, true},
     {"@in", false, 2, fn_in, OV("A,list(B):bool", "A,map(B,C):bool"), true},
-    {"size", false, 1, fn_size, OV("string:int", "bytes:int", "list(A):int", "map(A,B):int"),
-     true},
-    {"size", true, 1, fn_size, OV("string:int", "bytes:int", "list(A):int", "map(A,B):int"),
-     true},
+    {"size", false, 1, fn_size, OV("string:int", "bytes:int", "list(A):int", "map(A,B):int"), true},
+    {"size", true, 1, fn_size, OV("string:int", "bytes:int", "list(A):int", "map(A,B):int"), true},
     {"int", false, 1, fn_int, OV("int:int", "uint:int", "double:int", "string:int"), true},
     {"uint", false, 1, fn_uint, OV("int:uint", "uint:uint", "double:uint", "string:uint"), true},
-    {"double", false, 1, fn_double, OV("int:double", "uint:double", "double:double",
-                                       "string:double"),
-     true},
+    {"double", false, 1, fn_double,
+     OV("int:double", "uint:double", "double:double", "string:double"), true},
     {"string", false, 1, fn_string,
      OV("int:string", "uint:string", "double:string", "string:string", "bytes:string",
         "bool:string", "quantity:string", "semver:string"),
@@ -500,8 +540,8 @@ static const struct cel_func *lookup_in(const struct cel_func *t, size_t n, cons
 const struct cel_func *cel_func_lookup(const char *name, size_t name_len, bool receiver,
                                        uint32_t nargs)
 {
-    const struct cel_func *f = lookup_in(std_funcs, GS_ARRAY_SIZE(std_funcs), name, name_len,
-                                         receiver, nargs);
+    const struct cel_func *f =
+        lookup_in(std_funcs, GS_ARRAY_SIZE(std_funcs), name, name_len, receiver, nargs);
     if (!f)
         f = lookup_in(cel_string_funcs, cel_string_funcs_count, name, name_len, receiver, nargs);
     if (!f)

@@ -30,7 +30,11 @@ static bool str_cost(struct cel_eval *ev, size_t len)
 /* Byte length of the UTF-8 sequence starting with c. */
 static size_t u8len(unsigned char c)
 {
-    return c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
+    return c < 0x80             ? 1
+           : (c & 0xE0) == 0xC0 ? 2
+           : (c & 0xF0) == 0xE0 ? 3
+           : (c & 0xF8) == 0xF0 ? 4
+                                : 1;
 }
 
 /* Byte offset of code point index k (k may equal the count: end of string); -1 out of range. */

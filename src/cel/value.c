@@ -8,21 +8,36 @@
 const char *cel_kind_name(int kind)
 {
     switch (kind) {
-    case CEL_K_NULL: return "null_type";
-    case CEL_K_BOOL: return "bool";
-    case CEL_K_INT: return "int";
-    case CEL_K_UINT: return "uint";
-    case CEL_K_DOUBLE: return "double";
-    case CEL_K_STRING: return "string";
-    case CEL_K_BYTES: return "bytes";
-    case CEL_K_LIST: return "list";
-    case CEL_K_MAP: return "map";
-    case CEL_K_TYPE: return "type";
-    case CEL_K_QUANTITY: return "kubernetes.Quantity";
-    case CEL_K_SEMVER: return "kubernetes.Semver";
-    case CEL_K_ERROR: return "error";
-    case CEL_K_COUNT_: return "type";
-    default: return "unknown";
+    case CEL_K_NULL:
+        return "null_type";
+    case CEL_K_BOOL:
+        return "bool";
+    case CEL_K_INT:
+        return "int";
+    case CEL_K_UINT:
+        return "uint";
+    case CEL_K_DOUBLE:
+        return "double";
+    case CEL_K_STRING:
+        return "string";
+    case CEL_K_BYTES:
+        return "bytes";
+    case CEL_K_LIST:
+        return "list";
+    case CEL_K_MAP:
+        return "map";
+    case CEL_K_TYPE:
+        return "type";
+    case CEL_K_QUANTITY:
+        return "kubernetes.Quantity";
+    case CEL_K_SEMVER:
+        return "kubernetes.Semver";
+    case CEL_K_ERROR:
+        return "error";
+    case CEL_K_COUNT_:
+        return "type";
+    default:
+        return "unknown";
     }
 }
 
@@ -180,11 +195,15 @@ bool cel_value_equal(const struct cel_value *a, const struct cel_value *b)
     if (a->kind != b->kind)
         return false;
     switch (a->kind) {
-    case CEL_K_NULL: return true;
-    case CEL_K_BOOL: return a->b == b->b;
+    case CEL_K_NULL:
+        return true;
+    case CEL_K_BOOL:
+        return a->b == b->b;
     case CEL_K_STRING:
-    case CEL_K_BYTES: return a->len == b->len && (!a->len || !memcmp(a->s, b->s, a->len));
-    case CEL_K_TYPE: return a->type_kind == b->type_kind;
+    case CEL_K_BYTES:
+        return a->len == b->len && (!a->len || !memcmp(a->s, b->s, a->len));
+    case CEL_K_TYPE:
+        return a->type_kind == b->type_kind;
     case CEL_K_LIST:
         if (a->list->n != b->list->n)
             return false;
@@ -196,9 +215,12 @@ bool cel_value_equal(const struct cel_value *a, const struct cel_value *b)
         if (a->map->impl != CEL_MAP_GENERIC || b->map->impl != CEL_MAP_GENERIC)
             return a->map == b->map;
         return map_equal(a->map, b->map);
-    case CEL_K_QUANTITY: return gs_quantity_cmp(&a->q, &b->q) == 0;
-    case CEL_K_SEMVER: return cel_semver_cmp(a->semver, b->semver) == 0;
-    default: return false;
+    case CEL_K_QUANTITY:
+        return gs_quantity_cmp(&a->q, &b->q) == 0;
+    case CEL_K_SEMVER:
+        return cel_semver_cmp(a->semver, b->semver) == 0;
+    default:
+        return false;
     }
 }
 
@@ -212,10 +234,15 @@ int cel_value_compare(const struct cel_value *a, const struct cel_value *b, int 
     if (a->kind != b->kind)
         return -EINVAL;
     switch (a->kind) {
-    case CEL_K_BOOL: *cmp = (int)a->b - (int)b->b; return 0;
+    case CEL_K_BOOL:
+        *cmp = (int)a->b - (int)b->b;
+        return 0;
     case CEL_K_STRING:
-    case CEL_K_BYTES: *cmp = bytes_cmp(a, b); return 0;
-    default: return -EINVAL;
+    case CEL_K_BYTES:
+        *cmp = bytes_cmp(a, b);
+        return 0;
+    default:
+        return -EINVAL;
     }
 }
 
@@ -264,7 +291,7 @@ void cel_format_double(double d, char *buf, size_t len)
     }
     /* exponent of the shortest representation */
     const char *e = strchr(tmp, 'e');
-    int exp = e ? atoi(e + 1) : 0;
+    int exp = e ? (int)strtol(e + 1, NULL, 10) : 0;
     if (exp < -4 || exp >= 21) {
         /* Go: mantissa digits then e+XX (at least two exponent digits) */
         char mant[40];

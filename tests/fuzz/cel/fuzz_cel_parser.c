@@ -17,9 +17,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size > CEL_MAX_EXPRESSION_LEN + 16)
         return 0;
     if (!attrs) {
-        attrs = json_pack("{s:{s:s},s:{s:i},s:{s:s},s:{s:b}}", "type", "string", "hami-gpu",
-                          "minor", "int", 0, "cudaComputeCapability", "version", "7.5.0",
-                          "healthy", "bool", 1);
+        attrs =
+            json_pack("{s:{s:s},s:{s:i},s:{s:s},s:{s:b}}", "type", "string", "hami-gpu", "minor",
+                      "int", 0, "cudaComputeCapability", "version", "7.5.0", "healthy", "bool", 1);
         caps = json_pack("{s:{s:s},s:{s:s}}", "memory", "value", "15Gi", "cores", "value", "100");
     }
     struct gs_error err;
@@ -43,8 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     s[size] = '\0';
     p = cel_compile(s, &err);
     if (p) {
-        struct cel_device dev = {.driver = "hami-core-gpu.project-hami.io", .attributes = attrs,
-                                 .capacity = caps};
+        struct cel_device dev = {
+            .driver = "hami-core-gpu.project-hami.io", .attributes = attrs, .capacity = caps};
         bool m;
         cel_eval_device(p, &dev, &m, &err);
         cel_program_free(p);

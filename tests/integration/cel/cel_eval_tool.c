@@ -39,7 +39,8 @@ static int to_value(struct cel_arena *a, const json_t *j, struct cel_value *out,
         snprintf(why, whylen, "typed value must be an object with one key");
         return -EINVAL;
     }
-    json_object_foreach((json_t *)j, k, v) {
+    json_object_foreach((json_t *)j, k, v)
+    {
         if (!strcmp(k, "int") && json_is_string(v)) {
             *out = cel_int(strtoll(json_string_value(v), NULL, 10));
         } else if (!strcmp(k, "uint") && json_is_string(v)) {
@@ -108,8 +109,10 @@ static json_t *from_value(const struct cel_value *v)
 {
     char buf[64];
     switch (v->kind) {
-    case CEL_K_NULL: return json_pack("{s:n}", "null");
-    case CEL_K_BOOL: return json_pack("{s:b}", "bool", v->b);
+    case CEL_K_NULL:
+        return json_pack("{s:n}", "null");
+    case CEL_K_BOOL:
+        return json_pack("{s:b}", "bool", v->b);
     case CEL_K_INT:
         snprintf(buf, sizeof(buf), "%lld", (long long)v->i);
         return json_pack("{s:s}", "int", buf);
@@ -122,7 +125,8 @@ static json_t *from_value(const struct cel_value *v)
         if (isinf(v->d))
             return json_pack("{s:s}", "double", v->d > 0 ? "Infinity" : "-Infinity");
         return json_pack("{s:f}", "double", v->d);
-    case CEL_K_STRING: return json_pack("{s:s%}", "string", v->s, (size_t)v->len);
+    case CEL_K_STRING:
+        return json_pack("{s:s%}", "string", v->s, (size_t)v->len);
     case CEL_K_BYTES: {
         char *hex = malloc((size_t)v->len * 2 + 1);
         if (!hex)
@@ -134,7 +138,8 @@ static json_t *from_value(const struct cel_value *v)
         free(hex);
         return j;
     }
-    case CEL_K_TYPE: return json_pack("{s:s}", "type", cel_kind_name(v->type_kind));
+    case CEL_K_TYPE:
+        return json_pack("{s:s}", "type", cel_kind_name(v->type_kind));
     case CEL_K_LIST: {
         json_t *arr = json_array();
         for (size_t i = 0; i < v->list->n; i++)
@@ -144,8 +149,8 @@ static json_t *from_value(const struct cel_value *v)
     case CEL_K_MAP: {
         json_t *arr = json_array();
         for (size_t i = 0; i < v->map->n; i++)
-            json_array_append_new(arr, json_pack("[oo]", from_value(&v->map->keys[i]),
-                                                 from_value(&v->map->vals[i])));
+            json_array_append_new(
+                arr, json_pack("[oo]", from_value(&v->map->keys[i]), from_value(&v->map->vals[i])));
         return json_pack("{s:o}", "map", arr);
     }
     case CEL_K_QUANTITY:
@@ -155,7 +160,8 @@ static json_t *from_value(const struct cel_value *v)
         snprintf(buf, sizeof(buf), "%llu.%llu.%llu", (unsigned long long)v->semver->major,
                  (unsigned long long)v->semver->minor, (unsigned long long)v->semver->patch);
         return json_pack("{s:s}", "semver", buf);
-    default: return json_pack("{s:s}", "error", "unprintable value");
+    default:
+        return json_pack("{s:s}", "error", "unprintable value");
     }
 }
 
@@ -186,7 +192,8 @@ static json_t *handle(const json_t *req)
     /* bindings without a declaration are declared dyn */
     const char *bk;
     json_t *bv;
-    json_object_foreach(bind_j, bk, bv) {
+    json_object_foreach(bind_j, bk, bv)
+    {
         bool declared = false;
         for (size_t i = 0; i < nd; i++)
             declared = declared || !strcmp(decls[i].name, bk);
@@ -239,8 +246,8 @@ int main(void)
     while (fgets(line, LINE_MAX_BYTES, stdin)) {
         json_error_t jerr;
         json_t *req = json_loads(line, JSON_ALLOW_NUL, &jerr);
-        json_t *resp = req ? handle(req)
-                           : json_pack("{s:s,s:s}", "error", jerr.text, "phase", "tool");
+        json_t *resp =
+            req ? handle(req) : json_pack("{s:s,s:s}", "error", jerr.text, "phase", "tool");
         char *out = resp ? json_dumps(resp, JSON_COMPACT) : NULL;
         printf("%s\n", out ? out : "{\"error\":\"no response\",\"phase\":\"tool\"}");
         fflush(stdout);

@@ -24,16 +24,17 @@ static void setup(void)
                        " \"broken\": {\"float\": 1.5},"
                        " \"badVersion\": {\"version\": \"7.5\"}}",
                        0, &e);
-    caps = json_loads("{\"memory\": {\"value\": \"15Gi\", \"requestPolicy\": {\"default\": \"15Gi\"}},"
-                      " \"cores\": {\"value\": \"100\"},"
-                      " \"slots\": {\"value\": 4}, \"ratio\": {\"value\": 0.5},"
-                      " \"bad\": {\"value\": \"lots\"}}",
-                      0, &e);
+    caps =
+        json_loads("{\"memory\": {\"value\": \"15Gi\", \"requestPolicy\": {\"default\": \"15Gi\"}},"
+                   " \"cores\": {\"value\": \"100\"},"
+                   " \"slots\": {\"value\": 4}, \"ratio\": {\"value\": 0.5},"
+                   " \"bad\": {\"value\": \"lots\"}}",
+                   0, &e);
 }
 
 struct row {
     const char *expr;
-    int want; /* 1 true, 0 false, -1 compile error, -2 runtime error */
+    int want;        /* 1 true, 0 false, -1 compile error, -2 runtime error */
     const char *msg; /* substring of the error message, or NULL */
 };
 
@@ -88,7 +89,8 @@ static const struct row rows[] = {
     {"device.driver == ", -1, "ERROR: <input>:1:18: Syntax error"},
     {"device.driver", -1, "must evaluate to bool, not string"},
     {"device.driver == 1", -1, "found no matching overload for '_==_'"},
-    {"device.driver + 1 == \"x\"", -1, "found no matching overload for '_+_' applied to '(string, int)'"},
+    {"device.driver + 1 == \"x\"", -1,
+     "found no matching overload for '_+_' applied to '(string, int)'"},
     {"device.attributes[\"" DRIVER "\"].productName.matches(\"(\")", -1,
      "invalid regular expression"},
 };
@@ -146,8 +148,7 @@ static void test_no_attributes(void)
     struct cel_program *p = cel_compile("device.attributes[\"" DRIVER "\"].minor == 0", &err);
     bool m;
     int rc = cel_eval_device(p, &dev, &m, &err);
-    ok(rc < 0 && strstr(err.msg, "no such key: minor"), "no attributes: no such key (%s)",
-       err.msg);
+    ok(rc < 0 && strstr(err.msg, "no such key: minor"), "no attributes: no such key (%s)", err.msg);
     cel_program_free(p);
 }
 

@@ -19,17 +19,31 @@ static void fmt(const struct cel_value *v, char *buf, size_t len)
     char tmp[256];
     buf[0] = '\0';
     switch (v->kind) {
-    case CEL_K_NULL: snprintf(buf, len, "null"); break;
-    case CEL_K_BOOL: snprintf(buf, len, "%s", v->b ? "true" : "false"); break;
-    case CEL_K_INT: snprintf(buf, len, "%lld", (long long)v->i); break;
-    case CEL_K_UINT: snprintf(buf, len, "%lluu", (unsigned long long)v->u); break;
+    case CEL_K_NULL:
+        snprintf(buf, len, "null");
+        break;
+    case CEL_K_BOOL:
+        snprintf(buf, len, "%s", v->b ? "true" : "false");
+        break;
+    case CEL_K_INT:
+        snprintf(buf, len, "%lld", (long long)v->i);
+        break;
+    case CEL_K_UINT:
+        snprintf(buf, len, "%lluu", (unsigned long long)v->u);
+        break;
     case CEL_K_DOUBLE:
         cel_format_double(v->d, tmp, sizeof(tmp));
         snprintf(buf, len, "%sd", tmp);
         break;
-    case CEL_K_STRING: snprintf(buf, len, "'%.*s'", (int)v->len, v->s); break;
-    case CEL_K_BYTES: snprintf(buf, len, "b'%.*s'", (int)v->len, v->s); break;
-    case CEL_K_TYPE: snprintf(buf, len, "type(%s)", cel_kind_name(v->type_kind)); break;
+    case CEL_K_STRING:
+        snprintf(buf, len, "'%.*s'", (int)v->len, v->s);
+        break;
+    case CEL_K_BYTES:
+        snprintf(buf, len, "b'%.*s'", (int)v->len, v->s);
+        break;
+    case CEL_K_TYPE:
+        snprintf(buf, len, "type(%s)", cel_kind_name(v->type_kind));
+        break;
     case CEL_K_QUANTITY:
         gs_quantity_format(&v->q, tmp, sizeof(tmp));
         snprintf(buf, len, "quantity(%s)", tmp);
@@ -49,9 +63,15 @@ static void fmt(const struct cel_value *v, char *buf, size_t len)
         }
         fmt_append(buf, len, "]");
         break;
-    case CEL_K_MAP: snprintf(buf, len, "map(%zu)", v->map->n); break;
-    case CEL_K_ERROR: snprintf(buf, len, "error: %s", v->err.msg); break;
-    default: snprintf(buf, len, "?"); break;
+    case CEL_K_MAP:
+        snprintf(buf, len, "map(%zu)", v->map->n);
+        break;
+    case CEL_K_ERROR:
+        snprintf(buf, len, "error: %s", v->err.msg);
+        break;
+    default:
+        snprintf(buf, len, "?");
+        break;
     }
 }
 
@@ -156,10 +176,12 @@ static const struct {
     {"'a1b2c3'.findAll('[0-9]', 2)", "['1', '2']"},
     {"sets.contains([1, 2, 3], [3, 1]) && !sets.contains([1], [2])", "true"},
     {"sets.equivalent([1, 2, 2], [2, 1]) && sets.intersects([1, 2], [5, 2])", "true"},
-    {"sets.intersects([1], ['a'])", "compile: *found no matching overload for 'sets.intersects' applied to '(list(int), list(string))'"},
+    {"sets.intersects([1], ['a'])", "compile: *found no matching overload for 'sets.intersects' "
+                                    "applied to '(list(int), list(string))'"},
     {"'héllo'.reverse()", "'olléh'"},
     {"strings.quote('a\"b\\n')", "'\"a\\\"b\\n\"'"},
-    {"'%s has %d GPUs, %.1f%% free, mask %x'.format(['node1', 8, 12.345, 255])", "'node1 has 8 GPUs, 12.3% free, mask ff'"},
+    {"'%s has %d GPUs, %.1f%% free, mask %x'.format(['node1', 8, 12.345, 255])",
+     "'node1 has 8 GPUs, 12.3% free, mask ff'"},
     {"'%s'.format([{'b': [1, 'x'], 'a': null}])", "'{a: null, b: [1, x]}'"},
     {"'%d'.format(['x'])", "error: error during formatting: decimal clause*"},
     {"'%s %s'.format([1])", "error: index 1 out of range*"},
@@ -289,9 +311,36 @@ static void test_quantity_fast_path(void)
 {
     /* the fast path for plain integers must give exactly what gs_quantity_parse gives */
     static const char *const inputs[] = {
-        "0",   "1",    "100",  "15Gi", "141Gi", "1Ki", "1024Mi", "4k",  "5M",      "7G",
-        "3T",  "2P",   "1E",   "8Ei",  "7Ei",   "0Gi", "000123", "10",  "1000000", "9223372036854775807",
-        "9223372036854775808", "1.5Gi", "-1", "+1", "1e3", "500m", "1Gi ", "", "Gi", "16Ei",
+        "0",
+        "1",
+        "100",
+        "15Gi",
+        "141Gi",
+        "1Ki",
+        "1024Mi",
+        "4k",
+        "5M",
+        "7G",
+        "3T",
+        "2P",
+        "1E",
+        "8Ei",
+        "7Ei",
+        "0Gi",
+        "000123",
+        "10",
+        "1000000",
+        "9223372036854775807",
+        "9223372036854775808",
+        "1.5Gi",
+        "-1",
+        "+1",
+        "1e3",
+        "500m",
+        "1Gi ",
+        "",
+        "Gi",
+        "16Ei",
     };
     for (size_t i = 0; i < sizeof(inputs) / sizeof(inputs[0]); i++) {
         struct gs_quantity a = {0}, b = {0};
