@@ -11,6 +11,7 @@
 #include "plugin/driver.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "common/limits.h"
+#include "gpuslice/shared_region.h"
 #include "common/log.h"
 #include "plugin/files.h"
 
@@ -110,6 +112,21 @@ static int write_claim_files(struct driver *d, const struct claim_plan *p, struc
         return r;
     /* Containers may run as any user: the region directory must be writable by all of them. */
     chmod(region, 0777);
+    /* The shared region itself, zero-filled (init_state 0: the first libvgpu process initialises
+     * it). An existing one is kept: it holds the live accounting of running containers. */
+    snprintf(path, sizeof(path), "%s/region", region);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd >= 0) {
+        int tr = ftruncate(fd, (off_t)sizeof(struct gs_region));
+        fchmod(fd, 0666);
+        close(fd);
+        if (tr < 0)
+            return gs_error_set(err, -errno, "cannot size the shared region %s: %s", path,
+                                strerror(errno));
+    } else if (errno != EEXIST) {
+        return gs_error_set(err, -errno, "cannot create the shared region %s: %s", path,
+                            strerror(errno));
+    }
     driver_fault_point(d, "prepare-after-claim-dir");
 
     struct gs_limits *lim = calloc(1, sizeof(*lim));

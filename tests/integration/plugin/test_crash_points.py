@@ -25,6 +25,7 @@ def expected_files(uid):
         f'host/claims/{uid}/limits',
         f'host/claims/{uid}/limits/{uid}.limits',
         f'host/claims/{uid}/region',
+        f'host/claims/{uid}/region/region',
     ])
 
 

@@ -113,6 +113,10 @@ def check_prepare(t, env, version, ckeys):
     t.is_eq(stat.S_IMODE(os.stat(lim_h).st_mode), 0o444, 'limits file is read-only')
     t.ok(os.path.isdir(os.path.join(env.dirs['host'], 'claims', uid, 'region')),
          'shared region dir exists')
+    reg = os.path.join(env.dirs['host'], 'claims', uid, 'region', 'region')
+    st = os.stat(reg)
+    t.ok(st.st_size > 0 and stat.S_IMODE(st.st_mode) == 0o666,
+         'shared region file pre-created (zero-filled, writable by any container user)')
 
     # Idempotent: same answer again; a deleted file is re-created.
     os.unlink(spec_path)

@@ -172,6 +172,9 @@ def main():
             t.like(out.stdout, '0MiB / 4096MiB', f"{c['metadata']['name']}: the pod sees 0MiB / 4096MiB")
             t.like(out.stdout, gpu_uuid, f"{c['metadata']['name']}: the pod sees the T4's UUID")
             t.ok('15360MiB' not in out.stdout, f"{c['metadata']['name']}: not the whole 15Gi")
+            with open(os.path.join(env.dirs['host'], 'claims', uid, 'region', 'region'), 'rb') as f:
+                t.is_eq(f.read(8), b'GSREGION',
+                        f"{c['metadata']['name']}: libvgpu in the pod used the claim's shared region")
             t.diag(out.stdout)
             outputs.append(out.stdout)
         t.ok(all(gpu_uuid in o for o in outputs), 'both pods report the same GPU UUID')
