@@ -38,9 +38,9 @@ int main(void)
 
     CUmodule mod;
     is_int(p_cuModuleLoadData(&mod, "gpusim module"), CUDA_SUCCESS, "cuModuleLoadData");
-    CUfunction k1ms, k50ms, k200us, kdefault;
+    CUfunction k1ms, klead, k200us, kdefault;
     is_int(p_cuModuleGetFunction(&k1ms, mod, "sim_busy_1000"), CUDA_SUCCESS, "sim_busy_1000");
-    p_cuModuleGetFunction(&k50ms, mod, "sim_busy_50000");
+    p_cuModuleGetFunction(&klead, mod, "sim_busy_200000");
     p_cuModuleGetFunction(&k200us, mod, "sim_busy_200");
     p_cuModuleGetFunction(&kdefault, mod, "saxpy");
     CUfunction again;
@@ -60,12 +60,13 @@ int main(void)
     p_cuEventCreate(&e1, 0);
     p_cuEventCreate(&e2, 0);
 
-    /* A 50 ms kernel first so the measured work starts exactly when it ends, then the events
-     * bracket device time only: 2 x 1 ms + 200 us + 300 us = 2.5 ms. */
-    is_int(p_cuLaunchKernel(k50ms, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), CUDA_SUCCESS,
+    /* A 200 ms kernel first (long enough that the host is never slower) so the measured work
+     * starts exactly when it ends; the events then bracket device time only:
+     * 2 x 1 ms + 200 us + 300 us = 2.5 ms. */
+    is_int(p_cuLaunchKernel(klead, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL), CUDA_SUCCESS,
            "cuLaunchKernel");
     p_cuEventRecord(e0, NULL);
-    is_int(p_cuEventQuery(e0), CUDA_ERROR_NOT_READY, "event behind a 50 ms kernel is not ready");
+    is_int(p_cuEventQuery(e0), CUDA_ERROR_NOT_READY, "event behind a 200 ms kernel is not ready");
     is_int(p_cuStreamQuery(NULL), CUDA_ERROR_NOT_READY, "stream busy");
     p_cuLaunchKernel(k1ms, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
     CUlaunchConfig cfg = {.gridDimX = 4,
@@ -103,7 +104,7 @@ int main(void)
     }
     CUgraphExec ge;
     is_int(p_cuGraphInstantiateWithFlags(&ge, g, 0), CUDA_SUCCESS, "cuGraphInstantiateWithFlags");
-    p_cuLaunchKernel(k50ms, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+    p_cuLaunchKernel(klead, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
     p_cuEventRecord(e0, NULL);
     is_int(p_cuGraphLaunch(ge, NULL), CUDA_SUCCESS, "cuGraphLaunch");
     p_cuEventRecord(e2, NULL);
@@ -116,7 +117,7 @@ int main(void)
     CUstream s1, s2;
     p_cuStreamCreate(&s1, 0);
     p_cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING);
-    p_cuLaunchKernel(k50ms, 1, 1, 1, 32, 1, 1, 0, s1, NULL, NULL);
+    p_cuLaunchKernel(klead, 1, 1, 1, 32, 1, 1, 0, s1, NULL, NULL);
     p_cuEventRecord(e0, s1);
     p_cuLaunchKernel(k1ms, 1, 1, 1, 32, 1, 1, 0, s1, NULL, NULL);
     p_cuLaunchKernel(k1ms, 1, 1, 1, 32, 1, 1, 0, s2, NULL, NULL);
@@ -130,7 +131,7 @@ int main(void)
     p_cuStreamDestroy_v2(s2);
 
     /* Synchronisation sleeps until the work's end. */
-    p_cuLaunchKernel(k50ms, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+    p_cuLaunchKernel(klead, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
     p_cuEventRecord(e2, NULL);
     is_int(p_cuCtxSynchronize(), CUDA_SUCCESS, "cuCtxSynchronize");
     is_int(p_cuEventQuery(e2), CUDA_SUCCESS, "after cuCtxSynchronize all work is done");

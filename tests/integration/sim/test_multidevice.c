@@ -62,28 +62,28 @@ int main(void)
     CUdeviceptr more;
     is_int(p_cuMemAlloc_v2(&more, 100 * GiB), CUDA_SUCCESS, "another 100 GiB fits on the other");
 
-    /* Timelines are per device: a 50 ms kernel on ordinal 0 does not delay ordinal 1. */
+    /* Timelines are per device: a 200 ms kernel on ordinal 0 does not delay ordinal 1. */
     CUmodule m0, m1;
-    CUfunction k50_0, k1_1, k50_1;
+    CUfunction klead_0, k1_1, klead_1;
     p_cuCtxSetCurrent(c0);
     p_cuModuleLoadData(&m0, "m");
-    p_cuModuleGetFunction(&k50_0, m0, "sim_busy_50000");
+    p_cuModuleGetFunction(&klead_0, m0, "sim_busy_200000");
     p_cuCtxSetCurrent(c1);
     p_cuModuleLoadData(&m1, "m");
     p_cuModuleGetFunction(&k1_1, m1, "sim_busy_1000");
-    p_cuModuleGetFunction(&k50_1, m1, "sim_busy_50000");
+    p_cuModuleGetFunction(&klead_1, m1, "sim_busy_200000");
     CUevent a, b;
     p_cuEventCreate(&a, 0);
     p_cuEventCreate(&b, 0);
     p_cuCtxSetCurrent(c0);
-    p_cuLaunchKernel(k50_0, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+    p_cuLaunchKernel(klead_0, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
     p_cuCtxSetCurrent(c1);
     p_cuEventRecord(a, NULL);
-    is_int(p_cuEventQuery(a), CUDA_SUCCESS, "ordinal 1 is idle while ordinal 0 runs 50 ms");
+    is_int(p_cuEventQuery(a), CUDA_SUCCESS, "ordinal 1 is idle while ordinal 0 runs 200 ms");
     p_cuCtxSetCurrent(c0);
     is_int(p_cuStreamQuery(NULL), CUDA_ERROR_NOT_READY, "ordinal 0 is busy");
     p_cuCtxSetCurrent(c1);
-    p_cuLaunchKernel(k50_1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+    p_cuLaunchKernel(klead_1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
     p_cuEventRecord(a, NULL);
     p_cuLaunchKernel(k1_1, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
     p_cuEventRecord(b, NULL);
