@@ -274,6 +274,53 @@ def check_rotation(t, wh, tmp, cert, key):
     t.like(wh.output(), 'does not match the certificate', 'reload failure logged with the reason')
 
 
+def check_concurrency(t, api, wh):
+    """8 clients x 10 requests over 5 shapes at once: every answer right, one template per shape;
+    and a request stuck on a slow API call does not hold up another connection."""
+    shapes = [pod({'nvidia.com/gpumem': str(1000 + i)}) for i in range(5)]
+    results, lock = [], threading.Lock()
+
+    def client(k):
+        for j in range(10):
+            status, resp = wh.mutate(review(shapes[(k + j) % 5], uid=f'c{k}-{j}'))
+            with lock:
+                results.append((status, resp['response']['uid'] == f'c{k}-{j}',
+                                resp['response']['allowed'],
+                                patch_of(resp)[0]['value'][0]['resourceClaimTemplateName']))
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(120)
+    t.is_eq(len(results), 80, 'concurrent: 80 answers')
+    t.ok(all(r[0] == 200 and r[1] and r[2] for r in results), 'concurrent: all allowed, uids right')
+    names = {r[3] for r in results}
+    t.is_eq(len(names), 5, 'concurrent: one template name per shape')
+    t.ok(all(api.get('resourceclaimtemplates', 'team-a', n) for n in names),
+         'concurrent: every template exists')
+
+    api.delay_next(1, 4.0, match='resourceclaimtemplates', method='POST')
+    slow_done = threading.Event()
+
+    slow_resp = []
+
+    def slow():
+        slow_resp.append(wh.mutate(review(pod({'nvidia.com/gpumem': '777'}), uid='slow'))[1])
+        slow_done.set()
+    th = threading.Thread(target=slow)
+    before = len(template_posts(api))
+    th.start()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len(template_posts(api)) == before:
+        time.sleep(0.02)  # until the slow create has reached the API server
+    status, resp = wh.mutate(review(shapes[0], uid='fast'))
+    t.ok(status == 200 and not slow_done.is_set(),
+         'a cached shape is answered while another request waits on the API server')
+    th.join(30)
+    t.ok(slow_done.is_set() and slow_resp[0]['response']['allowed'],
+         'the slow request completes too, allowed')
+
+
 def check_incluster(t, binary, tmp):
     """No --kubeconfig: the in-cluster service account, against an https:// API server whose CA
     is the service account's ca.crt."""
@@ -313,10 +360,11 @@ def main():
         api.put(slice_obj('other-vendor', 'gpu.example.com', ['24Gi'], node='node-3'))
         cert, key = make_cert(tmp)
         kubeconfig = write_kubeconfig(tmp, api.url, TOKEN)
-        wh = Webhook(binary, cert, key, kubeconfig, workdir=tmp)
+        wh = Webhook(binary, cert, key, kubeconfig, workdir=tmp, extra=['--api-timeout', '10s'])
         try:
             t.run('admission', check_admission, t, api, wh)
             t.run('transport', check_transport, t, wh, tmp)
+            t.run('concurrency', check_concurrency, t, api, wh)
             t.is_eq(wh.metric('gpuslice_webhook_admissions_total{outcome="denied"}'), 1.0,
                     'metrics: one denial counted')
             t.ok(wh.metric('gpuslice_webhook_admissions_total{outcome="mutated"}') >= 7,
