@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "common/macros.h"
 #include "webhook/selector.h"
 
@@ -43,16 +44,13 @@ static int req_string(const json_t *obj, const char *key, const char *field, con
 
 int wh_review_decode(const char *body, size_t len, struct wh_review *out, struct gs_error *err)
 {
-    json_error_t jerr;
     int r;
     *out = (struct wh_review){0};
-    if (len > WH_REVIEW_MAX_BYTES)
-        return gs_error_set(err, -E2BIG, "AdmissionReview: body of %zu bytes exceeds %u bytes", len,
-                            WH_REVIEW_MAX_BYTES);
-    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root)
-        return gs_error_set(err, -EINVAL, "malformed JSON at line %d column %d: %s", jerr.line,
-                            jerr.column, jerr.text);
+    json_t *root = gs_json_parse(body, len, WH_REVIEW_MAX_BYTES, err);
+    if (!root) {
+        gs_error_prefix(err, "AdmissionReview: ");
+        return err ? err->code : -EINVAL;
+    }
     out->root = root;
     if (!json_is_object(root)) {
         r = gs_error_set(err, -EINVAL, "AdmissionReview: the body is not a JSON object");

@@ -29,8 +29,9 @@ struct wh_review {
     const json_t *object;    /* request.object, NULL if absent or null */
 };
 
-/* Parse and check. -EINVAL with a message ("malformed JSON at line 1 column 3: ...",
- * "AdmissionReview: request.uid is missing"), -E2BIG over WH_REVIEW_MAX_BYTES. */
+/* Parse (common/json.h: bounded, duplicate keys and NUL refused) and check. -EINVAL with a
+ * message ("AdmissionReview: invalid JSON at line 1, column 3: ...", "AdmissionReview:
+ * request.uid is missing or empty"), -E2BIG over WH_REVIEW_MAX_BYTES. */
 int wh_review_decode(const char *body, size_t len, struct wh_review *out, struct gs_error *err);
 void wh_review_fini(struct wh_review *r);
 

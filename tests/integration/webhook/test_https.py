@@ -179,7 +179,8 @@ def check_transport(t, wh, tmp):
     t.is_eq(r.stdout, b'413', 'chunked body over 3 MiB: 413')
     status, ctype, text = wh.request('POST', '/mutate', b'{"apiVersion": ', {})
     t.is_eq(status, 400, 'malformed JSON: 400')
-    t.like(text.decode(), 'malformed JSON at line 1', '400 says what is wrong')
+    t.like(text.decode(), 'AdmissionReview: invalid JSON at line 1, column 15',
+           '400 says what is wrong and where')
     status, _, text = wh.request('POST', '/mutate', b'{"kind": "AdmissionReview"}', {})
     t.is_eq((status, text.decode()),
             (400, 'AdmissionReview: apiVersion "" is not admission.k8s.io/v1\n'),

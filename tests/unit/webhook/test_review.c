@@ -52,7 +52,8 @@ int main(void)
     ok(!wh_review_is_pod_create(&rv) && rv.object == NULL, "DELETE with null object: pass");
     wh_review_fini(&rv);
 
-    bad("{", "malformed JSON at line 1 column 1: string or '}' expected near end of file");
+    bad("{", "AdmissionReview: invalid JSON at line 1, column 1: string or '}' expected near end "
+             "of file");
     bad("{\"kind\":\"AdmissionReview\"}",
         "AdmissionReview: apiVersion \"\" is not admission.k8s.io/v1");
     bad("{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"Review\"}",
@@ -72,7 +73,7 @@ int main(void)
     bad(HEAD "\"request\":{\"uid\":\"u\",\"kind\":{\"kind\":3},\"operation\":\"CREATE\"}}",
         "AdmissionReview: request.kind.kind is not a string");
     bad("{\"a\":1,\"a\":2}",
-        "malformed JSON at line 1 column 10: duplicate object key near '\"a\"'");
+        "AdmissionReview: invalid JSON at line 1, column 10: duplicate object key near '\"a\"'");
     is_int(wh_review_decode("{}", WH_REVIEW_MAX_BYTES + 1, &rv, &err), -E2BIG, "over 3 MiB");
 
     static const char *const b64[][2] = {{"", ""},
