@@ -250,6 +250,11 @@ void alloc_usage_add(struct alloc_usage *u, const struct alloc_result *r, int si
 const struct alloc_qty *alloc_usage_get(const struct alloc_usage *u, const char *fq);
 int alloc_state_commit(struct alloc_state *st, const char *ns, const char *name,
                        struct alloc_result *res, size_t n);
+/* Take claim ns/name's allocation out of the in-use set (NULL if none) / put it back. */
+struct alloc_allocated_claim *alloc_state_take_claim(struct alloc_state *st, const char *ns,
+                                                     const char *name);
+void alloc_state_restore_claim(struct alloc_state *st, struct alloc_allocated_claim *c);
+void alloc_allocated_claim_free(struct alloc_allocated_claim *c);
 
 /* ---- pools (pools.c) ------------------------------------------------------------------------ */
 /* Pools visible from `node`, sorted by (driver, pool); slices sorted by name. Cached. */
@@ -361,9 +366,10 @@ int alloc_search(struct alloc_state *st, const struct alloc_claim_spec *claim,
                  const struct alloc_options *opt, struct alloc_result **res, size_t *n,
                  json_t **allocation, struct gs_error *err);
 
-/* Explain, per request and per device, why a claim does (not) fit on `node`. */
+/* Explain, per request and per device, why a claim does (not) fit on `node`. `outcome` is what
+ * the search returned (0, ALLOC_UNSCHEDULABLE, or an error). */
 int alloc_explain_claim(struct alloc_state *st, const struct alloc_claim_spec *claim,
-                        const char *node, bool allocated, struct alloc_explanation *e);
+                        const char *node, int outcome, struct alloc_explanation *e);
 
 /* ---- output (output.c) ---------------------------------------------------------------------- */
 struct alloc_chosen {

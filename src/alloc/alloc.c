@@ -78,8 +78,10 @@ int alloc_claim_spec_allocate(struct alloc_state *st, const struct alloc_claim_s
     struct alloc_result *res = NULL;
     size_t n = 0;
     json_t *al = NULL;
-    int r;
-    r = alloc_search(st, spec, opt, &res, &n, &al, err);
+    /* A claim the state already holds is allocated afresh: its devices count as free during
+     * the search, and its old allocation comes back if the search fails. */
+    struct alloc_allocated_claim *old = alloc_state_take_claim(st, spec->ns, spec->name);
+    int r = alloc_search(st, spec, opt, &res, &n, &al, err);
     if (r == ALLOC_UNSCHEDULABLE && !err->code)
         gs_error_set(err, r, "claim %s/%s: cannot allocate all requests on node %s", spec->ns,
                      spec->name, opt->node);
@@ -98,10 +100,14 @@ int alloc_claim_spec_allocate(struct alloc_state *st, const struct alloc_claim_s
                 e->reason = error_reason(r, err->msg);
             if (r != 0)
                 snprintf(e->message, sizeof(e->message), "%s", err->msg);
-            alloc_explain_claim(st, spec, opt->node, r == 0, e);
+            alloc_explain_claim(st, spec, opt->node, r, e);
             *explanation = e;
         }
     }
+    if (r != 0)
+        alloc_state_restore_claim(st, old);
+    else
+        alloc_allocated_claim_free(old);
     if (r == 0) {
         int c = alloc_state_commit(st, spec->ns, spec->name, res, n);
         if (c < 0) {

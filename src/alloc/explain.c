@@ -225,7 +225,7 @@ static int diagnose(struct alloc_state *st, const struct alloc_claim_spec *claim
 
 static void explain_request(struct alloc_state *st, const struct alloc_claim_spec *claim,
                             const char *node, const struct alloc_node_pools *np,
-                            const struct alloc_request *rq, const char *label, bool allocated,
+                            const struct alloc_request *rq, const char *label, int outcome,
                             struct alloc_explanation *e)
 {
     struct alloc_request_reason *rr = alloc_explanation_add_request(e, label);
@@ -272,7 +272,7 @@ static void explain_request(struct alloc_state *st, const struct alloc_claim_spe
                  (long long)incomplete->slices[0]->slice_count);
         return;
     }
-    if (allocated) {
+    if (outcome == 0) {
         rr->reason = "Allocated";
         snprintf(rr->message, sizeof(rr->message), "%zu of %zu devices usable", usable, total);
         return;
@@ -292,6 +292,15 @@ static void explain_request(struct alloc_state *st, const struct alloc_claim_spe
                      "; pool %s/%s is incomplete (%zu of %lld slices seen)", incomplete->driver,
                      incomplete->pool, incomplete->n_slices,
                      (long long)incomplete->slices[0]->slice_count);
+        return;
+    }
+    if (outcome != ALLOC_UNSCHEDULABLE) {
+        /* The search stopped with an error (see the claim's message), not for lack of devices. */
+        rr->reason = e->reason;
+        snprintf(rr->message, sizeof(rr->message),
+                 "%zu of %zu devices usable on their own; "
+                 "allocation stopped: %s",
+                 usable, total, e->message);
         return;
     }
     if (claim->n_con) {
@@ -314,7 +323,7 @@ static void explain_request(struct alloc_state *st, const struct alloc_claim_spe
 }
 
 int alloc_explain_claim(struct alloc_state *st, const struct alloc_claim_spec *claim,
-                        const char *node, bool allocated, struct alloc_explanation *e)
+                        const char *node, int outcome, struct alloc_explanation *e)
 {
     struct gs_error err = {0};
     const struct alloc_node_pools *np = alloc_pools_for_node(st, node, &err);
@@ -323,13 +332,13 @@ int alloc_explain_claim(struct alloc_state *st, const struct alloc_claim_spec *c
     for (size_t i = 0; i < claim->n_req; i++) {
         const struct alloc_request *rq = &claim->req[i];
         if (!rq->n_sub) {
-            explain_request(st, claim, node, np, rq, rq->name, allocated, e);
+            explain_request(st, claim, node, np, rq, rq->name, outcome, e);
             continue;
         }
         for (size_t k = 0; k < rq->n_sub; k++) {
             char label[600];
             snprintf(label, sizeof(label), "%s/%s", rq->name, rq->sub[k].name);
-            explain_request(st, claim, node, np, &rq->sub[k], label, allocated, e);
+            explain_request(st, claim, node, np, &rq->sub[k], label, outcome, e);
         }
     }
     return 0;

@@ -149,6 +149,17 @@ static int get_qty(const struct dctx *c, const json_t *v, const char *path, stru
     return 0;
 }
 
+/* v1 validation: a ResourceSlice node selector has exactly one term. */
+static int check_node_selector(const struct dctx *c, const char *path, const json_t *ns)
+{
+    if (!ns)
+        return 0;
+    const json_t *terms = json_object_get(ns, "nodeSelectorTerms");
+    if (!json_is_array(terms) || json_array_size(terms) != 1)
+        return fail(c, path, -EINVAL, "must have exactly one node selector term");
+    return 0;
+}
+
 static json_t *ref(const json_t *v)
 {
     return v ? json_deep_copy(v) : NULL;
@@ -356,7 +367,7 @@ static int decode_device(const struct dctx *c, size_t idx, const json_t *v, stru
         return r;
     const json_t *ns = NULL;
     snprintf(p, sizeof(p), "spec.devices[%zu].nodeSelector", idx);
-    if ((r = get_obj(c, v, "nodeSelector", p, &ns)) < 0)
+    if ((r = get_obj(c, v, "nodeSelector", p, &ns)) < 0 || (r = check_node_selector(c, p, ns)) < 0)
         return r;
     d->node_selector = ref(ns);
     static const char *const arrays[] = {"taints", "bindingConditions", "bindingFailureConditions"};
@@ -422,6 +433,8 @@ int alloc_decode_slice(const json_t *obj, struct alloc_slice **out, struct gs_er
         (r = get_obj(&c, spec, "nodeSelector", "spec.nodeSelector", &ns)) < 0 ||
         (r = get_bool(&c, spec, "perDeviceNodeSelection", "spec.perDeviceNodeSelection",
                       &s->per_device)) < 0)
+        goto out;
+    if ((r = check_node_selector(&c, "spec.nodeSelector", ns)) < 0)
         goto out;
     s->node_selector = ref(ns);
     int set = (s->node_name && *s->node_name) + s->all_nodes + (ns != NULL) + s->per_device;

@@ -180,24 +180,53 @@ int alloc_state_commit(struct alloc_state *st, const char *ns, const char *name,
     return r;
 }
 
-int alloc_state_release_claim(struct alloc_state *st, const char *ns, const char *name)
+static void usage_apply(struct alloc_state *st, const struct alloc_allocated_claim *c, int sign)
 {
-    char *key;
-    if (asprintf(&key, "%s/%s", ns, name) < 0)
-        return -ENOMEM;
-    struct alloc_allocated_claim *c = alloc_map_remove(&st->claims, key);
-    free(key);
-    if (!c)
-        return -ENOENT;
     for (size_t i = 0; i < c->n; i++) {
         char *k;
         if (usage_key(&c->res[i], &k) < 0)
             continue;
-        struct alloc_usage *u = alloc_map_get(&st->usage, k);
+        struct alloc_usage *u = sign > 0 ? alloc_state_usage(st, k) : alloc_map_get(&st->usage, k);
         free(k);
         if (u)
-            alloc_usage_add(u, &c->res[i], -1);
+            alloc_usage_add(u, &c->res[i], sign);
     }
+}
+
+struct alloc_allocated_claim *alloc_state_take_claim(struct alloc_state *st, const char *ns,
+                                                     const char *name)
+{
+    char *key;
+    if (asprintf(&key, "%s/%s", ns, name) < 0)
+        return NULL;
+    struct alloc_allocated_claim *c = alloc_map_remove(&st->claims, key);
+    free(key);
+    if (c)
+        usage_apply(st, c, -1);
+    return c;
+}
+
+void alloc_state_restore_claim(struct alloc_state *st, struct alloc_allocated_claim *c)
+{
+    if (!c)
+        return;
+    usage_apply(st, c, +1);
+    if (alloc_map_put(&st->claims, c->key, c, NULL) < 0) {
+        usage_apply(st, c, -1);
+        claim_free(c);
+    }
+}
+
+void alloc_allocated_claim_free(struct alloc_allocated_claim *c)
+{
+    claim_free(c);
+}
+
+int alloc_state_release_claim(struct alloc_state *st, const char *ns, const char *name)
+{
+    struct alloc_allocated_claim *c = alloc_state_take_claim(st, ns, name);
+    if (!c)
+        return -ENOENT;
     claim_free(c);
     return 0;
 }

@@ -35,6 +35,8 @@ static const char *pools_fixture = CLASS "kind: ResourceSlice\nmetadata: {name: 
 
 static const char *claim_count4 = CLAIM_HEAD(
     "c4") "    requests:\n    - name: gpus\n      exactly: {deviceClassName: gpu, count: 4}\n";
+static const char *claim_count4b = CLAIM_HEAD(
+    "c4b") "    requests:\n    - name: gpus\n      exactly: {deviceClassName: gpu, count: 4}\n";
 
 static void test_pool_order(void)
 {
@@ -47,7 +49,7 @@ static void test_pool_order(void)
     is_str(res_str(o.allocation, 2, "device"), "a2", "then slice s-a-2");
     is_str(res_str(o.allocation, 3, "device"), "b0", "then pool b");
     outcome_fini(&o);
-    is_int(claim_on(st, claim_count4, "n1", ALLOC_POLICY_FIRST_FIT, &o), ALLOC_UNSCHEDULABLE,
+    is_int(claim_on(st, claim_count4b, "n1", ALLOC_POLICY_FIRST_FIT, &o), ALLOC_UNSCHEDULABLE,
            "the older generation's device a-old is not used");
     ok(strstr(o.why, "a-old") == NULL, "a-old is not even a candidate");
     outcome_fini(&o);
@@ -509,9 +511,136 @@ static void test_bad_objects(void)
              "perDeviceNodeSelection",
              "message names the rule");
     json_decref(o);
+    o = obj_from("kind: ResourceSlice\nmetadata: {name: terms}\n"
+                 "spec: {driver: d, pool: {name: p, resourceSliceCount: 1}, nodeSelector: "
+                 "{nodeSelectorTerms:"
+                 " [{matchFields: [{key: metadata.name, operator: In, values: [a]}]},"
+                 " {matchFields: [{key: metadata.name, operator: In, values: [b]}]}]}}\n");
+    is_int(alloc_state_add_object(st, o, &err), -EINVAL,
+           "two node selector terms refused (v1 validation)");
+    is_str(err.msg,
+           "ResourceSlice terms: spec.nodeSelector: must have exactly one node selector term",
+           "message names the field");
+    json_decref(o);
     o = obj_from("kind: Pod\nmetadata: {name: p}\n");
     is_int(alloc_state_add_object(st, o, &err), -EINVAL, "unknown kind refused");
     json_decref(o);
+    alloc_state_free(st);
+}
+
+static void test_selector_operators(void)
+{
+    const char *fx =
+        CLASS "kind: Node\nmetadata: {name: n1, labels: {zone: z1}}\n---\n"
+              "kind: ResourceSlice\nmetadata: {name: notin}\n"
+              "spec: {driver: gpu.example.com, pool: {name: a-notin, "
+              "resourceSliceCount: 1}, devices: [{name: notin0}],"
+              " nodeSelector: {nodeSelectorTerms: [{matchExpressions: [{key: zone, "
+              "operator: NotIn, values: [z1]}]}]}}\n---\n"
+              "kind: ResourceSlice\nmetadata: {name: dne}\n"
+              "spec: {driver: gpu.example.com, pool: {name: b-dne, "
+              "resourceSliceCount: 1}, devices: [{name: dne0}],"
+              " nodeSelector: {nodeSelectorTerms: [{matchExpressions: [{key: zone, "
+              "operator: DoesNotExist}]}]}}\n---\n"
+              "kind: ResourceSlice\nmetadata: {name: field}\n"
+              "spec: {driver: gpu.example.com, pool: {name: c-field, "
+              "resourceSliceCount: 1}, devices: [{name: field0}],"
+              " nodeSelector: {nodeSelectorTerms: [{matchFields: [{key: "
+              "metadata.name, operator: In, values: [n9]}]}]}}\n"
+              "---\nkind: ResourceSlice\nmetadata: {name: exists}\n"
+              "spec: {driver: gpu.example.com, pool: {name: d-exists, resourceSliceCount: 1},"
+              " devices: [{name: exists0}], nodeSelector: {nodeSelectorTerms: [{matchExpressions:"
+              " [{key: zone, operator: Exists}]}]}}\n";
+    struct alloc_state *st = state_from(fx);
+    struct outcome o;
+#define ONE(n) CLAIM_HEAD(n) "    requests:\n    - name: r\n      exactly: {deviceClassName: gpu}\n"
+    is_int(claim_on(st, ONE("o1"), "n1", ALLOC_POLICY_FIRST_FIT, &o), 0,
+           "n1: NotIn and DoesNotExist exclude it");
+    is_str(res_str(o.allocation, 0, "device"), "exists0", "zone Exists matches n1");
+    outcome_fini(&o);
+    is_int(claim_on(st, ONE("o2"), "n9", ALLOC_POLICY_FIRST_FIT, &o), 0,
+           "n9 (no Node object, no labels)");
+    is_str(res_str(o.allocation, 0, "device"), "notin0", "NotIn matches a node without the label");
+    outcome_fini(&o);
+    is_int(claim_on(st, ONE("o3"), "n9", ALLOC_POLICY_FIRST_FIT, &o), 0, "n9 again");
+    is_str(res_str(o.allocation, 0, "device"), "dne0", "DoesNotExist matches it too");
+    outcome_fini(&o);
+    is_int(claim_on(st, ONE("o4"), "n9", ALLOC_POLICY_FIRST_FIT, &o), 0, "n9 a third time");
+    is_str(res_str(o.allocation, 0, "device"), "field0", "matchFields metadata.name In [n9]");
+    outcome_fini(&o);
+    alloc_state_free(st);
+}
+
+static void test_state_and_spec(void)
+{
+    struct alloc_state *st = state_from(eight);
+    struct gs_error err = {0};
+    /* A slice with the same name replaces the earlier one. */
+    json_t *o = obj_from(
+        "kind: ResourceSlice\nmetadata: {name: s}\n"
+        "spec: {driver: gpu.example.com, nodeName: n1, pool: {name: p, resourceSliceCount: 1},"
+        " devices: [{name: only}]}\n");
+    is_int(alloc_state_add_object(st, o, &err), 0, "replace slice s");
+    json_decref(o);
+    struct outcome r;
+    is_int(claim_on(st,
+                    CLAIM_HEAD("x") "    requests:\n    - name: r\n      exactly: "
+                                    "{deviceClassName: gpu, count: 2}\n",
+                    "n1", ALLOC_POLICY_FIRST_FIT, &r),
+           ALLOC_UNSCHEDULABLE, "the replaced slice has one device left");
+    outcome_fini(&r);
+    json_t *bad = obj_from(
+        CLAIM_HEAD("dup") "    requests:\n    - name: r\n      exactly: {deviceClassName: gpu}\n"
+                          "    - name: r\n      exactly: {deviceClassName: gpu}\n");
+    ok(alloc_claim_spec_new(bad, &err) == NULL, "duplicate request names refused");
+    is_str(err.msg,
+           "ResourceClaim dup: spec.devices.requests[1].name: duplicate request name \"r\"",
+           "message names the field");
+    json_decref(bad);
+    bad = obj_from(
+        CLAIM_HEAD("both") "    requests:\n    - name: r\n      exactly: {deviceClassName: gpu}\n"
+                           "      firstAvailable: [{name: a, deviceClassName: gpu}]\n");
+    ok(alloc_claim_spec_new(bad, &err) == NULL, "exactly and firstAvailable together refused");
+    like_str(err.msg,
+             "spec.devices.requests[0]: exactly one of exactly, firstAvailable must be set",
+             "message");
+    json_decref(bad);
+    json_t *good = obj_from(
+        CLAIM_HEAD("good") "    requests:\n    - name: r\n      exactly: {deviceClassName: gpu}\n");
+    struct alloc_claim_spec *spec = alloc_claim_spec_new(good, &err);
+    json_decref(good);
+    ok(spec != NULL, "a decoded claim outlives its JSON");
+    struct alloc_options opt = {.node = "n1"};
+    json_t *al = NULL;
+    is_int(alloc_claim_spec_allocate(st, spec, &opt, &al, NULL, &err), 0,
+           "allocated from the spec");
+    is_str(res_str(al, 0, "device"), "only", "on the only device");
+    json_decref(al);
+    is_int(alloc_claim_spec_allocate(st, spec, &opt, &al, NULL, &err), 0,
+           "allocating the same claim again replaces its earlier allocation");
+    is_uint(alloc_state_claim_count(st), 1, "still one claim in the state");
+    json_decref(al);
+    opt.node = NULL;
+    is_int(alloc_claim_spec_allocate(st, spec, &opt, &al, NULL, &err), -EINVAL,
+           "a node is required");
+    alloc_claim_spec_release(spec);
+
+    is_int(alloc_state_release_claim(st, "ns", "good"), 0, "release");
+    /* A class whose selector does not compile stops allocation with CelError. */
+    o = obj_from("kind: DeviceClass\nmetadata: {name: broken}\nspec: {selectors: [{cel: "
+                 "{expression: 'device.driver =='}}]}\n");
+    is_int(alloc_state_add_object(st, o, &err), 0, "class added (compiled lazily, as upstream)");
+    json_decref(o);
+    is_int(claim_on(
+               st,
+               CLAIM_HEAD(
+                   "cc") "    requests:\n    - name: r\n      exactly: {deviceClassName: broken}\n",
+               "n1", ALLOC_POLICY_FIRST_FIT, &r),
+           -EINVAL, "CEL compile error is an error");
+    like_str(r.err,
+             "class broken: selector #0: CEL compile error: ", "error names class and selector");
+    is_str(json_string_value(json_object_get(r.why_json, "reason")), "CelError", "reason CelError");
+    outcome_fini(&r);
     alloc_state_free(st);
 }
 
@@ -526,5 +655,7 @@ int main(void)
     test_exclusive_shared();
     test_errors_and_limits();
     test_bad_objects();
+    test_selector_operators();
+    test_state_and_spec();
     return tap_done();
 }
