@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/proc.h"
 
 struct ledger {
     sqlite3 *db;
@@ -84,61 +85,16 @@ void ledger_close(struct ledger *l)
     free(l);
 }
 
-static int read_boot_id(char *buf, size_t len)
-{
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
-    if (!f) {
-        snprintf(buf, len, "unknown");
-        return 0;
-    }
-    if (!fgets(buf, (int)len, f))
-        snprintf(buf, len, "unknown");
-    fclose(f);
-    buf[strcspn(buf, "\n")] = '\0';
-    return 0;
-}
-
-/* Field 22 of /proc/<pid>/stat; the command name (field 2) may hold spaces and parentheses, so
- * parse from the last ')'. */
-static int read_start_time(pid_t pid, uint64_t *out)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return -ESRCH;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    if (!p)
-        return -EIO;
-    p++;
-    /* After ')' come fields 3..; start time is field 22, i.e. the 20th after ')'. */
-    for (int field = 3; field < 22; field++) {
-        p = strchr(p + 1, ' ');
-        if (!p)
-            return -EIO;
-    }
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(p + 1, &end, 10);
-    if (errno || end == p + 1)
-        return -EIO;
-    *out = v;
-    return 0;
-}
-
 int ledger_owner_of(pid_t pid, struct ledger_owner *out)
 {
     if (pid == 0)
         pid = getpid();
     memset(out, 0, sizeof(*out));
-    int rc = read_start_time(pid, &out->start_time);
+    int rc = gs_proc_start_time(pid, &out->start_time);
     if (rc < 0)
         return rc;
     out->pid = pid;
-    read_boot_id(out->boot_id, sizeof(out->boot_id));
+    gs_boot_id(out->boot_id, sizeof(out->boot_id));
     return 0;
 }
 
