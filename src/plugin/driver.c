@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -209,57 +210,100 @@ static void set_error(struct prepare_result *r, const char *fmt, ...)
     r->plan = NULL;
 }
 
+/* Phase 1 for one claim: checkpoint lookup, else fetch from the API and build the plan. */
+static void fetch_one(struct driver *d, const struct claim_ref *ref, struct prepare_result *out,
+                      bool *cached)
+{
+    memset(out, 0, sizeof(*out));
+    out->plan = calloc(1, sizeof(*out->plan));
+    if (!out->plan) {
+        set_error(out, "out of memory");
+        return;
+    }
+    const char *ns = ref->ns ? ref->ns : "", *name = ref->name ? ref->name : "";
+    if (!claim_uid_valid(ref->uid)) {
+        set_error(out, "claim %s/%s: invalid UID \"%.80s\"", ns, name, ref->uid ? ref->uid : "");
+        return;
+    }
+    if (!*ns || !*name) {
+        set_error(out, "claim with UID %s: namespace and name are required", ref->uid);
+        return;
+    }
+    /* Already prepared: answer from the checkpoint, without asking the API. */
+    pthread_mutex_lock(&d->lock);
+    enum ckpt_state st = ckpt_get(&d->ckpt, ref->uid, out->plan);
+    pthread_mutex_unlock(&d->lock);
+    if (st == CKPT_PREPARE_COMPLETED) {
+        *cached = true;
+        return;
+    }
+    json_t *obj = NULL;
+    struct gs_error err = {0};
+    int r = gs_k8s_get(d->k8s, &gs_k8s_resourceclaims, ns, name, &obj, &err);
+    if (r == -ENOENT) {
+        set_error(out, "claim %s/%s: not found in the API server", ns, name);
+        return;
+    }
+    if (r < 0) {
+        set_error(out, "claim %s/%s: cannot fetch it from the API server: %s", ns, name, err.msg);
+        return;
+    }
+    pthread_mutex_lock(&d->lock);
+    r = claim_plan_build(obj, ns, name, ref->uid, d->cfg.driver_name, d->cfg.node_name, d->inv,
+                         out->plan, &err);
+    pthread_mutex_unlock(&d->lock);
+    json_decref(obj);
+    if (r < 0)
+        set_error(out, "%s", err.msg);
+}
+
+/* Claims of one call are fetched by up to FETCH_THREADS threads at once. */
+#define FETCH_THREADS 8
+
+struct fetch_job {
+    struct driver *d;
+    size_t n;
+    const struct claim_ref *refs;
+    struct prepare_result *out;
+    bool *cached;
+    atomic_size_t next;
+};
+
+static void *fetch_worker(void *arg)
+{
+    struct fetch_job *j = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&j->next, 1);
+        if (i >= j->n)
+            break;
+        fetch_one(j->d, &j->refs[i], &j->out[i], &j->cached[i]);
+    }
+    return NULL;
+}
+
 void driver_prepare(struct driver *d, size_t n, const struct claim_ref *refs,
                     struct prepare_result *out)
 {
     uint64_t t0 = now_ns();
     bool *cached = calloc(n ? n : 1, sizeof(*cached));
-    for (size_t i = 0; i < n; i++) {
-        memset(&out[i], 0, sizeof(out[i]));
-        out[i].plan = calloc(1, sizeof(*out[i].plan));
-        if (!out[i].plan || !cached) {
+    if (!cached) {
+        for (size_t i = 0; i < n; i++) {
+            memset(&out[i], 0, sizeof(out[i]));
             set_error(&out[i], "out of memory");
-            continue;
         }
-        const struct claim_ref *ref = &refs[i];
-        const char *ns = ref->ns ? ref->ns : "", *name = ref->name ? ref->name : "";
-        if (!claim_uid_valid(ref->uid)) {
-            set_error(&out[i], "claim %s/%s: invalid UID \"%.80s\"", ns, name,
-                      ref->uid ? ref->uid : "");
-            continue;
-        }
-        if (!*ns || !*name) {
-            set_error(&out[i], "claim with UID %s: namespace and name are required", ref->uid);
-            continue;
-        }
-        /* Already prepared: answer from the checkpoint, without asking the API. */
-        pthread_mutex_lock(&d->lock);
-        enum ckpt_state st = ckpt_get(&d->ckpt, ref->uid, out[i].plan);
-        pthread_mutex_unlock(&d->lock);
-        if (st == CKPT_PREPARE_COMPLETED) {
-            cached[i] = true;
-            continue;
-        }
-        json_t *obj = NULL;
-        struct gs_error err = {0};
-        int r = gs_k8s_get(d->k8s, &gs_k8s_resourceclaims, ns, name, &obj, &err);
-        if (r == -ENOENT) {
-            set_error(&out[i], "claim %s/%s: not found in the API server", ns, name);
-            continue;
-        }
-        if (r < 0) {
-            set_error(&out[i], "claim %s/%s: cannot fetch it from the API server: %s", ns, name,
-                      err.msg);
-            continue;
-        }
-        pthread_mutex_lock(&d->lock);
-        r = claim_plan_build(obj, ns, name, ref->uid, d->cfg.driver_name, d->cfg.node_name, d->inv,
-                             out[i].plan, &err);
-        pthread_mutex_unlock(&d->lock);
-        json_decref(obj);
-        if (r < 0)
-            set_error(&out[i], "%s", err.msg);
+        return;
     }
+    struct fetch_job job = {.d = d, .n = n, .refs = refs, .out = out, .cached = cached};
+    atomic_init(&job.next, 0);
+    pthread_t threads[FETCH_THREADS];
+    size_t started = 0;
+    for (size_t k = 0; n > 1 && k < GS_MIN((size_t)FETCH_THREADS, n) - 1; k++) {
+        if (pthread_create(&threads[started], NULL, fetch_worker, &job) == 0)
+            started++;
+    }
+    fetch_worker(&job); /* this thread takes its share too (and all of it when n <= 1) */
+    for (size_t k = 0; k < started; k++)
+        pthread_join(threads[k], NULL);
 
     pthread_mutex_lock(&d->lock);
     struct gs_error err = {0};
@@ -327,7 +371,7 @@ void driver_prepare(struct driver *d, size_t n, const struct claim_ref *refs,
                 metrics_observe_prepare_ns(d->metrics, per_claim);
             }
             gs_info("claim prepared", "claim=%s/%s uid=%s devices=%zu cached=%d", refs[i].ns,
-                    refs[i].name, refs[i].uid, out[i].plan->n_devices, cached ? cached[i] : 0);
+                    refs[i].name, refs[i].uid, out[i].plan->n_devices, cached[i]);
         } else {
             if (d->metrics)
                 atomic_fetch_add(&d->metrics->prepare_errors, 1);

@@ -83,10 +83,16 @@ int files_mkdir_p(const char *path, mode_t mode, struct gs_error *err)
     char buf[PATH_MAX];
     if (strlen(path) >= sizeof(buf))
         return gs_error_set(err, -ENAMETOOLONG, "%s: path too long", path);
-    /* Common case first: the parent exists. */
+    /* Common cases first: the directory exists, or only its last component is missing. */
+    struct stat st;
     if (mkdir(path, mode) == 0)
         return 0;
-    if (errno != ENOENT && errno != EEXIST)
+    if (errno == EEXIST) {
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+            return 0;
+        return gs_error_set(err, -ENOTDIR, "%s is not a directory", path);
+    }
+    if (errno != ENOENT)
         return gs_error_set(err, -errno, "cannot create directory %s: %s", path, strerror(errno));
     strcpy(buf, path);
     for (char *p = buf + 1;; p++) {
@@ -101,7 +107,6 @@ int files_mkdir_p(const char *path, mode_t mode, struct gs_error *err)
                 break;
         }
     }
-    struct stat st;
     if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
         return gs_error_set(err, -ENOTDIR, "%s is not a directory", path);
     return 0;
