@@ -53,6 +53,7 @@ enum cel_kind {
     CEL_K_TYPE,
     CEL_K_QUANTITY,
     CEL_K_SEMVER,
+    CEL_K_OPTIONAL,
     CEL_K_ERROR,
     CEL_K_COUNT_,
 };
@@ -79,6 +80,7 @@ struct cel_value {
         const struct cel_map *map;
         struct gs_quantity q;
         const struct cel_semver *semver;
+        const struct cel_value *opt; /* CEL_K_OPTIONAL: the value, NULL = optional.none() */
         struct {
             const char *msg;
             int32_t pos; /* byte offset in the expression, -1 unknown */
@@ -138,6 +140,10 @@ static inline struct cel_value cel_bytes(const char *s, size_t len)
 {
     return (struct cel_value){.kind = CEL_K_BYTES, .len = (uint32_t)len, .s = s};
 }
+static inline struct cel_value cel_optional(const struct cel_value *v)
+{
+    return (struct cel_value){.kind = CEL_K_OPTIONAL, .opt = v};
+}
 static inline struct cel_value cel_type_of_kind(int k)
 {
     return (struct cel_value){.kind = CEL_K_TYPE, .type_kind = (uint8_t)k};
@@ -177,8 +183,9 @@ enum cel_tkind {
     CEL_T_TYPE,
     CEL_T_QUANTITY,
     CEL_T_SEMVER,
-    CEL_T_DEVICE, /* the DRA device object */
-    CEL_T_PARAM,  /* type parameter in overload declarations (A, B, K, V) */
+    CEL_T_DEVICE,   /* the DRA device object */
+    CEL_T_OPTIONAL, /* optional(T): p1 */
+    CEL_T_PARAM,    /* type parameter in overload declarations (A, B, K, V) */
 };
 struct cel_type {
     uint8_t kind;
@@ -207,6 +214,7 @@ enum cel_node_kind {
     CEL_N_COMPREHENSION,
     CEL_N_BIND,      /* cel.bind(slot, init, body) */
     CEL_N_TYPE_NAME, /* identifier that names a type: int, list, ... */
+    CEL_N_OPT_ENTRY, /* ?a in a list literal / ?k: v in a map literal: a (or v) is optional */
 };
 
 enum cel_macro {
@@ -227,6 +235,7 @@ struct cel_node {
     uint8_t kind;
     uint8_t macro;    /* COMPREHENSION */
     bool test_only;   /* SELECT inside has() */
+    bool optional;    /* SELECT written a.?b, INDEX written a[?b] */
     bool receiver;    /* CALL written as a.f(...) */
     int32_t pos;      /* byte offset of the operator / name, for messages */
     uint32_t nargs;   /* CALL, LIST: children; MAP: entries */

@@ -40,7 +40,7 @@ static const struct {
     {"int", CEL_T_INT},           {"uint", CEL_T_UINT},      {"double", CEL_T_DOUBLE},
     {"string", CEL_T_STRING},     {"bytes", CEL_T_BYTES},    {"type", CEL_T_TYPE},
     {"quantity", CEL_T_QUANTITY}, {"semver", CEL_T_SEMVER},  {"device", CEL_T_DEVICE},
-    {"list", CEL_T_LIST},         {"map", CEL_T_MAP},
+    {"list", CEL_T_LIST},         {"map", CEL_T_MAP},        {"optional", CEL_T_OPTIONAL},
 };
 
 static struct cel_type *type_new(struct cel_arena *a, enum cel_tkind k)
@@ -80,7 +80,7 @@ static const struct cel_type *type_parse_at(struct cel_arena *a, const char **sp
     if (!t)
         return NULL;
     s += n;
-    if (t->kind == CEL_T_LIST || t->kind == CEL_T_MAP) {
+    if (t->kind == CEL_T_LIST || t->kind == CEL_T_MAP || t->kind == CEL_T_OPTIONAL) {
         if (*s != '(') {
             t->p1 = &cel_type_dyn;
             t->p2 = t->kind == CEL_T_MAP ? &cel_type_dyn : NULL;
@@ -125,10 +125,10 @@ void cel_type_format(const struct cel_type *t, char *buf, size_t len)
     for (size_t i = 0; i < GS_ARRAY_SIZE(prim_names); i++) {
         if (prim_names[i].kind != t->kind)
             continue;
-        if (t->kind == CEL_T_LIST) {
+        if (t->kind == CEL_T_LIST || t->kind == CEL_T_OPTIONAL) {
             char e[96];
             cel_type_format(t->p1, e, sizeof(e));
-            snprintf(buf, len, "list(%s)", e);
+            snprintf(buf, len, "%s(%s)", prim_names[i].name, e);
         } else if (t->kind == CEL_T_MAP) {
             char k[64], v[96];
             cel_type_format(t->p1, k, sizeof(k));
@@ -168,7 +168,7 @@ static bool types_equal(const struct cel_type *a, const struct cel_type *b)
 {
     if (a->kind != b->kind)
         return false;
-    if (a->kind == CEL_T_LIST)
+    if (a->kind == CEL_T_LIST || a->kind == CEL_T_OPTIONAL)
         return types_equal(a->p1, b->p1);
     if (a->kind == CEL_T_MAP)
         return types_equal(a->p1, b->p1) && types_equal(a->p2, b->p2);
@@ -194,7 +194,7 @@ static bool assignable(const struct cel_type *param, const struct cel_type *arg,
         return true;
     if (param->kind != arg->kind)
         return false;
-    if (param->kind == CEL_T_LIST)
+    if (param->kind == CEL_T_LIST || param->kind == CEL_T_OPTIONAL)
         return assignable(param->p1, arg->p1, bs);
     if (param->kind == CEL_T_MAP)
         return assignable(param->p1, arg->p1, bs) && assignable(param->p2, arg->p2, bs);
@@ -208,7 +208,7 @@ static const struct cel_type *substitute(struct cel_arena *a, const struct cel_t
         const struct cel_type *b = bound(bs, t->param);
         return b ? b : &cel_type_dyn;
     }
-    if (t->kind == CEL_T_LIST || t->kind == CEL_T_MAP) {
+    if (t->kind == CEL_T_LIST || t->kind == CEL_T_MAP || t->kind == CEL_T_OPTIONAL) {
         struct cel_type *n = type_new(a, t->kind);
         if (!n)
             return &cel_type_dyn;
@@ -392,6 +392,14 @@ static bool is_dyn(const struct cel_type *t)
     return t->kind == CEL_T_DYN;
 }
 
+static const struct cel_type *optional_of(struct checker *c, const struct cel_type *t)
+{
+    struct cel_type *o = prim(c, CEL_T_OPTIONAL);
+    if (o->kind == CEL_T_OPTIONAL)
+        o->p1 = t;
+    return o;
+}
+
 static void check_select(struct checker *c, struct cel_node *n)
 {
     if (resolve_qualified(c, n))
@@ -401,6 +409,11 @@ static void check_select(struct checker *c, struct cel_node *n)
         return;
     const struct cel_type *t = n->a->type;
     const struct cel_type *res = &cel_type_dyn;
+    bool wrap = n->optional;
+    if (is_kind(t, CEL_T_OPTIONAL)) {
+        t = t->p1;
+        wrap = true;
+    }
     if (c->check) {
         if (is_kind(t, CEL_T_MAP)) {
             if (!is_dyn(t->p1) && !is_kind(t->p1, CEL_T_STRING)) {
@@ -419,8 +432,11 @@ static void check_select(struct checker *c, struct cel_node *n)
             return fail(c, n->pos, "type '%s' does not support field selection", buf);
         }
     }
-    n->type = n->test_only ? prim(c, CEL_T_BOOL) : res;
+    n->type = n->test_only ? prim(c, CEL_T_BOOL) : wrap ? optional_of(c, res) : res;
 }
+
+static void check_index_types(struct checker *c, struct cel_node *n, const struct cel_type *t,
+                              const struct cel_type *i);
 
 static void check_index(struct checker *c, struct cel_node *n)
 {
@@ -429,9 +445,25 @@ static void check_index(struct checker *c, struct cel_node *n)
     if (c->failed)
         return;
     const struct cel_type *t = n->a->type, *i = n->b->type;
+    bool wrap = n->optional;
+    if (is_kind(t, CEL_T_OPTIONAL)) {
+        t = t->p1;
+        wrap = true;
+    }
     n->type = &cel_type_dyn;
-    if (!c->check)
+    if (!c->check) {
+        if (wrap)
+            n->type = optional_of(c, &cel_type_dyn);
         return;
+    }
+    check_index_types(c, n, t, i);
+    if (wrap && !c->failed)
+        n->type = optional_of(c, n->type);
+}
+
+static void check_index_types(struct checker *c, struct cel_node *n, const struct cel_type *t,
+                              const struct cel_type *i)
+{
     if (is_kind(t, CEL_T_LIST)) {
         if (!is_dyn(i) && !is_kind(i, CEL_T_INT) && !is_kind(i, CEL_T_UINT)) {
             char buf[64];
@@ -467,6 +499,11 @@ static int parse_overload(struct cel_arena *a, const char *ov, const struct cel_
 {
     int np = 0;
     const char *s = ov;
+    if (*s == ':') { /* no parameters */
+        s++;
+        *result = type_parse_at(a, &s);
+        return *result && !*s ? 0 : -EINVAL;
+    }
     for (;;) {
         const struct cel_type *t = type_parse_at(a, &s);
         if (!t || np >= max)
@@ -621,6 +658,15 @@ static void push_var(struct checker *c, struct cel_node *n, const struct cel_typ
     c->nscope++;
     if (c->nscope > c->p->nslots)
         c->p->nslots = c->nscope;
+}
+
+static void require_optional(struct checker *c, const struct cel_node *n)
+{
+    if (c->check && !is_dyn(n->type) && !is_kind(n->type, CEL_T_OPTIONAL)) {
+        char buf[64];
+        cel_type_format(n->type, buf, sizeof(buf));
+        fail(c, n->pos, "optional entry requires an optional value, got %s", buf);
+    }
 }
 
 static void require_bool(struct checker *c, const struct cel_node *n, const char *what)
@@ -783,24 +829,42 @@ static void check_node(struct checker *c, struct cel_node *n)
         require_bool(c, n->a, "_?_:_");
         n->type = types_equal(n->b->type, n->c->type) ? n->b->type : &cel_type_dyn;
         return;
+    case CEL_N_OPT_ENTRY:
+        check_node(c, n->a);
+        if (!c->failed)
+            n->type = n->a->type;
+        return;
     case CEL_N_LIST: {
-        for (uint32_t i = 0; i < n->nargs; i++)
+        bool opt_entries = false;
+        for (uint32_t i = 0; i < n->nargs; i++) {
             check_node(c, n->args[i]);
+            if (n->args[i]->kind == CEL_N_OPT_ENTRY) {
+                opt_entries = true;
+                require_optional(c, n->args[i]);
+            }
+        }
         if (c->failed)
             return;
         struct cel_type *t = prim(c, CEL_T_LIST);
-        t->p1 = common_type(c, n->args, n->nargs, 1);
+        t->p1 = opt_entries ? &cel_type_dyn : common_type(c, n->args, n->nargs, 1);
         n->type = t;
         return;
     }
     case CEL_N_MAP: {
+        bool opt_entries = false;
         for (uint32_t i = 0; i < 2 * n->nargs; i++)
             check_node(c, n->args[i]);
+        for (uint32_t i = 0; i < n->nargs && !c->failed; i++) {
+            if (n->args[2 * i]->kind == CEL_N_OPT_ENTRY) {
+                opt_entries = true;
+                require_optional(c, n->args[2 * i + 1]);
+            }
+        }
         if (c->failed)
             return;
         struct cel_type *t = prim(c, CEL_T_MAP);
         t->p1 = common_type(c, n->args, n->nargs, 2);
-        t->p2 = n->nargs ? common_type(c, n->args + 1, n->nargs, 2) : &cel_type_dyn;
+        t->p2 = n->nargs && !opt_entries ? common_type(c, n->args + 1, n->nargs, 2) : &cel_type_dyn;
         if (c->check) {
             for (uint32_t i = 0; i < n->nargs; i++) {
                 const struct cel_type *k = n->args[2 * i]->type;

@@ -61,11 +61,44 @@ static struct cel_value aborted_value(struct cel_eval *ev)
     return (struct cel_value){.kind = CEL_K_ERROR, .err = {.msg = ev->abort_msg, .pos = -1}};
 }
 
+static struct cel_value box(struct cel_eval *ev, const struct cel_value *v)
+{
+    struct cel_value *b = cel_arena_alloc(ev->arena, sizeof(*b));
+    if (!b)
+        return cel_oom(ev);
+    *b = *v;
+    return cel_optional(b);
+}
+
+/* Operand of a select/index: an optional operand is unwrapped and makes the result optional
+ * (a.?b.c: once a step is optional, the rest of the path is). Returns false with *out set
+ * when the operand is an error or optional.none(). */
+static bool operand(struct cel_eval *ev, const struct cel_node *n, struct cel_value *obj,
+                    bool *wrap, struct cel_value *out)
+{
+    *obj = cel_eval_node(ev, n->a);
+    *wrap = n->optional;
+    if (obj->kind == CEL_K_ERROR) {
+        *out = *obj;
+        return false;
+    }
+    if (obj->kind == CEL_K_OPTIONAL) {
+        if (!obj->opt) {
+            *out = *obj;
+            return false;
+        }
+        *obj = *obj->opt;
+        *wrap = true;
+    }
+    return true;
+}
+
 static struct cel_value eval_select(struct cel_eval *ev, const struct cel_node *n)
 {
-    struct cel_value obj = cel_eval_node(ev, n->a);
-    if (obj.kind == CEL_K_ERROR)
-        return obj;
+    struct cel_value obj, out;
+    bool wrap;
+    if (!operand(ev, n, &obj, &wrap, &out))
+        return n->test_only && out.kind == CEL_K_OPTIONAL ? cel_bool(false) : out;
     if (obj.kind == CEL_K_MAP) {
         struct cel_value key = cel_str(n->name, n->name_len), v;
         int r = cel_map_get(ev, obj.map, &key, &v);
@@ -77,8 +110,8 @@ static struct cel_value eval_select(struct cel_eval *ev, const struct cel_node *
         if (n->test_only)
             return cel_bool(r == 1);
         if (r == 0)
-            return cel_error(ev, n, "no such key: %s", n->name);
-        return v;
+            return wrap ? cel_optional(NULL) : cel_error(ev, n, "no such key: %s", n->name);
+        return wrap ? box(ev, &v) : v;
     }
     return cel_error(ev, n, "type '%s' does not support field selection", cel_kind_name(obj.kind));
 }
@@ -108,9 +141,10 @@ static bool to_index(const struct cel_value *v, int64_t *out)
 
 static struct cel_value eval_index(struct cel_eval *ev, const struct cel_node *n)
 {
-    struct cel_value obj = cel_eval_node(ev, n->a);
-    if (obj.kind == CEL_K_ERROR)
-        return obj;
+    struct cel_value obj, out;
+    bool wrap;
+    if (!operand(ev, n, &obj, &wrap, &out))
+        return out;
     struct cel_value idx = cel_eval_node(ev, n->b);
     if (idx.kind == CEL_K_ERROR)
         return idx;
@@ -123,8 +157,9 @@ static struct cel_value eval_index(struct cel_eval *ev, const struct cel_node *n
                              cel_kind_name(idx.kind));
         }
         if (i < 0 || (uint64_t)i >= obj.list->n)
-            return cel_error(ev, n, "index out of bounds: %lld", (long long)i);
-        return obj.list->items[i];
+            return wrap ? cel_optional(NULL)
+                        : cel_error(ev, n, "index out of bounds: %lld", (long long)i);
+        return wrap ? box(ev, &obj.list->items[i]) : obj.list->items[i];
     }
     if (obj.kind == CEL_K_MAP) {
         switch (idx.kind) {
@@ -144,6 +179,8 @@ static struct cel_value eval_index(struct cel_eval *ev, const struct cel_node *n
                 v.err.pos = n->pos;
             return v;
         }
+        if (r == 0 && wrap)
+            return cel_optional(NULL);
         if (r == 0) {
             if (idx.kind == CEL_K_STRING)
                 return cel_error(ev, n, "no such key: %.*s", (int)GS_MIN(idx.len, 100u), idx.s);
@@ -153,7 +190,7 @@ static struct cel_value eval_index(struct cel_eval *ev, const struct cel_node *n
                 return cel_error(ev, n, "no such key: %llu", (unsigned long long)idx.u);
             return cel_error(ev, n, "no such key");
         }
-        return v;
+        return wrap ? box(ev, &v) : v;
     }
     return cel_error(ev, n, "no matching overload for '_[_]' applied to '(%s, %s)'",
                      cel_kind_name(obj.kind), cel_kind_name(idx.kind));
@@ -191,12 +228,24 @@ static struct cel_value eval_list(struct cel_eval *ev, const struct cel_node *n)
         cel_arena_alloc(ev->arena, sizeof(*items) * (n->nargs ? n->nargs : 1));
     if (!l || !items)
         return cel_oom(ev);
+    size_t cnt = 0;
     for (uint32_t i = 0; i < n->nargs; i++) {
-        items[i] = cel_eval_node(ev, n->args[i]);
-        if (items[i].kind == CEL_K_ERROR)
-            return items[i];
+        const struct cel_node *e = n->args[i];
+        bool opt_entry = e->kind == CEL_N_OPT_ENTRY;
+        struct cel_value v = cel_eval_node(ev, opt_entry ? e->a : e);
+        if (v.kind == CEL_K_ERROR)
+            return v;
+        if (opt_entry) {
+            if (v.kind != CEL_K_OPTIONAL)
+                return cel_error(ev, e, "optional list element must be optional, got %s",
+                                 cel_kind_name(v.kind));
+            if (!v.opt)
+                continue;
+            v = *v.opt;
+        }
+        items[cnt++] = v;
     }
-    l->n = n->nargs;
+    l->n = cnt;
     l->items = items;
     return (struct cel_value){.kind = CEL_K_LIST, .list = l};
 }
@@ -213,12 +262,22 @@ static struct cel_value eval_map(struct cel_eval *ev, const struct cel_node *n)
     m->keys = keys;
     m->vals = vals;
     for (uint32_t i = 0; i < n->nargs; i++) {
-        struct cel_value k = cel_eval_node(ev, n->args[2 * i]);
+        const struct cel_node *kn = n->args[2 * i];
+        bool opt_entry = kn->kind == CEL_N_OPT_ENTRY;
+        struct cel_value k = cel_eval_node(ev, opt_entry ? kn->a : kn);
         if (k.kind == CEL_K_ERROR)
             return k;
         struct cel_value v = cel_eval_node(ev, n->args[2 * i + 1]);
         if (v.kind == CEL_K_ERROR)
             return v;
+        if (opt_entry) {
+            if (v.kind != CEL_K_OPTIONAL)
+                return cel_error(ev, kn, "optional map entry value must be optional, got %s",
+                                 cel_kind_name(v.kind));
+            if (!v.opt)
+                continue;
+            v = *v.opt;
+        }
         if (k.kind != CEL_K_INT && k.kind != CEL_K_UINT && k.kind != CEL_K_BOOL &&
             k.kind != CEL_K_STRING)
             return cel_error(ev, n->args[2 * i], "unsupported key type: %s", cel_kind_name(k.kind));

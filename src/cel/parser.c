@@ -283,6 +283,22 @@ static struct cel_node *member_call(struct parser *p, struct cel_node *target, c
     return n;
 }
 
+/* A list element or map key, optionally marked `?` (optional entry). */
+static struct cel_node *parse_opt_entry(struct parser *p)
+{
+    if (p->tok.type != CEL_TOK_QUESTION)
+        return parse_expr(p);
+    int32_t pos = p->tok.pos;
+    advance(p);
+    struct cel_node *inner = parse_expr(p);
+    if (!inner)
+        return NULL;
+    struct cel_node *n = node_new(p, CEL_N_OPT_ENTRY, pos);
+    if (n)
+        n->a = inner;
+    return n;
+}
+
 static struct cel_node *parse_primary(struct parser *p)
 {
     struct cel_token t = p->tok;
@@ -346,7 +362,7 @@ static struct cel_node *parse_primary(struct parser *p)
         struct cel_node **items = NULL;
         uint32_t cap = 0, cnt = 0;
         while (p->tok.type != CEL_TOK_RBRACKET) {
-            struct cel_node *e = parse_expr(p);
+            struct cel_node *e = parse_opt_entry(p);
             if (!e)
                 return NULL;
             if (cnt == cap) {
@@ -378,7 +394,7 @@ static struct cel_node *parse_primary(struct parser *p)
         struct cel_node **items = NULL;
         uint32_t cap = 0, cnt = 0;
         while (p->tok.type != CEL_TOK_RBRACE) {
-            struct cel_node *k = parse_expr(p);
+            struct cel_node *k = parse_opt_entry(p);
             if (!k || !expect(p, CEL_TOK_COLON, "':'"))
                 return NULL;
             struct cel_node *v = parse_expr(p);
@@ -469,11 +485,14 @@ static struct cel_node *parse_member(struct parser *p)
     while (n && !p->failed) {
         if (p->tok.type == CEL_TOK_DOT) {
             advance(p);
+            bool optional = p->tok.type == CEL_TOK_QUESTION;
+            if (optional)
+                advance(p);
             struct cel_token t = p->tok;
             if (t.type != CEL_TOK_IDENT)
                 return fail(p, t.pos, "expected field name after '.'");
             advance(p);
-            if (p->tok.type == CEL_TOK_LPAREN && !t.quoted) {
+            if (p->tok.type == CEL_TOK_LPAREN && !t.quoted && !optional) {
                 advance(p);
                 struct cel_node **args;
                 uint32_t nargs;
@@ -486,6 +505,7 @@ static struct cel_node *parse_member(struct parser *p)
             if (!s)
                 return NULL;
             s->a = n;
+            s->optional = optional;
             s->name = cel_arena_strndup(p->pc->arena, t.s, t.len);
             if (!s->name)
                 return fail(p, t.pos, "out of memory");
@@ -494,12 +514,16 @@ static struct cel_node *parse_member(struct parser *p)
         } else if (p->tok.type == CEL_TOK_LBRACKET) {
             int32_t pos = p->tok.pos;
             advance(p);
+            bool optional = p->tok.type == CEL_TOK_QUESTION;
+            if (optional)
+                advance(p);
             struct cel_node *idx = parse_expr(p);
             if (!idx || !expect(p, CEL_TOK_RBRACKET, "']'"))
                 return NULL;
             struct cel_node *s = node_new(p, CEL_N_INDEX, pos);
             if (!s)
                 return NULL;
+            s->optional = optional;
             s->a = n;
             s->b = idx;
             n = s;

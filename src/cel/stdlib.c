@@ -548,6 +548,9 @@ const struct cel_func *cel_func_lookup(const char *name, size_t name_len, bool r
         f = lookup_in(cel_k8s_funcs, cel_k8s_funcs_count, name, name_len, receiver, nargs);
     if (!f)
         f = lookup_in(cel_list_funcs, cel_list_funcs_count, name, name_len, receiver, nargs);
+    if (!f)
+        f = lookup_in(cel_optional_funcs, cel_optional_funcs_count, name, name_len, receiver,
+                      nargs);
     return f;
 }
 
@@ -564,5 +567,6 @@ bool cel_func_name_known(const char *name, size_t name_len)
     return name_in(std_funcs, GS_ARRAY_SIZE(std_funcs), name, name_len) ||
            name_in(cel_string_funcs, cel_string_funcs_count, name, name_len) ||
            name_in(cel_k8s_funcs, cel_k8s_funcs_count, name, name_len) ||
-           name_in(cel_list_funcs, cel_list_funcs_count, name, name_len);
+           name_in(cel_list_funcs, cel_list_funcs_count, name, name_len) ||
+           name_in(cel_optional_funcs, cel_optional_funcs_count, name, name_len);
 }

@@ -32,6 +32,8 @@ const char *cel_kind_name(int kind)
         return "kubernetes.Quantity";
     case CEL_K_SEMVER:
         return "kubernetes.Semver";
+    case CEL_K_OPTIONAL:
+        return "optional_type";
     case CEL_K_ERROR:
         return "error";
     case CEL_K_COUNT_:
@@ -219,6 +221,10 @@ bool cel_value_equal(const struct cel_value *a, const struct cel_value *b)
         return gs_quantity_cmp(&a->q, &b->q) == 0;
     case CEL_K_SEMVER:
         return cel_semver_cmp(a->semver, b->semver) == 0;
+    case CEL_K_OPTIONAL:
+        if (!a->opt || !b->opt)
+            return !a->opt && !b->opt;
+        return cel_value_equal(a->opt, b->opt);
     default:
         return false;
     }

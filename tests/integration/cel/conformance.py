@@ -307,8 +307,7 @@ _FEATURES = [
                 r"getMilliseconds|getDay|getDate|getMinutes"), "timestamps and durations"),
     (re.compile(r"google\.protobuf|TestAllTypes|NestedTestAllTypes|\bproto[23]?\.|"
                 r"\b[A-Za-z_][A-Za-z0-9_.]*\s*\{\s*[A-Za-z_]*\s*[:}]"), "protobuf messages"),
-    (re.compile(r"\.\?|\[\?|\boptional\.|\.orValue|\.hasValue|\.optMap|\.optFlatMap"),
-     "optional types"),
+    (re.compile(r"\.optMap|\.optFlatMap"), "optional types: optMap/optFlatMap"),
     (re.compile(r"\bmath\.|\bbase64\.|\blists\.|\bproto\."), "extension libraries"),
 ]
 

@@ -69,6 +69,9 @@ static const struct row rows[] = {
     {"device.attributes.exists(d, d == \"resource.kubernetes.io\")", 1, NULL},
     {"device.capacity[\"" DRIVER "\"].exists(n, n == \"cores\")", 1, NULL},
     {"!device.allowMultipleAllocations", 1, NULL},
+    {"device.attributes[\"" DRIVER "\"].?productName.orValue(\"\") == \"Tesla T4\"", 1, NULL},
+    {"device.attributes[\"" DRIVER "\"].?nvlink.orValue(\"none\") == \"none\"", 1, NULL},
+    {"device.attributes[\"x.io\"].?a.hasValue()", 0, NULL},
     {"cel.bind(a, device.attributes[\"" DRIVER "\"], a.minor > 1 && a.type == \"hami-gpu\")", 1,
      NULL},
     /* runtime errors */

@@ -185,6 +185,17 @@ static const struct {
     {"'%s'.format([{'b': [1, 'x'], 'a': null}])", "'{a: null, b: [1, x]}'"},
     {"'%d'.format(['x'])", "error: error during formatting: decimal clause*"},
     {"'%s %s'.format([1])", "error: index 1 out of range*"},
+    /* optional types */
+    {"{'a': {'b': 2}}.?a.b.value() + {'a': 1}.?z.orValue(40)", "42"},
+    {"{'a': {'b': 2}}.?x.b.hasValue()", "false"},
+    {"[1, 2][?5].orValue(0) + [1, 2][?1].value()", "2"},
+    {"[?optional.none(), ?optional.of(3), 4]", "[3, 4]"},
+    {"{'k': 1, ?'j': optional.none(), ?'z': optional.of(2)}.size()", "2"},
+    {"optional.ofNonZeroValue('').hasValue() || optional.ofNonZeroValue(1).hasValue()", "true"},
+    {"optional.none().value()", "error: optional.none() dereference (<input>:1:17)"},
+    {"optional.none().or(optional.of(2)).value()", "2"},
+    {"[?1]", "compile: ERROR: <input>:1:2: optional entry requires an optional value, got int"},
+    {"type(optional.none()) == type(optional.of(1))", "true"},
     /* arithmetic and errors, with columns */
     {"9223372036854775807 + 1", "error: integer overflow (<input>:1:21)"},
     {"-9223372036854775808 - 1", "error: integer overflow*"},
