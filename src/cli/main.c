@@ -11,6 +11,7 @@ static const struct gs_command commands[] = {
     {"ls", "list GPUs and live slices (standalone mode)", cmd_ls},
     {"top", "live view of GPUs and slices (standalone mode)", cmd_top},
     {"probe", "check a GPU or slice through the CUDA driver API (memory, kernels)", cmd_probe},
+    {"smi", "GPU table through NVML only (inside a slice: the slice)", cmd_smi},
     {"schedule", "allocate claims as kube-scheduler does, or say why not", cmd_schedule},
 };
 

@@ -91,6 +91,11 @@ def test_basic():
     t.is_eq(len(snap['slices']), 0, 'slice released when the command ended')
     t.ok(not os.listdir(os.path.join(state, 'slices')), 'slice directory removed')
 
+    r = run(['run', '--sim', '--memory', '4Gi', '--cores', '30', '--', GS, 'smi'], env)
+    t.like(r.stdout, '0MiB / 4096MiB', 'gpuslice smi inside the slice shows 0MiB / 4096MiB')
+    r = run(['smi', '--sim'], env)
+    t.like(r.stdout, '0MiB / 15360MiB', 'gpuslice smi outside a slice shows the whole T4')
+
     r = run(['run', '--sim', '--', 'sh', '-c', 'exit 7'], env)
     t.is_eq(r.returncode, 7, 'exit status of the command is passed through')
     r = run(['run', '--sim', '--', 'sh', '-c', 'kill -TERM $$'], env)

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * gpuslice smi — an nvidia-smi-like table built only from NVML calls (src/sim/smi.c), so inside a
+ * slice (libvgpu preloaded) it shows the slice, as nvidia-smi does in a HAMi container.
+ * `--sim` shows gpusim's devices.
+ */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "cli/commands.h"
+#include "cli/standalone.h"
+#include "common/config.h"
+#include "sim/smi.h"
+
+struct smi_config {
+    bool sim;
+};
+
+static const struct gs_option smi_options[] = {
+    {.name = "sim", .env = "GPUSLICE_SIM", .type = GS_OPT_BOOL, .def = "false",
+     .help = "show the simulated GPU (gpusim) instead of the NVIDIA driver's",
+     .offset = offsetof(struct smi_config, sim)},
+};
+
+static const struct gs_config_spec smi_spec = {
+    .program = "gpuslice smi",
+    .summary = "GPU table through NVML only: inside a slice it shows the slice.",
+    .options = smi_options,
+    .n_options = GS_ARRAY_SIZE(smi_options),
+};
+
+int cmd_smi(int argc, char **argv)
+{
+    struct smi_config cfg = {0};
+    struct gs_error err = {0};
+    int first;
+    int r = gs_config_parse(&smi_spec, &cfg, argc, argv, stdout, &first, &err);
+    if (r == GS_CONFIG_EXIT)
+        return 0;
+    if (r < 0 || first < argc) {
+        if (r >= 0)
+            snprintf(err.msg, sizeof(err.msg), "unexpected argument \"%s\"", argv[first]);
+        fprintf(stderr, "gpuslice smi: %s\n", err.msg);
+        return 2;
+    }
+    if (cfg.sim) {
+        struct sa_env env;
+        /* Only the gpusim directory is needed; the state dir is created as for `ls`. */
+        if (sa_env_init(&env, NULL, true, &err) < 0 || sa_reexec_with_sim(&env, argv - 1, &err) < 0) {
+            fprintf(stderr, "gpuslice smi: %s\n", err.msg);
+            return 4;
+        }
+    }
+    if (gs_smi_print(stdout, &err) < 0) {
+        fprintf(stderr, "gpuslice smi: %s\n", err.msg);
+        return 4;
+    }
+    return 0;
+}
