@@ -120,8 +120,8 @@ json_t *cdi_spec_build(const struct cdi_config *c, const struct claim_plan *p)
     }
     /* 0.5.0 is the first spec version that allows device names starting with a digit; nothing
      * else we use needs more than 0.3.0. */
-    return json_pack("{s:s, s:s, s:o}", "cdiVersion", digit_first ? "0.5.0" : "0.3.0", "kind",
-                     kind, "devices", devices);
+    return json_pack("{s:s, s:s, s:o}", "cdiVersion", digit_first ? "0.5.0" : "0.3.0", "kind", kind,
+                     "devices", devices);
 }
 
 int cdi_spec_write(const struct cdi_config *c, const struct claim_plan *p, struct gs_error *err)

@@ -13,9 +13,12 @@
 const char *ckpt_state_name(enum ckpt_state s)
 {
     switch (s) {
-    case CKPT_PREPARE_STARTED: return "PrepareStarted";
-    case CKPT_PREPARE_COMPLETED: return "PrepareCompleted";
-    default: return "None";
+    case CKPT_PREPARE_STARTED:
+        return "PrepareStarted";
+    case CKPT_PREPARE_COMPLETED:
+        return "PrepareCompleted";
+    default:
+        return "None";
     }
 }
 
@@ -28,8 +31,7 @@ static enum ckpt_state state_from_name(const char *s)
     return CKPT_NONE;
 }
 
-int ckpt_load(struct checkpoint *c, const char *state_dir, const char *driver,
-              struct gs_error *err)
+int ckpt_load(struct checkpoint *c, const char *state_dir, const char *driver, struct gs_error *err)
 {
     memset(c, 0, sizeof(*c));
     snprintf(c->path, sizeof(c->path), "%s/%s", state_dir, CKPT_FILE_NAME);
@@ -72,8 +74,7 @@ int ckpt_load(struct checkpoint *c, const char *state_dir, const char *driver,
             json_decref(root);
             return gs_error_set(err, -ENOMEM, "out of memory");
         }
-        if (st == CKPT_NONE ||
-            claim_plan_from_json(json_object_get(e, "plan"), plan, &perr) < 0 ||
+        if (st == CKPT_NONE || claim_plan_from_json(json_object_get(e, "plan"), plan, &perr) < 0 ||
             strcmp(plan->uid, uid) != 0) {
             gs_warn("checkpoint entry ignored", "claim=%s reason=\"%s\"", uid,
                     perr.msg[0] ? perr.msg : "bad state or uid");

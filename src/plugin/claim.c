@@ -120,7 +120,10 @@ int claim_plan_build(const json_t *claim, const char *ns, const char *name, cons
         if (!req || !rpool || !rdev)
             return gs_error_set(err, -EINVAL,
                                 "claim %s: status.allocation.devices.results[%zu] lacks %s", cname,
-                                idx, !req ? "request" : !rpool ? "pool" : "device");
+                                idx,
+                                !req     ? "request"
+                                : !rpool ? "pool"
+                                         : "device");
         if (strcmp(rpool, pool) != 0)
             return gs_error_set(err, -EINVAL,
                                 "claim %s: results[%zu] is for pool \"%.64s\", this node is "
@@ -146,15 +149,17 @@ int claim_plan_build(const json_t *claim, const char *ns, const char *name, cons
             copy_field(cr->device, sizeof(cr->device), rdev, "device", cname, err) < 0)
             return err ? err->code : -EINVAL;
         const char *share = jstr(r, "shareID");
-        if (share && copy_field(cr->share_id, sizeof(cr->share_id), share, "shareID", cname,
-                                err) < 0)
+        if (share &&
+            copy_field(cr->share_id, sizeof(cr->share_id), share, "shareID", cname, err) < 0)
             return err ? err->code : -EINVAL;
 
         /* Consumed capacity, summed per device. */
         const json_t *cc = json_object_get(r, "consumedCapacity");
         if (cc && !json_is_object(cc))
-            return gs_error_set(err, -EINVAL, "claim %s: results[%zu].consumedCapacity is not "
-                                              "an object", cname, idx);
+            return gs_error_set(err, -EINVAL,
+                                "claim %s: results[%zu].consumedCapacity is not "
+                                "an object",
+                                cname, idx);
         int64_t mem = 0, cores = 0;
         bool has_mem = false, has_cores = false;
         if (capacity_int(cc, "memory", cname, idx, &mem, &has_mem, err) < 0 ||
@@ -210,18 +215,17 @@ json_t *claim_plan_to_json(const struct claim_plan *p)
     json_t *results = json_array(), *devices = json_array();
     for (size_t i = 0; i < p->n_results; i++) {
         const struct claim_result *r = &p->results[i];
-        json_array_append_new(results, json_pack("{s:s, s:s, s:s, s:s}", "request", r->request,
-                                                 "pool", r->pool, "device", r->device, "shareID",
-                                                 r->share_id));
+        json_array_append_new(results,
+                              json_pack("{s:s, s:s, s:s, s:s}", "request", r->request, "pool",
+                                        r->pool, "device", r->device, "shareID", r->share_id));
     }
     for (size_t i = 0; i < p->n_devices; i++) {
         const struct claim_device *d = &p->devices[i];
-        json_array_append_new(devices,
-                              json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "device", d->device,
-                                        "uuid", d->uuid, "minor", (json_int_t)d->minor,
-                                        "memoryLimit", (json_int_t)d->memory_limit, "cores",
-                                        (json_int_t)d->cores, "envIndex",
-                                        (json_int_t)d->env_index));
+        json_array_append_new(
+            devices,
+            json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "device", d->device, "uuid", d->uuid,
+                      "minor", (json_int_t)d->minor, "memoryLimit", (json_int_t)d->memory_limit,
+                      "cores", (json_int_t)d->cores, "envIndex", (json_int_t)d->env_index));
     }
     return json_pack("{s:s, s:s, s:s, s:o, s:o}", "namespace", p->ns, "name", p->name, "uid",
                      p->uid, "results", results, "devices", devices);
@@ -241,8 +245,7 @@ static int get_uint(const json_t *o, const char *key, uint64_t max, uint64_t *ou
                     struct gs_error *err)
 {
     const json_t *v = json_object_get(o, key);
-    if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-        (uint64_t)json_integer_value(v) > max)
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || (uint64_t)json_integer_value(v) > max)
         return gs_error_set(err, -EINVAL, "checkpoint: field %s missing or out of range", key);
     *out = (uint64_t)json_integer_value(v);
     return 0;

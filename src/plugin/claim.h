@@ -22,10 +22,10 @@
 
 /* One allocation result of our driver (one request -> one device share). */
 struct claim_result {
-    char request[64];    /* base request name ("gpu" for "gpu/sub") */
+    char request[64]; /* base request name ("gpu" for "gpu/sub") */
     char pool[256];
-    char device[64];     /* "hami-gpu-<minor>" */
-    char share_id[64];   /* "" when the result has no shareID */
+    char device[64];   /* "hami-gpu-<minor>" */
+    char share_id[64]; /* "" when the result has no shareID */
 };
 
 /* One device of the claim with what the claim may use of it. */

@@ -76,50 +76,93 @@ int gpu_semver(const char *in, char *out, size_t len)
 static const char *arch_name(nvmlDeviceArchitecture_t a)
 {
     switch (a) {
-    case NVML_DEVICE_ARCH_KEPLER: return "Kepler";
-    case NVML_DEVICE_ARCH_MAXWELL: return "Maxwell";
-    case NVML_DEVICE_ARCH_PASCAL: return "Pascal";
-    case NVML_DEVICE_ARCH_VOLTA: return "Volta";
-    case NVML_DEVICE_ARCH_TURING: return "Turing";
-    case NVML_DEVICE_ARCH_AMPERE: return "Ampere";
-    case NVML_DEVICE_ARCH_ADA: return "Ada";
-    case NVML_DEVICE_ARCH_HOPPER: return "Hopper";
-    case NVML_DEVICE_ARCH_BLACKWELL: return "Blackwell";
-    default: return "Unknown";
+    case NVML_DEVICE_ARCH_KEPLER:
+        return "Kepler";
+    case NVML_DEVICE_ARCH_MAXWELL:
+        return "Maxwell";
+    case NVML_DEVICE_ARCH_PASCAL:
+        return "Pascal";
+    case NVML_DEVICE_ARCH_VOLTA:
+        return "Volta";
+    case NVML_DEVICE_ARCH_TURING:
+        return "Turing";
+    case NVML_DEVICE_ARCH_AMPERE:
+        return "Ampere";
+    case NVML_DEVICE_ARCH_ADA:
+        return "Ada";
+    case NVML_DEVICE_ARCH_HOPPER:
+        return "Hopper";
+    case NVML_DEVICE_ARCH_BLACKWELL:
+        return "Blackwell";
+    default:
+        return "Unknown";
     }
 }
 
 static const char *brand_name(nvmlBrandType_t b)
 {
     switch (b) {
-    case NVML_BRAND_QUADRO: return "Quadro";
-    case NVML_BRAND_TESLA: return "Tesla";
-    case NVML_BRAND_NVS: return "NVS";
-    case NVML_BRAND_GRID: return "GRID";
-    case NVML_BRAND_GEFORCE: return "GeForce";
-    case NVML_BRAND_TITAN: return "Titan";
-    case NVML_BRAND_NVIDIA_VAPPS: return "NVIDIA Virtual Applications";
-    case NVML_BRAND_NVIDIA_VPC: return "NVIDIA Virtual PC";
-    case NVML_BRAND_NVIDIA_VCS: return "NVIDIA Virtual Compute Server";
-    case NVML_BRAND_NVIDIA_VWS: return "NVIDIA RTX Virtual Workstation";
-    case NVML_BRAND_NVIDIA_CLOUD_GAMING: return "NVIDIA Cloud Gaming";
-    case NVML_BRAND_QUADRO_RTX: return "Quadro RTX";
-    case NVML_BRAND_NVIDIA_RTX: return "NVIDIA RTX";
-    case NVML_BRAND_NVIDIA: return "NVIDIA";
-    case NVML_BRAND_GEFORCE_RTX: return "GeForce RTX";
-    case NVML_BRAND_TITAN_RTX: return "Titan RTX";
-    default: return "Unknown";
+    case NVML_BRAND_QUADRO:
+        return "Quadro";
+    case NVML_BRAND_TESLA:
+        return "Tesla";
+    case NVML_BRAND_NVS:
+        return "NVS";
+    case NVML_BRAND_GRID:
+        return "GRID";
+    case NVML_BRAND_GEFORCE:
+        return "GeForce";
+    case NVML_BRAND_TITAN:
+        return "Titan";
+    case NVML_BRAND_NVIDIA_VAPPS:
+        return "NVIDIA Virtual Applications";
+    case NVML_BRAND_NVIDIA_VPC:
+        return "NVIDIA Virtual PC";
+    case NVML_BRAND_NVIDIA_VCS:
+        return "NVIDIA Virtual Compute Server";
+    case NVML_BRAND_NVIDIA_VWS:
+        return "NVIDIA RTX Virtual Workstation";
+    case NVML_BRAND_NVIDIA_CLOUD_GAMING:
+        return "NVIDIA Cloud Gaming";
+    case NVML_BRAND_QUADRO_RTX:
+        return "Quadro RTX";
+    case NVML_BRAND_NVIDIA_RTX:
+        return "NVIDIA RTX";
+    case NVML_BRAND_NVIDIA:
+        return "NVIDIA";
+    case NVML_BRAND_GEFORCE_RTX:
+        return "GeForce RTX";
+    case NVML_BRAND_TITAN_RTX:
+        return "Titan RTX";
+    default:
+        return "Unknown";
     }
+}
+
+/* Parse a hexadecimal field of at most `max` value ending at `stop`; advances *p past it. */
+static int hex_field(const char **p, char stop, unsigned long max, unsigned long *out)
+{
+    char *end;
+    if (!isxdigit((unsigned char)**p))
+        return -EINVAL;
+    errno = 0;
+    unsigned long v = strtoul(*p, &end, 16);
+    if (errno || v > max || *end != stop)
+        return -EINVAL;
+    *out = v;
+    *p = stop ? end + 1 : end;
+    return 0;
 }
 
 /* "00000000:3B:00.0" -> "0000:3b:00.0" (domain cut to 4 hex digits, lower case). */
 static int bus_id_to_bdf(const char *nvml_id, char *out, size_t len)
 {
-    unsigned dom, bus, devno, fn;
-    if (sscanf(nvml_id, "%x:%x:%x.%x", &dom, &bus, &devno, &fn) != 4 || dom > 0xffff ||
-        bus > 0xff || devno > 0x1f || fn > 7)
+    unsigned long dom, bus, devno, fn;
+    const char *p = nvml_id;
+    if (hex_field(&p, ':', 0xffffffffUL, &dom) < 0 || hex_field(&p, ':', 0xff, &bus) < 0 ||
+        hex_field(&p, '.', 0x1f, &devno) < 0 || hex_field(&p, '\0', 7, &fn) < 0 || dom > 0xffff)
         return -EINVAL;
-    snprintf(out, len, "%04x:%02x:%02x.%x", dom, bus, devno, fn);
+    snprintf(out, len, "%04lx:%02lx:%02lx.%lx", dom, bus, devno, fn);
     return 0;
 }
 
@@ -146,9 +189,14 @@ void gpu_resolve_pci(const char *sysfs_root, struct gpu_device *d)
     snprintf(path, sizeof(path), "%s/bus/pci/devices/%s/numa_node", sysfs_root, bdf);
     FILE *f = fopen(path, "re");
     if (f) {
-        int node;
-        if (fscanf(f, "%d", &node) == 1 && node >= 0 && node < 4096)
-            d->numa_node = node;
+        char buf[32];
+        if (fgets(buf, sizeof(buf), f)) {
+            char *end;
+            errno = 0;
+            long node = strtol(buf, &end, 10);
+            if (!errno && end != buf && (*end == '\n' || *end == '\0') && node >= 0 && node < 4096)
+                d->numa_node = (int)node;
+        }
         fclose(f);
     }
 }
@@ -242,10 +290,8 @@ static void nvlink_domains(struct nvml *n, nvmlDevice_t *handles, struct gpu_inv
 int gpu_discover(const char *sysfs_root, struct gpu_inventory *out, struct gs_error *err)
 {
     struct nvml n;
-    _cleanup_free_ nvmlDevice_t *handles = calloc(GPU_MAX_DEVICES, sizeof(*handles));
+    nvmlDevice_t handles[GPU_MAX_DEVICES];
     memset(out, 0, sizeof(*out));
-    if (!handles)
-        return gs_error_set(err, -ENOMEM, "out of memory");
     int r = nvml_open(&n, err);
     if (r < 0)
         return r;

@@ -12,27 +12,27 @@
 
 #include "common/error.h"
 
-#define GPU_MAX_DEVICES   256
-#define GPU_STR_MAX       128
-#define GPU_MIB           (1024ULL * 1024ULL)
+#define GPU_MAX_DEVICES 256
+#define GPU_STR_MAX     128
+#define GPU_MIB         (1024ULL * 1024ULL)
 
 struct gpu_device {
     unsigned minor;
-    unsigned index;                       /* NVML index */
-    char name[64];                        /* "hami-gpu-<minor>" */
-    char uuid[GPU_STR_MAX];               /* "GPU-..." */
-    char product[GPU_STR_MAX];            /* "Tesla T4" */
-    char brand[32];                       /* "Tesla", "NVIDIA", ... */
-    char architecture[32];                /* "Turing" */
-    char compute_capability[32];          /* semver "7.5.0" */
-    char driver_version[64];              /* semver "550.54.15" */
-    char cuda_driver_version[32];         /* semver "12.4.0" */
-    char nvml_bus_id[64];                 /* NVML form "00000000:3B:00.0" */
-    char pci_bus_id[32];                  /* sysfs form "0000:3b:00.0"; "" when not in sysfs */
-    char pcie_root[64];                   /* "pci0000:00"; "" when unresolvable */
-    int numa_node;                        /* -1 = unknown */
-    unsigned nvlink_domain;               /* smallest minor of the NVLink-connected set */
-    uint64_t memory_total;                /* bytes, as NVML reports */
+    unsigned index;               /* NVML index */
+    char name[64];                /* "hami-gpu-<minor>" */
+    char uuid[GPU_STR_MAX];       /* "GPU-..." */
+    char product[GPU_STR_MAX];    /* "Tesla T4" */
+    char brand[32];               /* "Tesla", "NVIDIA", ... */
+    char architecture[32];        /* "Turing" */
+    char compute_capability[32];  /* semver "7.5.0" */
+    char driver_version[64];      /* semver "550.54.15" */
+    char cuda_driver_version[32]; /* semver "12.4.0" */
+    char nvml_bus_id[64];         /* NVML form "00000000:3B:00.0" */
+    char pci_bus_id[32];          /* sysfs form "0000:3b:00.0"; "" when not in sysfs */
+    char pcie_root[64];           /* "pci0000:00"; "" when unresolvable */
+    int numa_node;                /* -1 = unknown */
+    unsigned nvlink_domain;       /* smallest minor of the NVLink-connected set */
+    uint64_t memory_total;        /* bytes, as NVML reports */
 };
 
 struct gpu_inventory {

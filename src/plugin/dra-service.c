@@ -98,7 +98,8 @@ static void too_many(struct rpc_reply *reply, size_t n)
     static void f##prepare(void *user, const uint8_t *req, size_t len, struct rpc_reply *reply)    \
     {                                                                                              \
         struct driver *d = user;                                                                   \
-        T##NodePrepareResourcesRequest *in = f##node_prepare_resources_request__unpack(NULL, len, req); \
+        T##NodePrepareResourcesRequest *in =                                                       \
+            f##node_prepare_resources_request__unpack(NULL, len, req);                             \
         if (!in) {                                                                                 \
             bad_request(reply, "NodePrepareResourcesRequest");                                     \
             return;                                                                                \
@@ -111,8 +112,10 @@ static void too_many(struct rpc_reply *reply, size_t n)
         }                                                                                          \
         struct claim_ref *refs = calloc(n ? n : 1, sizeof(*refs));                                 \
         struct prepare_result *res = calloc(n ? n : 1, sizeof(*res));                              \
-        T##NodePrepareResourcesResponse__ClaimsEntry *entries = calloc(n ? n : 1, sizeof(*entries)); \
-        T##NodePrepareResourcesResponse__ClaimsEntry **entry_ptrs = calloc(n ? n : 1, sizeof(void *)); \
+        T##NodePrepareResourcesResponse__ClaimsEntry *entries =                                    \
+            calloc(n ? n : 1, sizeof(*entries));                                                   \
+        T##NodePrepareResourcesResponse__ClaimsEntry **entry_ptrs =                                \
+            calloc(n ? n : 1, sizeof(void *));                                                     \
         T##NodePrepareResourceResponse *claim_resp = calloc(n ? n : 1, sizeof(*claim_resp));       \
         size_t total_results = 0;                                                                  \
         if (!refs || !res || !entries || !entry_ptrs || !claim_resp) {                             \
@@ -141,7 +144,7 @@ static void too_many(struct rpc_reply *reply, size_t n)
             for (size_t i = 0; i < n; i++) {                                                       \
                 f##node_prepare_resource_response__init(&claim_resp[i]);                           \
                 f##node_prepare_resources_response__claims_entry__init(&entries[i]);               \
-                entries[i].key = (char *)refs[i].uid;                                                      \
+                entries[i].key = (char *)refs[i].uid;                                              \
                 entries[i].value = &claim_resp[i];                                                 \
                 entry_ptrs[i] = &entries[i];                                                       \
                 if (!res[i].plan) {                                                                \
@@ -207,8 +210,10 @@ static void too_many(struct rpc_reply *reply, size_t n)
         }                                                                                          \
         struct claim_ref *refs = calloc(n ? n : 1, sizeof(*refs));                                 \
         char(*errors)[CLAIM_ERROR_MAX] = calloc(n ? n : 1, CLAIM_ERROR_MAX);                       \
-        T##NodeUnprepareResourcesResponse__ClaimsEntry *entries = calloc(n ? n : 1, sizeof(*entries)); \
-        T##NodeUnprepareResourcesResponse__ClaimsEntry **entry_ptrs = calloc(n ? n : 1, sizeof(void *)); \
+        T##NodeUnprepareResourcesResponse__ClaimsEntry *entries =                                  \
+            calloc(n ? n : 1, sizeof(*entries));                                                   \
+        T##NodeUnprepareResourcesResponse__ClaimsEntry **entry_ptrs =                              \
+            calloc(n ? n : 1, sizeof(void *));                                                     \
         T##NodeUnprepareResourceResponse *claim_resp = calloc(n ? n : 1, sizeof(*claim_resp));     \
         if (!refs || !errors || !entries || !entry_ptrs || !claim_resp) {                          \
             reply->status = RPC_RESOURCE_EXHAUSTED;                                                \
@@ -225,7 +230,7 @@ static void too_many(struct rpc_reply *reply, size_t n)
                 if (errors[i][0])                                                                  \
                     claim_resp[i].error = errors[i];                                               \
                 f##node_unprepare_resources_response__claims_entry__init(&entries[i]);             \
-                entries[i].key = (char *)refs[i].uid;                                                      \
+                entries[i].key = (char *)refs[i].uid;                                              \
                 entries[i].value = &claim_resp[i];                                                 \
                 entry_ptrs[i] = &entries[i];                                                       \
             }                                                                                      \

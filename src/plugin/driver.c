@@ -59,8 +59,8 @@ int driver_init(struct driver *d, const struct driver_config *cfg, struct gs_k8s
     if (r == -EBADMSG) {
         char aside[PATH_MAX + 16];
         snprintf(aside, sizeof(aside), "%s.corrupt", d->ckpt.path);
-        gs_error_log("checkpoint is corrupt, moved aside; starting empty", "error=\"%s\" moved_to=%s",
-                     lerr.msg, aside);
+        gs_error_log("checkpoint is corrupt, moved aside; starting empty",
+                     "error=\"%s\" moved_to=%s", lerr.msg, aside);
         if (rename(d->ckpt.path, aside) < 0)
             unlink(d->ckpt.path);
         ckpt_fini(&d->ckpt);
@@ -420,9 +420,8 @@ void driver_unprepare(struct driver *d, size_t n, const struct claim_ref *refs,
     pthread_mutex_unlock(&d->lock);
     for (size_t i = 0; i < n; i++) {
         if (d->metrics)
-            atomic_fetch_add(errors[i][0] ? &d->metrics->unprepare_errors
-                                          : &d->metrics->unprepare_total,
-                             1);
+            atomic_fetch_add(
+                errors[i][0] ? &d->metrics->unprepare_errors : &d->metrics->unprepare_total, 1);
         if (errors[i][0]) {
             char q[CLAIM_ERROR_MAX + 8];
             gs_warn("claim not unprepared", "uid=%s error=%s", refs[i].uid ? refs[i].uid : "",
@@ -577,8 +576,8 @@ int driver_reconcile_api(struct driver *d, int64_t now_s)
                 else
                     ckpt_set_missing(&d->ckpt, uid, since);
                 if (now_s - since >= d->cfg.reconcile_grace_s) {
-                    gs_info("reconcile: claim gone from the API, cleaning up",
-                            "claim=%s/%s uid=%s", ns, name, uid);
+                    gs_info("reconcile: claim gone from the API, cleaning up", "claim=%s/%s uid=%s",
+                            ns, name, uid);
                     remove_claim_files(d, uid, false, &err);
                     ckpt_remove(&d->ckpt, uid);
                     cleaned++;

@@ -29,8 +29,8 @@ bool files_exists(const char *path)
     return lstat(path, &st) == 0;
 }
 
-int files_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
-                       unsigned flags, struct gs_error *err)
+int files_write_atomic(const char *path, const void *data, size_t len, mode_t mode, unsigned flags,
+                       struct gs_error *err)
 {
     char dir[PATH_MAX], tmp[PATH_MAX];
     const char *slash = strrchr(path, '/');

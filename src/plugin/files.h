@@ -14,8 +14,8 @@
 /* Write `len` bytes to `path` atomically: "<dir>/.<name>.tmp.<pid>.<n>", chmod `mode`, rename
  * over `path`. Readers (and a process crash at any point) see the old content or the new, never
  * a mix. With FILES_DURABLE the new content also survives a power loss once this returns. */
-int files_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
-                       unsigned flags, struct gs_error *err);
+int files_write_atomic(const char *path, const void *data, size_t len, mode_t mode, unsigned flags,
+                       struct gs_error *err);
 
 /* mkdir -p with `mode` for the directories it creates. */
 int files_mkdir_p(const char *path, mode_t mode, struct gs_error *err);

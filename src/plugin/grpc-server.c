@@ -98,8 +98,8 @@ static int post_request(struct rpc_server *s)
     c->status_details = grpc_empty_slice();
     grpc_call_details_init(&c->details);
     grpc_metadata_array_init(&c->request_md);
-    grpc_call_error e = grpc_server_request_call(s->server, &c->call, &c->details, &c->request_md,
-                                                 s->cq, s->cq, c);
+    grpc_call_error e =
+        grpc_server_request_call(s->server, &c->call, &c->details, &c->request_md, s->cq, s->cq, c);
     if (e != GRPC_CALL_OK) {
         call_free(c);
         return -EIO;

@@ -36,14 +36,14 @@ enum rpc_status {
 #define RPC_DETAILS_MAX 256
 
 struct rpc_reply {
-    uint8_t *data;   /* malloc'd encoded response message (status OK only) */
+    uint8_t *data; /* malloc'd encoded response message (status OK only) */
     size_t len;
-    int status;      /* enum rpc_status */
+    int status; /* enum rpc_status */
     char details[RPC_DETAILS_MAX];
 };
 
 typedef void (*rpc_handler_fn)(void *user, const uint8_t *req, size_t req_len,
-                                struct rpc_reply *reply);
+                               struct rpc_reply *reply);
 
 struct rpc_method {
     const char *path; /* "/package.Service/Method" */
@@ -51,17 +51,18 @@ struct rpc_method {
 };
 
 struct rpc_server_options {
-    unsigned threads;       /* worker threads; 0 = 1 */
-    size_t max_recv_bytes;  /* largest request message; 0 = 4 MiB */
+    unsigned threads;      /* worker threads; 0 = 1 */
+    size_t max_recv_bytes; /* largest request message; 0 = 4 MiB */
 };
 
 struct rpc_server;
 
 /* Bind `socket_path` (a stale socket file there is removed first), start the workers. */
 struct rpc_server *rpc_server_new(const char *socket_path, const struct rpc_method *methods,
-                              size_t n_methods, void *user, const struct rpc_server_options *opts,
-                              struct gs_error *err);
-/* Stop accepting, cancel what is in flight, join the workers, remove the socket. NULL is a no-op. */
+                                  size_t n_methods, void *user,
+                                  const struct rpc_server_options *opts, struct gs_error *err);
+/* Stop accepting, cancel what is in flight, join the workers, remove the socket. NULL is a no-op.
+ */
 void rpc_server_free(struct rpc_server *s);
 
 /* Call once per process before the first server, and once at the end. */

@@ -97,7 +97,8 @@ int main(int argc, char **argv)
     if (!inv || !m || !drv)
         goto out;
 
-    if (gs_kube_config_load(o->kubeconfig && *o->kubeconfig ? o->kubeconfig : NULL, &kc, &err) < 0) {
+    if (gs_kube_config_load(o->kubeconfig && *o->kubeconfig ? o->kubeconfig : NULL, &kc, &err) <
+        0) {
         gs_error_log("cannot load the Kubernetes configuration", "error=\"%s\"", err.msg);
         goto out;
     }
@@ -123,10 +124,13 @@ int main(int argc, char **argv)
         .driver_name = o->driver_name,
         .state_dir = o->state_dir,
         .sysfs_root = o->sysfs_root,
-        .cdi = {.driver = o->driver_name, .cdi_root = o->cdi_root, .host_dir = o->host_dir,
-                .selection = o->gpu_selection == GPU_SELECTION_DEVICE_NODES ? CDI_SELECT_DEVICE_NODES
-                             : o->gpu_selection == GPU_SELECTION_NONE       ? CDI_SELECT_NONE
-                                                                            : CDI_SELECT_VOLUME_MOUNTS},
+        .cdi = {.driver = o->driver_name,
+                .cdi_root = o->cdi_root,
+                .host_dir = o->host_dir,
+                .selection = o->gpu_selection == GPU_SELECTION_DEVICE_NODES
+                                 ? CDI_SELECT_DEVICE_NODES
+                             : o->gpu_selection == GPU_SELECTION_NONE ? CDI_SELECT_NONE
+                                                                      : CDI_SELECT_VOLUME_MOUNTS},
         .reconcile_grace_s = o->reconcile_grace_ns / 1000000000,
         .fault_point = o->fault_point > 0 ? options_fault_points[o->fault_point] : NULL,
     };

@@ -66,10 +66,12 @@ char *metrics_render(struct metrics *m, const char *driver, const char *node)
         return NULL;
     b.p[0] = '\0';
 #define COUNTER(name, help, val)                                                                   \
-    sb_printf(&b, "# HELP " name " " help "\n# TYPE " name " counter\n" name "{driver=\"%s\"} %llu\n", \
+    sb_printf(&b,                                                                                  \
+              "# HELP " name " " help "\n# TYPE " name " counter\n" name "{driver=\"%s\"} %llu\n", \
               driver, (unsigned long long)(val))
 #define GAUGE(name, help, val)                                                                     \
-    sb_printf(&b, "# HELP " name " " help "\n# TYPE " name " gauge\n" name "{driver=\"%s\"} %lld\n", \
+    sb_printf(&b,                                                                                  \
+              "# HELP " name " " help "\n# TYPE " name " gauge\n" name "{driver=\"%s\"} %lld\n",   \
               driver, (long long)(val))
     COUNTER("gpuslice_plugin_prepare_total", "Claims prepared successfully.",
             atomic_load(&m->prepare_total));
@@ -82,10 +84,12 @@ char *metrics_render(struct metrics *m, const char *driver, const char *node)
     sb_printf(&b, "# HELP gpuslice_plugin_prepare_duration_seconds Time to prepare one claim.\n"
                   "# TYPE gpuslice_plugin_prepare_duration_seconds histogram\n");
     for (int i = 0; i < METRICS_BUCKETS; i++)
-        sb_printf(&b, "gpuslice_plugin_prepare_duration_seconds_bucket{driver=\"%s\",le=\"%g\"} %llu\n",
+        sb_printf(&b,
+                  "gpuslice_plugin_prepare_duration_seconds_bucket{driver=\"%s\",le=\"%g\"} %llu\n",
                   driver, bucket_le[i], (unsigned long long)atomic_load(&m->latency_bucket[i]));
     unsigned long long count = atomic_load(&m->latency_count);
-    sb_printf(&b, "gpuslice_plugin_prepare_duration_seconds_bucket{driver=\"%s\",le=\"+Inf\"} %llu\n",
+    sb_printf(&b,
+              "gpuslice_plugin_prepare_duration_seconds_bucket{driver=\"%s\",le=\"+Inf\"} %llu\n",
               driver, count);
     sb_printf(&b, "gpuslice_plugin_prepare_duration_seconds_sum{driver=\"%s\"} %.9f\n", driver,
               (double)atomic_load(&m->latency_sum_ns) / 1e9);
@@ -103,7 +107,8 @@ char *metrics_render(struct metrics *m, const char *driver, const char *node)
               "# HELP gpuslice_plugin_consumable_capacity_gate_off 1 when the API server dropped "
               "the consumable-capacity fields (feature gate DRAConsumableCapacity off).\n"
               "# TYPE gpuslice_plugin_consumable_capacity_gate_off gauge\n"
-              "gpuslice_plugin_consumable_capacity_gate_off{driver=\"%s\",gate=\"DRAConsumableCapacity\"} %d\n",
+              "gpuslice_plugin_consumable_capacity_gate_off{driver=\"%s\",gate="
+              "\"DRAConsumableCapacity\"} %d\n",
               driver, atomic_load(&m->gate_off));
     COUNTER("gpuslice_plugin_reconcile_cleaned_total", "Claims or files cleaned by reconcile.",
             atomic_load(&m->reconcile_cleaned));
@@ -146,8 +151,9 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
         bool ok = serving && reg && pub;
         status = ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE;
         char buf[256];
-        snprintf(buf, sizeof(buf), ok ? "ok\n" : "not ready: serving=%d registered=%d published=%d\n",
-                 serving, reg, pub);
+        snprintf(buf, sizeof(buf),
+                 ok ? "ok\n" : "not ready: serving=%d registered=%d published=%d\n", serving, reg,
+                 pub);
         body = strdup(buf);
     } else {
         status = MHD_HTTP_NOT_FOUND;
@@ -210,10 +216,10 @@ struct metrics_http *metrics_http_start(struct metrics *m, const char *addr, con
     h->m = m;
     snprintf(h->driver, sizeof(h->driver), "%s", driver);
     snprintf(h->node, sizeof(h->node), "%s", node);
-    h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
-                            (uint16_t)port, NULL, NULL, answer, h, MHD_OPTION_SOCK_ADDR,
-                            (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT, 64u,
-                            MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+    h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port,
+                            NULL, NULL, answer, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+                            MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
+                            MHD_OPTION_END);
     if (!h->d) {
         gs_error_set(err, -EADDRINUSE, "cannot listen on %s for metrics/health", addr);
         free(h);

@@ -17,8 +17,8 @@
 #define METRICS_BUCKETS 12
 
 struct metrics {
-    atomic_ullong prepare_total;         /* claims prepared successfully */
-    atomic_ullong prepare_errors;        /* claims whose prepare failed */
+    atomic_ullong prepare_total;  /* claims prepared successfully */
+    atomic_ullong prepare_errors; /* claims whose prepare failed */
     atomic_ullong unprepare_total;
     atomic_ullong unprepare_errors;
     atomic_ullong latency_bucket[METRICS_BUCKETS]; /* per-claim prepare latency, cumulative */
@@ -28,10 +28,10 @@ struct metrics {
     atomic_llong slices_published;
     atomic_ullong slice_writes;
     atomic_ullong slice_errors;
-    atomic_int gate_off;                 /* 1: API server dropped consumable-capacity fields */
+    atomic_int gate_off; /* 1: API server dropped consumable-capacity fields */
     atomic_ullong reconcile_cleaned;
-    atomic_int registered;               /* kubelet accepted the registration */
-    atomic_int serving;                  /* gRPC servers up */
+    atomic_int registered; /* kubelet accepted the registration */
+    atomic_int serving;    /* gRPC servers up */
     atomic_int published_once;
 };
 

@@ -49,8 +49,7 @@ struct plugin_options {
 /* Parse argv + environment (+ config file) into *o (zeroed by the caller). Returns 0 to run,
  * GS_CONFIG_EXIT when --help/--print-config was written to `out`, or a negative code with err
  * naming the option and the value ("--healthcheck-port: 70000 is above the maximum 65535"). */
-int options_parse(int argc, char **argv, struct plugin_options *o, FILE *out,
-                  struct gs_error *err);
+int options_parse(int argc, char **argv, struct plugin_options *o, FILE *out, struct gs_error *err);
 void options_free(struct plugin_options *o);
 
 /* "none" first, then the points of prepare/unprepare (NULL-terminated). */

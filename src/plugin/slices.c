@@ -64,18 +64,16 @@ json_t *slices_device(const struct gpu_device *d, const char *driver)
     attr_str(attrs, "resource.kubernetes.io/pciBusID", d->pci_bus_id);
 
     uint64_t mem = d->memory_total / GPU_MIB * GPU_MIB;
-    json_t *cores = json_pack("{s:o, s:{s:o, s:{s:o, s:o, s:o}}}", "value",
-                              qty(100, GS_QUANTITY_DECIMAL_SI), "requestPolicy", "default",
-                              qty(100, GS_QUANTITY_DECIMAL_SI), "validRange", "min",
-                              qty(0, GS_QUANTITY_DECIMAL_SI), "max",
-                              qty(100, GS_QUANTITY_DECIMAL_SI), "step",
-                              qty(1, GS_QUANTITY_DECIMAL_SI));
-    json_t *memory = json_pack("{s:o, s:{s:o, s:{s:o, s:o, s:o}}}", "value",
-                               qty(mem, GS_QUANTITY_BINARY_SI), "requestPolicy", "default",
-                               qty(mem, GS_QUANTITY_BINARY_SI), "validRange", "min",
-                               qty(GPU_MIB, GS_QUANTITY_BINARY_SI), "max",
-                               qty(mem, GS_QUANTITY_BINARY_SI), "step",
-                               qty(GPU_MIB, GS_QUANTITY_BINARY_SI));
+    json_t *cores =
+        json_pack("{s:o, s:{s:o, s:{s:o, s:o, s:o}}}", "value", qty(100, GS_QUANTITY_DECIMAL_SI),
+                  "requestPolicy", "default", qty(100, GS_QUANTITY_DECIMAL_SI), "validRange", "min",
+                  qty(0, GS_QUANTITY_DECIMAL_SI), "max", qty(100, GS_QUANTITY_DECIMAL_SI), "step",
+                  qty(1, GS_QUANTITY_DECIMAL_SI));
+    json_t *memory =
+        json_pack("{s:o, s:{s:o, s:{s:o, s:o, s:o}}}", "value", qty(mem, GS_QUANTITY_BINARY_SI),
+                  "requestPolicy", "default", qty(mem, GS_QUANTITY_BINARY_SI), "validRange", "min",
+                  qty(GPU_MIB, GS_QUANTITY_BINARY_SI), "max", qty(mem, GS_QUANTITY_BINARY_SI),
+                  "step", qty(GPU_MIB, GS_QUANTITY_BINARY_SI));
     return json_pack("{s:s, s:o, s:{s:o, s:o}, s:b}", "name", d->name, "attributes", attrs,
                      "capacity", "cores", cores, "memory", memory, "allowMultipleAllocations", 1);
 }
@@ -87,8 +85,8 @@ json_t *slices_build(const struct gpu_inventory *inv, const char *driver, const 
     char name[512];
     snprintf(name, sizeof(name), "%s-%s-%zu", node, driver, index);
     json_t *devices = json_array();
-    for (size_t i = index * SLICES_MAX_DEVICES;
-         i < inv->n && i < (index + 1) * SLICES_MAX_DEVICES; i++)
+    for (size_t i = index * SLICES_MAX_DEVICES; i < inv->n && i < (index + 1) * SLICES_MAX_DEVICES;
+         i++)
         json_array_append_new(devices, slices_device(&inv->dev[i], driver));
     return json_pack("{s:s, s:s, s:{s:s, s:{s:s}}, s:{s:s, s:s, s:{s:s, s:I, s:I}, s:o}}",
                      "apiVersion", "resource.k8s.io/v1", "kind", "ResourceSlice", "metadata",
@@ -232,8 +230,8 @@ static int sync_slices(struct publisher *p)
     json_t *it;
     json_array_foreach(items, i, it)
     {
-        json_t *g = json_object_get(json_object_get(json_object_get(it, "spec"), "pool"),
-                                    "generation");
+        json_t *g =
+            json_object_get(json_object_get(json_object_get(it, "spec"), "pool"), "generation");
         if (json_is_integer(g) && json_integer_value(g) > maxgen)
             maxgen = json_integer_value(g);
     }
@@ -243,15 +241,15 @@ static int sync_slices(struct publisher *p)
     bool same = json_array_size(items) == count;
     for (size_t k = 0; same && k < count; k++) {
         json_t *want = slices_build(p->inv, p->driver, p->node, p->generation, k);
-        const char *wname = json_string_value(
-            json_object_get(json_object_get(want, "metadata"), "name"));
+        const char *wname =
+            json_string_value(json_object_get(json_object_get(want, "metadata"), "name"));
         bool found = false;
         json_array_foreach(items, i, it)
         {
-            const char *n = json_string_value(
-                json_object_get(json_object_get(it, "metadata"), "name"));
-            json_t *g = json_object_get(json_object_get(json_object_get(it, "spec"), "pool"),
-                                        "generation");
+            const char *n =
+                json_string_value(json_object_get(json_object_get(it, "metadata"), "name"));
+            json_t *g =
+                json_object_get(json_object_get(json_object_get(it, "spec"), "pool"), "generation");
             if (n && strcmp(n, wname) == 0 && json_integer_value(g) == p->generation &&
                 spec_equal_ignoring_generation(it, want, p->gate_off))
                 found = true;
@@ -272,13 +270,13 @@ static int sync_slices(struct publisher *p)
     int failures = 0;
     for (size_t k = 0; k < count; k++) {
         json_t *want = slices_build(p->inv, p->driver, p->node, p->generation, k);
-        const char *wname = json_string_value(
-            json_object_get(json_object_get(want, "metadata"), "name"));
+        const char *wname =
+            json_string_value(json_object_get(json_object_get(want, "metadata"), "name"));
         json_t *have = NULL;
         json_array_foreach(items, i, it)
         {
-            const char *n = json_string_value(
-                json_object_get(json_object_get(it, "metadata"), "name"));
+            const char *n =
+                json_string_value(json_object_get(json_object_get(it, "metadata"), "name"));
             if (n && strcmp(n, wname) == 0)
                 have = it;
         }
@@ -419,8 +417,7 @@ static int on_slice_event(void *user, enum gs_k8s_event_type type, json_t *obj)
     gs_debug("ResourceSlice event", "type=%s name=%s", gs_k8s_event_type_name(type),
              name ? name : "");
     if (type == GS_K8S_EVENT_DELETED)
-        gs_info("ResourceSlice deleted by someone else, re-creating", "name=%s",
-                name ? name : "");
+        gs_info("ResourceSlice deleted by someone else, re-creating", "name=%s", name ? name : "");
     publisher_kick(p);
     return 0;
 }

@@ -39,8 +39,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
               data, size);
     roundtrip(&k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_request__descriptor,
               data, size);
-    roundtrip(&k8s__io__kubelet__pkg__apis__dra__v1beta1__node_prepare_resources_request__descriptor,
-              data, size);
+    roundtrip(
+        &k8s__io__kubelet__pkg__apis__dra__v1beta1__node_prepare_resources_request__descriptor,
+        data, size);
     roundtrip(&k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__descriptor,
               data, size);
     roundtrip(&pluginregistration__registration_status__descriptor, data, size);

@@ -27,8 +27,8 @@ static bool has_string(json_t *arr, const char *s)
 {
     size_t i;
     json_t *v;
-    json_array_foreach(arr, i, v) if (json_is_string(v) && strcmp(json_string_value(v), s) == 0)
-        return true;
+    json_array_foreach(arr, i, v) if (json_is_string(v) &&
+                                      strcmp(json_string_value(v), s) == 0) return true;
     return false;
 }
 
@@ -54,13 +54,18 @@ static void test_cdi(void)
     snprintf(p.devices[0].uuid, sizeof(p.devices[0].uuid), "GPU-1111");
     p.devices[0].memory_limit = 4ull << 30;
     p.devices[0].cores = 30;
-    struct cdi_config c = {.driver = DRV, .cdi_root = "/var/run/cdi", .host_dir = "/usr/local/vgpu"};
+    struct cdi_config c = {
+        .driver = DRV, .cdi_root = "/var/run/cdi", .host_dir = "/usr/local/vgpu"};
     char buf[1024];
     cdi_device_id(&c, p.uid, "hami-gpu-0", buf, sizeof(buf));
-    is_str(buf, "k8s.hami-core-gpu.project-hami.io/claim=3f0c2a7e-0d4b-4d8e-9c1e-5b6a7f8e9d01-hami-gpu-0",
-           "CDI device id");
+    is_str(
+        buf,
+        "k8s.hami-core-gpu.project-hami.io/claim=3f0c2a7e-0d4b-4d8e-9c1e-5b6a7f8e9d01-hami-gpu-0",
+        "CDI device id");
     cdi_spec_path(&c, p.uid, buf, sizeof(buf));
-    is_str(buf, "/var/run/cdi/k8s.hami-core-gpu.project-hami.io-claim_3f0c2a7e-0d4b-4d8e-9c1e-5b6a7f8e9d01.json",
+    is_str(buf,
+           "/var/run/cdi/"
+           "k8s.hami-core-gpu.project-hami.io-claim_3f0c2a7e-0d4b-4d8e-9c1e-5b6a7f8e9d01.json",
            "spec path");
     char uid[64];
     is_int(cdi_spec_uid_from_filename(&c, strrchr(buf, '/') + 1, uid, sizeof(uid)), 0,
@@ -71,30 +76,38 @@ static void test_cdi(void)
     json_t *s = cdi_spec_build(&c, &p);
     is_str(sget(s, "cdiVersion"), "0.5.0", "digit-first device name (UID 3f0c...) needs 0.5.0");
     is_str(sget(s, "kind"), "k8s.hami-core-gpu.project-hami.io/claim", "kind");
-    is_str(sget(s, "devices.0.name"), "3f0c2a7e-0d4b-4d8e-9c1e-5b6a7f8e9d01-hami-gpu-0", "device name");
-    json_t *env = json_object_get(json_object_get(json_array_get(json_object_get(s, "devices"), 0),
-                                                  "containerEdits"), "env");
+    is_str(sget(s, "devices.0.name"), "3f0c2a7e-0d4b-4d8e-9c1e-5b6a7f8e9d01-hami-gpu-0",
+           "device name");
+    json_t *env = json_object_get(
+        json_object_get(json_array_get(json_object_get(s, "devices"), 0), "containerEdits"), "env");
     ok(has_string(env, "GPUSLICE_LIMITS_DIR=/etc/gpuslice/limits.d"), "limits dir env");
     ok(has_string(env, "CUDA_DEVICE_MEMORY_LIMIT_0=4096m"), "memory env in MiB");
     ok(has_string(env, "CUDA_DEVICE_SM_LIMIT_0=30"), "SM env");
-    json_t *mounts = json_object_get(json_object_get(json_array_get(json_object_get(s, "devices"), 0),
-                                                     "containerEdits"), "mounts");
+    json_t *mounts = json_object_get(
+        json_object_get(json_array_get(json_object_get(s, "devices"), 0), "containerEdits"),
+        "mounts");
     json_t *m = find_mount(mounts, "/usr/local/vgpu/libvgpu.so");
     ok(m && strcmp(sget(m, "hostPath"), "/usr/local/vgpu/libvgpu.so") == 0 &&
-           has_string(json_object_get(m, "options"), "ro"), "libvgpu mounted read-only");
+           has_string(json_object_get(m, "options"), "ro"),
+       "libvgpu mounted read-only");
     m = find_mount(mounts, "/etc/ld.so.preload");
     ok(m && strcmp(sget(m, "hostPath"), "/usr/local/vgpu/ld.so.preload") == 0 &&
-           has_string(json_object_get(m, "options"), "ro"), "ld.so.preload mounted read-only");
+           has_string(json_object_get(m, "options"), "ro"),
+       "ld.so.preload mounted read-only");
     m = find_mount(mounts, "/etc/gpuslice/limits.d/3f0c2a7e-0d4b-4d8e-9c1e-5b6a7f8e9d01.limits");
-    ok(m && strcmp(sget(m, "hostPath"), "/usr/local/vgpu/claims/3f0c2a7e-0d4b-4d8e-9c1e-5b6a7f8e9d01/"
-                                        "limits/3f0c2a7e-0d4b-4d8e-9c1e-5b6a7f8e9d01.limits") == 0 &&
-           has_string(json_object_get(m, "options"), "ro"), "limits file mounted read-only");
+    ok(m &&
+           strcmp(sget(m, "hostPath"),
+                  "/usr/local/vgpu/claims/3f0c2a7e-0d4b-4d8e-9c1e-5b6a7f8e9d01/"
+                  "limits/3f0c2a7e-0d4b-4d8e-9c1e-5b6a7f8e9d01.limits") == 0 &&
+           has_string(json_object_get(m, "options"), "ro"),
+       "limits file mounted read-only");
     m = find_mount(mounts, "/var/run/gpuslice/claims/3f0c2a7e-0d4b-4d8e-9c1e-5b6a7f8e9d01");
     ok(m && has_string(json_object_get(m, "options"), "rw"), "region dir mounted read-write");
     m = find_mount(mounts, "/var/run/nvidia-container-devices/GPU-1111");
     ok(m && strcmp(sget(m, "hostPath"), "/dev/null") == 0, "GPU selected by volume mount");
-    ok(!json_object_get(json_object_get(json_array_get(json_object_get(s, "devices"), 0),
-                                        "containerEdits"), "deviceNodes"),
+    ok(!json_object_get(
+           json_object_get(json_array_get(json_object_get(s, "devices"), 0), "containerEdits"),
+           "deviceNodes"),
        "no device nodes in volume-mount mode");
     json_decref(s);
 
@@ -106,7 +119,8 @@ static void test_cdi(void)
     c.selection = CDI_SELECT_DEVICE_NODES;
     s = cdi_spec_build(&c, &p);
     is_str(sget(s, "cdiVersion"), "0.3.0", "letter-first device name needs only 0.3.0");
-    json_t *edits = json_object_get(json_array_get(json_object_get(s, "devices"), 0), "containerEdits");
+    json_t *edits =
+        json_object_get(json_array_get(json_object_get(s, "devices"), 0), "containerEdits");
     is_int(json_array_size(json_object_get(edits, "env")), 1, "uncapped: only the limits dir env");
     is_str(sget(edits, "deviceNodes.0.path"), "/dev/nvidia3", "device node of minor 3");
     is_str(sget(edits, "deviceNodes.1.path"), "/dev/nvidiactl", "control node");
@@ -124,7 +138,8 @@ static void test_slices(void)
     is_str(sget(s, "spec.pool.name"), "hami-workshop", "pool = node name");
     is_str(sget(s, "spec.nodeName"), "hami-workshop", "nodeName");
     is_int(json_integer_value(json_object_get(json_object_get(json_object_get(s, "spec"), "pool"),
-                                              "resourceSliceCount")), 1, "resourceSliceCount 1");
+                                              "resourceSliceCount")),
+           1, "resourceSliceCount 1");
     json_t *d = json_array_get(json_object_get(json_object_get(s, "spec"), "devices"), 0);
     is_str(sget(d, "name"), "hami-gpu-0", "device name");
     ok(json_is_true(json_object_get(d, "allowMultipleAllocations")), "allowMultipleAllocations");
@@ -140,7 +155,8 @@ static void test_slices(void)
     is_str(sget(d, "capacity.memory.requestPolicy.validRange.step"), "1Mi", "memory step");
     is_str(sget(d, "attributes.type.string"), "hami-gpu", "type attribute");
     is_str(sget(d, "attributes.productName.string"), "Tesla T4", "productName");
-    is_str(sget(d, "attributes.cudaComputeCapability.version"), "7.5.0", "compute capability semver");
+    is_str(sget(d, "attributes.cudaComputeCapability.version"), "7.5.0",
+           "compute capability semver");
     is_str(sget(d, "attributes.architecture.string"), "Turing", "architecture");
     ok(!json_object_get(json_object_get(d, "attributes"), "resource.kubernetes.io/pcieRoot"),
        "pcieRoot absent when unresolvable");
@@ -170,8 +186,9 @@ static void test_slices(void)
     json_t *devs = json_object_get(json_object_get(s1, "spec"), "devices");
     is_int(json_array_size(devs), 128, "second slice holds 128 devices");
     is_str(sget(devs, "0.name"), "hami-gpu-128", "second slice starts at device 128");
-    is_int(json_integer_value(json_object_get(json_object_get(json_object_get(s1, "spec"), "pool"),
-                                              "generation")), 7, "generation as given");
+    is_int(json_integer_value(
+               json_object_get(json_object_get(json_object_get(s1, "spec"), "pool"), "generation")),
+           7, "generation as given");
     json_decref(s1);
 }
 

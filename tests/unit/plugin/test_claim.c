@@ -46,14 +46,15 @@ int main(void)
 
     /* Two requests on one device are summed; subrequest names reduced to the base name;
      * results of other drivers ignored; env index by minor. */
-    r = build("[{\"request\":\"b/small\",\"driver\":\"" DRV "\",\"pool\":\"" NODE "\","
-              "\"device\":\"hami-gpu-1\",\"consumedCapacity\":{\"cores\":\"20\",\"memory\":\"1Gi\"}},"
-              "{\"request\":\"a\",\"driver\":\"" DRV "\",\"pool\":\"" NODE "\","
-              "\"device\":\"hami-gpu-0\",\"consumedCapacity\":{\"cores\":\"10\",\"memory\":\"512Mi\"}},"
-              "{\"request\":\"c\",\"driver\":\"" DRV "\",\"pool\":\"" NODE "\","
-              "\"device\":\"hami-gpu-1\",\"consumedCapacity\":{\"cores\":\"90\",\"memory\":\"2Gi\"}},"
-              "{\"request\":\"net\",\"driver\":\"nic.example.com\",\"pool\":\"x\",\"device\":\"eth0\"}]",
-              UID, &p, &e);
+    r = build(
+        "[{\"request\":\"b/small\",\"driver\":\"" DRV "\",\"pool\":\"" NODE "\","
+        "\"device\":\"hami-gpu-1\",\"consumedCapacity\":{\"cores\":\"20\",\"memory\":\"1Gi\"}},"
+        "{\"request\":\"a\",\"driver\":\"" DRV "\",\"pool\":\"" NODE "\","
+        "\"device\":\"hami-gpu-0\",\"consumedCapacity\":{\"cores\":\"10\",\"memory\":\"512Mi\"}},"
+        "{\"request\":\"c\",\"driver\":\"" DRV "\",\"pool\":\"" NODE "\","
+        "\"device\":\"hami-gpu-1\",\"consumedCapacity\":{\"cores\":\"90\",\"memory\":\"2Gi\"}},"
+        "{\"request\":\"net\",\"driver\":\"nic.example.com\",\"pool\":\"x\",\"device\":\"eth0\"}]",
+        UID, &p, &e);
     is_int(r, 0, "multi-request claim builds (%s)", e.msg);
     is_int(p.n_results, 3, "three results of our driver");
     is_str(p.results[0].request, "b", "subrequest reduced to base request name");
@@ -66,7 +67,8 @@ int main(void)
 
     /* No consumedCapacity: the whole device, uncapped. */
     r = build("[{\"request\":\"r\",\"driver\":\"" DRV "\",\"pool\":\"" NODE "\","
-              "\"device\":\"hami-gpu-0\"}]", UID, &p, &e);
+              "\"device\":\"hami-gpu-0\"}]",
+              UID, &p, &e);
     is_int(r, 0, "exclusive claim builds");
     is_uint(p.devices[0].memory_limit, 0, "no memory cap");
     is_int(p.devices[0].cores, 0, "no compute cap");
@@ -74,19 +76,24 @@ int main(void)
     /* Errors name the claim and the field. */
     r = build("[]", "ffffffff-0d4b-4d8e-9c1e-5b6a7f8e9d01", &p, &e);
     is_int(r, -ESTALE, "UID mismatch refused");
-    like_str(e.msg, "UID mismatch: kubelet asked for ffffffff-0d4b-4d8e-9c1e-5b6a7f8e9d01, API server has " UID,
-         "UID mismatch message");
-    r = build("[{\"request\":\"net\",\"driver\":\"nic.example.com\",\"pool\":\"x\",\"device\":\"e\"}]",
-              UID, &p, &e);
+    like_str(
+        e.msg,
+        "UID mismatch: kubelet asked for ffffffff-0d4b-4d8e-9c1e-5b6a7f8e9d01, API server has " UID,
+        "UID mismatch message");
+    r = build(
+        "[{\"request\":\"net\",\"driver\":\"nic.example.com\",\"pool\":\"x\",\"device\":\"e\"}]",
+        UID, &p, &e);
     is_int(r, -ENOENT, "other drivers only");
     like_str(e.msg, "claim test-dra/single-gpu-0: no allocation result for driver " DRV,
-         "other-drivers message");
+             "other-drivers message");
     r = build("[{\"request\":\"r\",\"driver\":\"" DRV "\",\"pool\":\"" NODE "\","
-              "\"device\":\"hami-gpu-7\"}]", UID, &p, &e);
+              "\"device\":\"hami-gpu-7\"}]",
+              UID, &p, &e);
     is_int(r, -ENOENT, "unknown device");
     like_str(e.msg, "device \"hami-gpu-7\" does not exist on this node", "unknown device message");
     r = build("[{\"request\":\"r\",\"driver\":\"" DRV "\",\"pool\":\"other-node\","
-              "\"device\":\"hami-gpu-0\"}]", UID, &p, &e);
+              "\"device\":\"hami-gpu-0\"}]",
+              UID, &p, &e);
     is_int(r, -EINVAL, "other pool refused");
     like_str(e.msg, "pool \"other-node\"", "pool message");
     r = build("[{\"request\":\"r\",\"driver\":\"" DRV "\",\"pool\":\"" NODE "\","
@@ -94,7 +101,7 @@ int main(void)
               UID, &p, &e);
     is_int(r, -EINVAL, "bad quantity refused");
     like_str(e.msg, "results[0].consumedCapacity.memory: \"lots\" is not an integer quantity",
-         "bad quantity message names the field and value");
+             "bad quantity message names the field and value");
     r = build("{\"not\":\"a list\"}", UID, &p, &e);
     is_int(r, -EINVAL, "results not a list");
 
@@ -104,14 +111,15 @@ int main(void)
     json_decref(unalloc);
     is_int(r, -ENOENT, "unallocated claim");
     like_str(e.msg, "claim test-dra/c: not allocated (status.allocation is missing)",
-         "unallocated message");
+             "unallocated message");
     r = claim_plan_build(NULL, "test-dra", "c", "../../etc", DRV, NODE, &inv, &p, &e);
     is_int(r, -EINVAL, "path-like UID refused before anything else");
 
     /* Checkpoint round trip. */
     build("[{\"request\":\"single-gpu\",\"driver\":\"" DRV "\",\"pool\":\"" NODE "\","
           "\"device\":\"hami-gpu-0\",\"shareID\":\"s1\","
-          "\"consumedCapacity\":{\"cores\":\"30\",\"memory\":\"4Gi\"}}]", UID, &p, &e);
+          "\"consumedCapacity\":{\"cores\":\"30\",\"memory\":\"4Gi\"}}]",
+          UID, &p, &e);
     json_t *j = claim_plan_to_json(&p);
     static struct claim_plan back;
     is_int(claim_plan_from_json(j, &back, &e), 0, "plan JSON reads back");

@@ -75,7 +75,8 @@ static void test_checkpoint(void)
     is_int(ckpt_load(&c, dir, "drv", &e), -EBADMSG, "truncated checkpoint is an error");
     like_str(e.msg, "not JSON", "corrupt message");
     ckpt_fini(&c);
-    const char *bad = "{\"version\":1,\"claims\":{\"x\":{\"state\":\"PrepareCompleted\",\"plan\":{}}}}";
+    const char *bad =
+        "{\"version\":1,\"claims\":{\"x\":{\"state\":\"PrepareCompleted\",\"plan\":{}}}}";
     files_write_atomic(path, bad, strlen(bad), 0600, 0, &e);
     is_int(ckpt_load(&c, dir, "drv", &e), 0, "checkpoint with a bad entry loads");
     is_int(ckpt_count(&c), 0, "bad entry dropped");
@@ -96,12 +97,13 @@ static void test_options(void)
 {
     static struct plugin_options o;
     struct gs_error e = {0};
-    char *argv1[] = {"p", "--node-name", "n1", "--healthcheck-port=0", "--resync-interval", "90s",
-                     NULL};
+    char *argv1[] = {"p",   "--node-name", "n1", "--healthcheck-port=0", "--resync-interval",
+                     "90s", NULL};
     unsetenv("NODE_NAME");
     is_int(parse(6, argv1, &o, &e), 0, "parse (%s)", e.msg);
     is_str(o.driver_name, "hami-core-gpu.project-hami.io", "driver default");
-    is_str(o.plugin_dir, "/var/lib/kubelet/plugins/hami-core-gpu.project-hami.io", "plugin dir computed");
+    is_str(o.plugin_dir, "/var/lib/kubelet/plugins/hami-core-gpu.project-hami.io",
+           "plugin dir computed");
     is_str(o.state_dir, o.plugin_dir, "state dir defaults to plugin dir");
     is_int(o.healthcheck_port, 0, "int option");
     is_int(o.resync_interval_ns, 90000000000LL, "duration option");
