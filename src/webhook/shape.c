@@ -106,6 +106,10 @@ int wh_legacy_read(const json_t *resources, const struct wh_names *names, const 
     if (out->has_count && out->count <= 0)
         return gs_error_set(err, -EINVAL, "%s: %s: %s must be at least 1 GPU", what, names->gpu,
                             count_t);
+    if (out->has_count && out->count > WH_MAX_DEVICES_PER_CLAIM)
+        return gs_error_set(err, -EINVAL,
+                            "%s: %s: %s is more than the %d devices one claim can be allocated",
+                            what, names->gpu, count_t, WH_MAX_DEVICES_PER_CLAIM);
     if (out->has_cores && (out->cores < 0 || out->cores > 100))
         return gs_error_set(err, -EINVAL,
                             "%s: %s: %s is outside 0-100 (percent of a GPU's compute)", what,

@@ -31,6 +31,8 @@
 /* Template names: prefix + 20 hex digits of SHA-256 over the claim spec. */
 #define WH_TEMPLATE_PREFIX   "gpuslice-"
 #define WH_TEMPLATE_NAME_MAX 64
+/* Kubernetes' limit on the devices one claim can be allocated (AllocationResultsMaxSize). */
+#define WH_MAX_DEVICES_PER_CLAIM 32
 /* Kubernetes' limit on firstAvailable subrequests. */
 #define WH_MAX_SUBREQUESTS 8
 #define WH_MIB             (1024 * 1024)
