@@ -30,17 +30,23 @@ struct ls_config {
 static const char *const outputs[] = {"table", "json", "slice", NULL};
 
 #define COMMON_OPTIONS                                                                             \
-    {.name = "sim", .env = "GPUSLICE_SIM", .type = GS_OPT_BOOL, .def = "false",                    \
+    {.name = "sim",                                                                                \
+     .env = "GPUSLICE_SIM",                                                                        \
+     .type = GS_OPT_BOOL,                                                                          \
+     .def = "false",                                                                               \
      .help = "describe the simulated GPU (gpusim) instead of the NVIDIA driver's",                 \
      .offset = offsetof(struct ls_config, sim)},                                                   \
     {                                                                                              \
-        .name = "state-dir", .env = "GPUSLICE_STATE_DIR", .type = GS_OPT_STRING,                   \
-        .metavar = "DIR", .help = "where the ledger and the slices live",                          \
+        .name = "state-dir", .env = "GPUSLICE_STATE_DIR", .type = GS_OPT_STRING, .metavar = "DIR", \
+        .help = "where the ledger and the slices live",                                            \
         .offset = offsetof(struct ls_config, state_dir)                                            \
     }
 
 static const struct gs_option ls_options[] = {
-    {.name = "output", .short_flag = 'o', .type = GS_OPT_ENUM, .choices = outputs,
+    {.name = "output",
+     .short_flag = 'o',
+     .type = GS_OPT_ENUM,
+     .choices = outputs,
      .def = "table",
      .help = "table for people, json for scripts (stable, see docs), slice: the ResourceSlice "
              "the kubelet plugin would publish for this machine",
@@ -49,9 +55,18 @@ static const struct gs_option ls_options[] = {
 };
 
 static const struct gs_option top_options[] = {
-    {.name = "interval", .short_flag = 'd', .type = GS_OPT_DURATION, .def = "1s", .min = "100ms",
-     .help = "refresh interval", .offset = offsetof(struct ls_config, interval_ns)},
-    {.name = "iterations", .short_flag = 'n', .type = GS_OPT_INT, .def = "0", .min = "0",
+    {.name = "interval",
+     .short_flag = 'd',
+     .type = GS_OPT_DURATION,
+     .def = "1s",
+     .min = "100ms",
+     .help = "refresh interval",
+     .offset = offsetof(struct ls_config, interval_ns)},
+    {.name = "iterations",
+     .short_flag = 'n',
+     .type = GS_OPT_INT,
+     .def = "0",
+     .min = "0",
      .help = "stop after this many refreshes (0 = until Ctrl-C)",
      .offset = offsetof(struct ls_config, iterations)},
     COMMON_OPTIONS,
@@ -136,7 +151,8 @@ static void print_table(FILE *out, const json_t *snap, const json_t *prev, doubl
                 strncat(names, ",", sizeof(names) - strlen(names) - 1);
             strncat(names, json_string_value(n), sizeof(names) - strlen(names) - 1);
         }
-        fprintf(out, "%-12s %-22s %-18s %-26s %s\n", json_string_value(json_object_get(g, "device")),
+        fprintf(out, "%-12s %-22s %-18s %-26s %s\n",
+                json_string_value(json_object_get(g, "device")),
                 json_string_value(json_object_get(g, "productName")), cores, mem,
                 names[0] ? names : "-");
         if (bars) {
@@ -164,10 +180,8 @@ static void print_table(FILE *out, const json_t *snap, const json_t *prev, doubl
             fmt_bytes(lim, sizeof(lim), jint(d, "limits", "memory"));
             char u[32];
             fmt_bytes(u, sizeof(u), jint(d, "usage", "memory"));
-            snprintf(used, sizeof(used), "%s", json_is_true(json_object_get(
-                                                   json_object_get(d, "usage"), "live"))
-                                                   ? u
-                                                   : "-");
+            snprintf(used, sizeof(used), "%s",
+                     json_is_true(json_object_get(json_object_get(d, "usage"), "live")) ? u : "-");
             if (prev && dt_s > 0) {
                 /* Same slice id and device in the previous snapshot: busy time delta. */
                 size_t pi;
@@ -179,29 +193,33 @@ static void print_table(FILE *out, const json_t *snap, const json_t *prev, doubl
                     const json_t *pd = json_array_get(json_object_get(ps, "devices"), k);
                     if (!pd)
                         continue;
-                    double busy = (double)(jint(d, "usage", "busyNs") - jint(pd, "usage", "busyNs"));
+                    double busy =
+                        (double)(jint(d, "usage", "busyNs") - jint(pd, "usage", "busyNs"));
                     snprintf(util, sizeof(util), "%.0f%%", busy / 1e9 / dt_s * 100.0);
                 }
             }
             char cores[16];
             snprintf(cores, sizeof(cores), "%lld%%", (long long)jint(d, "limits", "cores"));
             char cmd[64];
-            fprintf(out, "%-16s %-8lld %-12s %-6s %-10s %-18s %-6s %s\n",
-                    k ? "" : json_string_value(json_object_get(s, "name")),
-                    (long long)jint(s, "owner", "pid"), json_string_value(json_object_get(d, "device")),
-                    cores, lim, used, util,
-                    k ? "" : one_line(cmd, sizeof(cmd), json_string_value(json_object_get(s, "command"))));
+            fprintf(
+                out, "%-16s %-8lld %-12s %-6s %-10s %-18s %-6s %s\n",
+                k ? "" : json_string_value(json_object_get(s, "name")),
+                (long long)jint(s, "owner", "pid"), json_string_value(json_object_get(d, "device")),
+                cores, lim, used, util,
+                k ? ""
+                  : one_line(cmd, sizeof(cmd), json_string_value(json_object_get(s, "command"))));
         }
         if (json_array_size(devs) == 0)
             fprintf(out, "%-16s %-8lld %-12s %-6s %-10s %-18s %-6s %s\n",
-                    json_string_value(json_object_get(s, "name")), (long long)jint(s, "owner", "pid"),
-                    "?", "-", "-", "-", "-", json_string_value(json_object_get(s, "command")));
+                    json_string_value(json_object_get(s, "name")),
+                    (long long)jint(s, "owner", "pid"), "?", "-", "-", "-", "-",
+                    json_string_value(json_object_get(s, "command")));
     }
 }
 
 static int setup(const struct gs_config_spec *spec, struct ls_config *cfg, int argc, char **argv,
-                 struct sa_env *env, struct gpu_inventory **inv, struct ledger **l, json_t **slice_out,
-                 int *status)
+                 struct sa_env *env, struct gpu_inventory **inv, struct ledger **l,
+                 json_t **slice_out, int *status)
 {
     struct gs_error err = {0};
     int first;

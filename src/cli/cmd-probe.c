@@ -33,21 +33,44 @@ struct probe_config {
 };
 
 static const struct gs_option probe_options[] = {
-    {.name = "device", .short_flag = 'd', .type = GS_OPT_INT, .def = "0", .min = "0",
-     .max = "1023", .help = "CUDA device ordinal (after CUDA_VISIBLE_DEVICES)",
+    {.name = "device",
+     .short_flag = 'd',
+     .type = GS_OPT_INT,
+     .def = "0",
+     .min = "0",
+     .max = "1023",
+     .help = "CUDA device ordinal (after CUDA_VISIBLE_DEVICES)",
      .offset = offsetof(struct probe_config, device)},
-    {.name = "step", .type = GS_OPT_STRING, .def = "1Mi", .metavar = "QUANTITY",
-     .help = "size of each allocation", .offset = offsetof(struct probe_config, step)},
-    {.name = "max", .type = GS_OPT_STRING, .metavar = "QUANTITY",
+    {.name = "step",
+     .type = GS_OPT_STRING,
+     .def = "1Mi",
+     .metavar = "QUANTITY",
+     .help = "size of each allocation",
+     .offset = offsetof(struct probe_config, step)},
+    {.name = "max",
+     .type = GS_OPT_STRING,
+     .metavar = "QUANTITY",
      .help = "stop after allocating this much (default: until out of memory; 0 = no allocation)",
      .offset = offsetof(struct probe_config, max)},
-    {.name = "hold", .type = GS_OPT_DURATION, .def = "0", .min = "0",
+    {.name = "hold",
+     .type = GS_OPT_DURATION,
+     .def = "0",
+     .min = "0",
      .help = "keep the memory allocated this long before freeing it",
      .offset = offsetof(struct probe_config, hold_ns)},
-    {.name = "kernels", .short_flag = 'k', .type = GS_OPT_INT, .def = "0", .min = "0",
-     .max = "100000000", .help = "launch this many kernels and report the time they took",
+    {.name = "kernels",
+     .short_flag = 'k',
+     .type = GS_OPT_INT,
+     .def = "0",
+     .min = "0",
+     .max = "100000000",
+     .help = "launch this many kernels and report the time they took",
      .offset = offsetof(struct probe_config, kernels)},
-    {.name = "kernel-us", .type = GS_OPT_INT, .def = "1000", .min = "1", .max = "10000000",
+    {.name = "kernel-us",
+     .type = GS_OPT_INT,
+     .def = "1000",
+     .min = "1",
+     .max = "10000000",
      .help = "device time of each kernel on gpusim (function sim_busy_<us>)",
      .offset = offsetof(struct probe_config, kernel_us)},
 };
@@ -152,7 +175,8 @@ int cmd_probe(int argc, char **argv)
     CUdeviceptr *ptrs = NULL;
     size_t n_ptrs = 0, cap = 0;
     struct cuda c = {0};
-    if (parse_bytes("step", cfg.step, &step) < 0 || (cfg.max && parse_bytes("max", cfg.max, &max) < 0))
+    if (parse_bytes("step", cfg.step, &step) < 0 ||
+        (cfg.max && parse_bytes("max", cfg.max, &max) < 0))
         goto out;
     if (step <= 0) {
         fprintf(stderr, "gpuslice probe: --step: must be more than 0\n");
@@ -181,7 +205,8 @@ int cmd_probe(int argc, char **argv)
     const unsigned char *u = (const unsigned char *)uuid.bytes;
     size_t free_b = 0, total_b = 0;
     c.mem_get_info(&free_b, &total_b);
-    printf("probe: device %lld %s (GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x)"
+    printf("probe: device %lld %s "
+           "(GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x)"
            " cuMemGetInfo: free %zuMiB total %zuMiB\n",
            (long long)cfg.device, name, u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9],
            u[10], u[11], u[12], u[13], u[14], u[15], free_b >> 20, total_b >> 20);

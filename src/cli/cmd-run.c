@@ -33,8 +33,8 @@
 #include "common/log.h"
 #include "common/quantity.h"
 
-#define EXIT_USAGE   2
-#define EXIT_NOFIT   3
+#define EXIT_USAGE       2
+#define EXIT_NOFIT       3
 #define EXIT_FAILURE_RUN 4
 
 struct run_config {
@@ -54,39 +54,72 @@ struct run_config {
 static const char *const policies[] = {"binpack", "first-fit", "spread", "topology", NULL};
 
 static const struct gs_option run_options[] = {
-    {.name = "memory", .short_flag = 'm', .type = GS_OPT_STRING, .metavar = "QUANTITY",
+    {.name = "memory",
+     .short_flag = 'm',
+     .type = GS_OPT_STRING,
+     .metavar = "QUANTITY",
      .help = "GPU memory of the slice, a Kubernetes quantity (4Gi, 8000Mi); default: the whole "
              "device",
      .offset = offsetof(struct run_config, memory)},
-    {.name = "cores", .short_flag = 'c', .type = GS_OPT_STRING, .metavar = "PERCENT",
+    {.name = "cores",
+     .short_flag = 'c',
+     .type = GS_OPT_STRING,
+     .metavar = "PERCENT",
      .help = "compute share in percent, 0..100; default: the whole device",
      .offset = offsetof(struct run_config, cores)},
-    {.name = "gpus", .short_flag = 'g', .type = GS_OPT_INT, .def = "1", .min = "1", .max = "32",
+    {.name = "gpus",
+     .short_flag = 'g',
+     .type = GS_OPT_INT,
+     .def = "1",
+     .min = "1",
+     .max = "32",
      .help = "number of GPUs, each with this memory and compute share",
      .offset = offsetof(struct run_config, gpus)},
-    {.name = "gpu-type", .type = GS_OPT_STRING, .metavar = "SUBSTR",
+    {.name = "gpu-type",
+     .type = GS_OPT_STRING,
+     .metavar = "SUBSTR",
      .help = "only GPUs whose product name contains SUBSTR (case-insensitive), e.g. T4, A100",
      .offset = offsetof(struct run_config, gpu_type)},
-    {.name = "policy", .type = GS_OPT_ENUM, .choices = policies, .def = "binpack",
+    {.name = "policy",
+     .type = GS_OPT_ENUM,
+     .choices = policies,
+     .def = "binpack",
      .help = "placement: binpack (fill used GPUs first), first-fit (kube-scheduler's order), "
              "spread, topology (NVLink, then PCIe root)",
      .offset = offsetof(struct run_config, policy)},
-    {.name = "name", .short_flag = 'n', .type = GS_OPT_STRING,
+    {.name = "name",
+     .short_flag = 'n',
+     .type = GS_OPT_STRING,
      .help = "name of the slice in `gpuslice ls` (default slice-<id>)",
      .offset = offsetof(struct run_config, name)},
-    {.name = "wait", .short_flag = 'w', .type = GS_OPT_BOOL, .def = "false",
+    {.name = "wait",
+     .short_flag = 'w',
+     .type = GS_OPT_BOOL,
+     .def = "false",
      .help = "wait until the slice fits instead of failing",
      .offset = offsetof(struct run_config, wait)},
-    {.name = "timeout", .type = GS_OPT_DURATION, .def = "0", .min = "0",
+    {.name = "timeout",
+     .type = GS_OPT_DURATION,
+     .def = "0",
+     .min = "0",
      .help = "with --wait: give up after this long (0 = wait forever)",
      .offset = offsetof(struct run_config, timeout_ns)},
-    {.name = "sim", .env = "GPUSLICE_SIM", .type = GS_OPT_BOOL, .def = "false",
+    {.name = "sim",
+     .env = "GPUSLICE_SIM",
+     .type = GS_OPT_BOOL,
+     .def = "false",
      .help = "use the simulated GPU (gpusim) instead of the NVIDIA driver",
      .offset = offsetof(struct run_config, sim)},
-    {.name = "quiet", .short_flag = 'q', .type = GS_OPT_BOOL, .def = "false",
+    {.name = "quiet",
+     .short_flag = 'q',
+     .type = GS_OPT_BOOL,
+     .def = "false",
      .help = "do not print the slice summary line",
      .offset = offsetof(struct run_config, quiet)},
-    {.name = "state-dir", .env = "GPUSLICE_STATE_DIR", .type = GS_OPT_STRING, .metavar = "DIR",
+    {.name = "state-dir",
+     .env = "GPUSLICE_STATE_DIR",
+     .type = GS_OPT_STRING,
+     .metavar = "DIR",
      .help = "where the ledger and the slices live (default /var/lib/gpuslice as root, else "
              "$XDG_STATE_HOME/gpuslice)",
      .offset = offsetof(struct run_config, state_dir)},
@@ -174,7 +207,8 @@ static void format_bytes(char *buf, size_t len, uint64_t bytes)
 static void print_summary(const struct run_config *cfg, const json_t *claim,
                           const struct claim_plan *plan)
 {
-    const char *name = json_string_value(json_object_get(json_object_get(claim, "metadata"), "name"));
+    const char *name =
+        json_string_value(json_object_get(json_object_get(claim, "metadata"), "name"));
     for (size_t i = 0; i < plan->n_devices; i++) {
         const struct claim_device *d = &plan->devices[i];
         char mem[GS_QUANTITY_STR_MAX] = "whole";
@@ -198,8 +232,8 @@ static int parse_request(const struct run_config *cfg, struct sa_request *r, str
         struct gs_quantity q;
         struct gs_error qe = {0};
         if (gs_quantity_parse(cfg->memory, &q, &qe) < 0)
-            return gs_error_set(err, -EINVAL, "--memory: \"%s\" is not a quantity (e.g. 4Gi, 8000Mi)",
-                                cfg->memory);
+            return gs_error_set(
+                err, -EINVAL, "--memory: \"%s\" is not a quantity (e.g. 4Gi, 8000Mi)", cfg->memory);
         int64_t v;
         if (gs_quantity_value(&q, &v) < 0 || v <= 0)
             return gs_error_set(err, -EINVAL, "--memory: \"%s\" must be more than 0", cfg->memory);
@@ -217,8 +251,10 @@ static int parse_request(const struct run_config *cfg, struct sa_request *r, str
         r->cores = v;
     }
     if (cfg->name && (!*cfg->name || strlen(cfg->name) > 63 || strpbrk(cfg->name, "/ \t\n")))
-        return gs_error_set(err, -EINVAL, "--name: \"%s\" must be 1..63 characters without '/' "
-                                          "or spaces", cfg->name);
+        return gs_error_set(err, -EINVAL,
+                            "--name: \"%s\" must be 1..63 characters without '/' "
+                            "or spaces",
+                            cfg->name);
     return sa_validate_request(r, err);
 }
 
@@ -360,10 +396,13 @@ int cmd_run(int argc, char **argv)
     const char *name =
         json_string_value(json_object_get(json_object_get(claim, "metadata"), "name"));
     sa_slice_dir(&env, uid, dir, sizeof(dir));
-    struct ledger_entry entry = {.name = name, .command = command, .slice_dir = dir,
-                                 .claim = claim};
+    struct ledger_entry entry = {
+        .name = name, .command = command, .slice_dir = dir, .claim = claim};
     ledger_owner_of(0, &entry.owner);
-    dc = (struct decide_ctx){.slice = slice, .cls = cls, .claim = claim, .node = env.node,
+    dc = (struct decide_ctx){.slice = slice,
+                             .cls = cls,
+                             .claim = claim,
+                             .node = env.node,
                              .policy = policy_of(cfg.policy)};
     uint64_t start = gs_now_ns();
     char last_reason[256] = "";

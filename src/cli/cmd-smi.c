@@ -17,7 +17,10 @@ struct smi_config {
 };
 
 static const struct gs_option smi_options[] = {
-    {.name = "sim", .env = "GPUSLICE_SIM", .type = GS_OPT_BOOL, .def = "false",
+    {.name = "sim",
+     .env = "GPUSLICE_SIM",
+     .type = GS_OPT_BOOL,
+     .def = "false",
      .help = "show the simulated GPU (gpusim) instead of the NVIDIA driver's",
      .offset = offsetof(struct smi_config, sim)},
 };
@@ -46,7 +49,8 @@ int cmd_smi(int argc, char **argv)
     if (cfg.sim) {
         struct sa_env env;
         /* Only the gpusim directory is needed; the state dir is created as for `ls`. */
-        if (sa_env_init(&env, NULL, true, &err) < 0 || sa_reexec_with_sim(&env, argv - 1, &err) < 0) {
+        if (sa_env_init(&env, NULL, true, &err) < 0 ||
+            sa_reexec_with_sim(&env, argv - 1, &err) < 0) {
             fprintf(stderr, "gpuslice smi: %s\n", err.msg);
             return 4;
         }

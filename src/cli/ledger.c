@@ -50,8 +50,8 @@ int ledger_open(const char *state_dir, struct ledger **out, struct gs_error *err
         free(l);
         return gs_error_set(err, -ENAMETOOLONG, "state dir %s: path too long", state_dir);
     }
-    if (sqlite3_open_v2(l->path, &l->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-                                             SQLITE_OPEN_FULLMUTEX,
+    if (sqlite3_open_v2(l->path, &l->db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
                         NULL) != SQLITE_OK) {
         int rc = gs_error_set(err, -EIO, "ledger %s: cannot open: %s", l->path,
                               l->db ? sqlite3_errmsg(l->db) : "out of memory");
@@ -128,8 +128,9 @@ static int reclaim_locked(struct ledger *l, int *count, struct gs_error *err)
 {
     sqlite3_stmt *st = NULL;
     int removed = 0;
-    if (sqlite3_prepare_v2(l->db, "SELECT id, owner_pid, owner_start, boot_id, slice_dir, name FROM slices",
-                           -1, &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(
+            l->db, "SELECT id, owner_pid, owner_start, boot_id, slice_dir, name FROM slices", -1,
+            &st, NULL) != SQLITE_OK)
         return db_error(err, l, "reclaim");
     int64_t dead[256];
     char dirs[256][512];
@@ -170,15 +171,14 @@ static json_t *row_to_json(sqlite3_stmt *st)
 {
     json_t *claim = json_loads((const char *)sqlite3_column_text(st, 8), 0, NULL);
     json_t *alloc = json_loads((const char *)sqlite3_column_text(st, 9), 0, NULL);
-    json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:{s:i, s:I}, s:I, s:o, s:o}", "id",
-                          (json_int_t)sqlite3_column_int64(st, 0), "name",
-                          (const char *)sqlite3_column_text(st, 1), "command",
-                          (const char *)sqlite3_column_text(st, 2), "sliceDir",
-                          (const char *)sqlite3_column_text(st, 3), "owner", "pid",
-                          (int)sqlite3_column_int64(st, 4), "startTime",
-                          (json_int_t)sqlite3_column_int64(st, 5), "created",
-                          (json_int_t)sqlite3_column_int64(st, 7), "claim",
-                          claim ? claim : json_null(), "allocation", alloc ? alloc : json_null());
+    json_t *o = json_pack(
+        "{s:I, s:s, s:s, s:s, s:{s:i, s:I}, s:I, s:o, s:o}", "id",
+        (json_int_t)sqlite3_column_int64(st, 0), "name", (const char *)sqlite3_column_text(st, 1),
+        "command", (const char *)sqlite3_column_text(st, 2), "sliceDir",
+        (const char *)sqlite3_column_text(st, 3), "owner", "pid", (int)sqlite3_column_int64(st, 4),
+        "startTime", (json_int_t)sqlite3_column_int64(st, 5), "created",
+        (json_int_t)sqlite3_column_int64(st, 7), "claim", claim ? claim : json_null(), "allocation",
+        alloc ? alloc : json_null());
     return o;
 }
 

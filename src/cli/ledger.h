@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The standalone mode's ledger: who holds which slice of which GPU, in an SQLite database (WAL) under
- * the state directory. Every allocation runs inside one IMMEDIATE transaction (reclaim dead owners,
- * read live allocations, decide, insert), so concurrent `gpuslice run` never over-commit a GPU.
- * A row's owner is identified by pid + process start time + boot id: a pid reused by another process,
- * or a row from before a reboot, is dead and reclaimed.
+ * The standalone mode's ledger: who holds which slice of which GPU, in an SQLite database (WAL)
+ * under the state directory. Every allocation runs inside one IMMEDIATE transaction (reclaim dead
+ * owners, read live allocations, decide, insert), so concurrent `gpuslice run` never over-commit a
+ * GPU. A row's owner is identified by pid + process start time + boot id: a pid reused by another
+ * process, or a row from before a reboot, is dead and reclaimed.
  */
 #ifndef GS_CLI_LEDGER_H
 #define GS_CLI_LEDGER_H
@@ -40,8 +40,8 @@ struct ledger_entry {
 
 /*
  * Decide callback for ledger_allocate: given the allocations of live slices (a JSON array of
- * ResourceClaim objects with status.allocation), fill *allocation (new reference) for the new claim,
- * or return a negative code with a message in err (e.g. -ENOSPC: does not fit).
+ * ResourceClaim objects with status.allocation), fill *allocation (new reference) for the new
+ * claim, or return a negative code with a message in err (e.g. -ENOSPC: does not fit).
  */
 typedef int (*ledger_decide_fn)(void *ud, json_t *live_claims, json_t **allocation,
                                 struct gs_error *err);
@@ -56,9 +56,9 @@ int ledger_owner_of(pid_t pid, struct ledger_owner *out);
 int ledger_owner_alive(const struct ledger_owner *o);
 
 /*
- * One IMMEDIATE transaction: reclaim rows whose owner died, collect live claims, call decide, insert
- * the entry with decide's allocation. On success *id is the new row id and entry->allocation is set
- * (caller owns the reference).
+ * One IMMEDIATE transaction: reclaim rows whose owner died, collect live claims, call decide,
+ * insert the entry with decide's allocation. On success *id is the new row id and entry->allocation
+ * is set (caller owns the reference).
  */
 int ledger_allocate(struct ledger *l, struct ledger_entry *entry, ledger_decide_fn decide, void *ud,
                     int64_t *id, struct gs_error *err);

@@ -20,8 +20,7 @@
 #include "common/quantity.h"
 #include "plugin/slices.h"
 
-static int set_path(char *dst, size_t len, const char *src, const char *what,
-                    struct gs_error *err)
+static int set_path(char *dst, size_t len, const char *src, const char *what, struct gs_error *err)
 {
     int n = snprintf(dst, len, "%s", src);
     if (n < 0 || (size_t)n >= len)
@@ -51,8 +50,8 @@ int sa_env_init(struct sa_env *env, const char *state_dir, bool sim, struct gs_e
     if (s && *s) {
         rc = set_path(env->state_dir, sizeof(env->state_dir), s, "--state-dir", err);
     } else if (geteuid() == 0) {
-        rc = set_path(env->state_dir, sizeof(env->state_dir), "/var/lib/gpuslice", "state dir",
-                      err);
+        rc =
+            set_path(env->state_dir, sizeof(env->state_dir), "/var/lib/gpuslice", "state dir", err);
     } else {
         const char *xdg = getenv("XDG_STATE_HOME");
         const char *home = getenv("HOME");
@@ -226,14 +225,14 @@ int sa_build_claim(const struct sa_request *r, json_t **claim, struct gs_error *
         char lower[130];
         size_t i = 0;
         for (; r->gpu_type[i] && i < sizeof(lower) - 1; i++)
-            lower[i] = (char)((r->gpu_type[i] >= 'A' && r->gpu_type[i] <= 'Z')
-                                  ? r->gpu_type[i] + 32
-                                  : r->gpu_type[i]);
+            lower[i] = (char)((r->gpu_type[i] >= 'A' && r->gpu_type[i] <= 'Z') ? r->gpu_type[i] + 32
+                                                                               : r->gpu_type[i]);
         lower[i] = '\0';
         cel_quote(lit, sizeof(lit), lower);
         snprintf(expr, sizeof(expr),
                  "device.attributes[\"" SA_DRIVER "\"].productName.lowerAscii().contains(%s)", lit);
-        json_object_set_new(exactly, "selectors", json_pack("[{s:{s:s}}]", "cel", "expression", expr));
+        json_object_set_new(exactly, "selectors",
+                            json_pack("[{s:{s:s}}]", "cel", "expression", expr));
     }
     *claim = json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:{s:[{s:s, s:o}]}}}", "apiVersion",
                        "resource.k8s.io/v1", "kind", "ResourceClaim", "metadata", "name", name,
@@ -304,8 +303,7 @@ static void region_read(const char *path, const char *uuid, struct region_usage 
     close(fd);
     if (r == MAP_FAILED)
         return;
-    if (r->magic == GS_REGION_MAGIC && r->version == GS_REGION_VERSION &&
-        r->size == sizeof(*r) &&
+    if (r->magic == GS_REGION_MAGIC && r->version == GS_REGION_VERSION && r->size == sizeof(*r) &&
         atomic_load_explicit(&r->init_state, memory_order_acquire) == GS_REGION_READY) {
         uint32_t n = GS_MIN(atomic_load(&r->n_devices), (uint32_t)GS_REGION_MAX_DEVICES);
         for (uint32_t i = 0; i < n; i++) {
@@ -414,8 +412,8 @@ int sa_snapshot(const struct sa_env *env, const struct gpu_inventory *inv, struc
             }
             json_array_append_new(
                 devs, json_pack("{s:s, s:s, s:{s:i, s:I}, s:{s:b, s:I, s:I, s:I, s:I}}", "device",
-                                d->device, "uuid", d->uuid, "limits", "cores", (int)cores,
-                                "memory", (json_int_t)mem, "usage", "live", u.present, "memory",
+                                d->device, "uuid", d->uuid, "limits", "cores", (int)cores, "memory",
+                                (json_int_t)mem, "usage", "live", u.present, "memory",
                                 (json_int_t)u.used, "busyNs", (json_int_t)u.busy_ns, "launches",
                                 (json_int_t)u.launches, "oomCount", (json_int_t)u.oom_count));
         }
@@ -430,7 +428,7 @@ int sa_snapshot(const struct sa_env *env, const struct gpu_inventory *inv, struc
     }
     free(plan);
     json_decref(rows);
-    *out = json_pack("{s:s, s:s, s:o, s:o}", "node", env->node, "stateDir", env->state_dir,
-                     "gpus", gpus, "slices", slices);
+    *out = json_pack("{s:s, s:s, s:o, s:o}", "node", env->node, "stateDir", env->state_dir, "gpus",
+                     gpus, "slices", slices);
     return *out ? 0 : gs_error_set(err, -ENOMEM, "out of memory");
 }

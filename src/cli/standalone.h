@@ -3,8 +3,8 @@
  * Standalone mode (no Kubernetes): the pieces `gpuslice run`, `ls` and `top` share.
  *
  * The machine is described exactly as the kubelet plugin publishes it (src/plugin: NVML discovery,
- * ResourceSlice devices `hami-gpu-<minor>` with `cores`/`memory` consumable capacity) and slices are
- * ResourceClaims allocated by src/alloc against the ledger of live slices (ledger.h). A slice's
+ * ResourceSlice devices `hami-gpu-<minor>` with `cores`/`memory` consumable capacity) and slices
+ * are ResourceClaims allocated by src/alloc against the ledger of live slices (ledger.h). A slice's
  * directory <state>/slices/<uid>/ holds limits/<uid>.limits (the format libvgpu reads) and the
  * shared region file `region`.
  */

@@ -114,9 +114,11 @@ void gs_logv(enum gs_log_level level, const char *msg, const char *kvfmt, va_lis
     struct tm tm;
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
-    int n = snprintf(line, sizeof(line), "ts=%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ level=%s comp=%s msg=",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                     ts.tv_nsec / 1000000L, names[level], atomic_load(&log_component));
+    int n =
+        snprintf(line, sizeof(line),
+                 "ts=%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ level=%s comp=%s msg=", tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000L,
+                 names[level], atomic_load(&log_component));
     size_t pos = n < 0 ? 0 : GS_MIN((size_t)n, sizeof(line) - 1);
     pos = append(line, pos, sizeof(line), gs_log_quote(q, sizeof(q), msg));
     if (kvfmt && *kvfmt && pos + 2 < sizeof(line)) {

@@ -67,8 +67,8 @@ int main(void)
     is_int(json_array_size(list), 2, "two live slices");
     is_str(json_string_value(json_object_get(json_array_get(list, 0), "name")), "a",
            "oldest first");
-    is_int(json_integer_value(json_object_get(json_object_get(json_array_get(list, 1), "owner"),
-                                              "pid")),
+    is_int(json_integer_value(
+               json_object_get(json_object_get(json_array_get(list, 1), "owner"), "pid")),
            getpid(), "owner pid recorded");
     json_decref(list);
 
