@@ -7,7 +7,8 @@ resourceclaim controller (emulated) makes its claim; a hand-written DRA claim `{
 capacity.requests: {cores: 50, memory: 10Gi}}}` has the same spec. Both are allocated by
 `gpuslice schedule` on a gpusim H200 and prepared by the kubelet plugin: the CDI env carries
 CUDA_DEVICE_MEMORY_LIMIT_0=10240m and CUDA_DEVICE_SM_LIMIT_0=50, and the process in each pod
-sees a 10240 MiB GPU."""
+sees a 10240 MiB GPU. A legacy pod asking more memory than is left is admitted and its claim stays
+pending with a reason naming memory (legacy HAMi's CardInsufficientMemory)."""
 import os
 import sys
 import tempfile
@@ -70,6 +71,32 @@ def admit_legacy_pod(t, api, wh):
     return api.apply(mutated)
 
 
+def admit_too_big(t, api, wh):
+    """A legacy pod asking more GPU memory than is left: admitted (the webhook does not
+    schedule); its claim is then an ordinary unschedulable claim."""
+    big = e2e.pod('legacy-big', NS, limits={'nvidia.com/gpu': '1', 'nvidia.com/gpumem': '135000',
+                                            'nvidia.com/gpucores': '10'})
+    status, resp = wh.mutate(whlib.review(big, uid='big', ns=NS))
+    r = resp.get('response', {}) if isinstance(resp, dict) else {}
+    if not t.ok(status == 200 and r.get('allowed') is True and r.get('patch'),
+                'webhook: the 135000 MiB legacy pod is admitted', diag=resp):
+        return None
+    return api.apply(jsonpatch.apply_patch(big, whlib.patch_of(resp)))
+
+
+def check_too_big(t, api, node, pod):
+    """Scheduled when one 10Gi share is allocated: 133531 MiB left, 135000 asked."""
+    pod = e2e.claims_from_templates(api, pod)
+    s = e2e.schedule_pod(api, pod, NODE, node.tmp)
+    name = e2e.pod_claim_names(pod)[0]
+    t.is_eq(s.rc, 1, 'legacy pod asking 135000 MiB: its claim cannot be allocated')
+    t.like(s.stderr, f'{DRIVER}/{NODE}/hami-gpu-0: InsufficientCapacity memory: need 135000Mi, '
+                     'free 133531Mi [CardInsufficientMemory]',
+           "the reason names memory (legacy HAMi's CardInsufficientMemory)")
+    t.ok(not e2e.allocation_results(api.get('ResourceClaim', NS, name)),
+         'the claim stays pending (an ordinary unschedulable claim, no over-allocation)')
+
+
 def main():
     t = Tap()
     missing = e2e.missing_binaries()
@@ -93,6 +120,7 @@ def main():
         wh = whlib.Webhook(e2e.PATHS['GS_WEBHOOK'], cert, key, kubeconfig, workdir=td)
         try:
             legacy = admit_legacy_pod(t, api, wh)
+            too_big = admit_too_big(t, api, wh)
         finally:
             rc = wh.stop()
         t.is_eq(rc, 0, 'the webhook exits 0 on SIGTERM') or t.diag(wh.output()[-3000:])
@@ -119,6 +147,8 @@ def main():
             t.is_eq(s.rc, 0, f"gpuslice schedule allocated {p['metadata']['name']}'s claim") \
                 or t.diag(s.stderr)
             claims.append(api.get('ResourceClaim', NS, c['metadata']['name']))
+            if p is legacy and too_big is not None:
+                check_too_big(t, api, node, too_big)
         got = [[(r['device'], r.get('consumedCapacity')) for r in e2e.allocation_results(c)]
                for c in claims]
         t.is_eq(got, [[('hami-gpu-0', {'cores': '50', 'memory': '10Gi'})]] * 2,
