@@ -167,7 +167,7 @@ struct cu_process {
     pthread_mutex_t mem_lock;              /* allocs map, pools' counters, VMM refs */
     struct sim_map allocs;                 /* pointers and VMM mappings */
     struct sim_map reserves;               /* VMM address reservations */
-    uint64_t next_va[SIM_MAX_DEVICES + 1]; /* atomic bump pointers; [SIM_MAX_DEVICES] = VA */
+    uint64_t next_va[SIM_MAX_DEVICES + 1]; /* bump pointers (mem_lock); [SIM_MAX_DEVICES]: VMM */
 };
 
 extern struct cu_process cu_g;

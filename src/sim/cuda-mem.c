@@ -16,16 +16,29 @@ static uint64_t round_up(uint64_t v, uint64_t a)
     return r - r % a;
 }
 
-static uint64_t va_alloc(int slot, uint64_t size, uint64_t align)
+/* Next synthetic address in a region of CU_VA_PER_DEVICE bytes (one per device, one for VMM
+ * reservations), mem_lock held. After 16 TiB of allocations the region wraps around. */
+static uint64_t va_alloc_locked(int slot, uint64_t size, uint64_t align)
 {
-    uint64_t step = round_up(size, CU_ADDR_ALIGN);
-    if (align <= CU_ADDR_ALIGN)
-        return __atomic_fetch_add(&cu_g.next_va[slot], step, __ATOMIC_RELAXED);
-    pthread_mutex_lock(&cu_g.mem_lock);
+    uint64_t base = CU_VA_BASE + (uint64_t)slot * CU_VA_PER_DEVICE, end = base + CU_VA_PER_DEVICE;
+    uint64_t step = round_up(size ? size : 1, CU_ADDR_ALIGN);
     uint64_t a = round_up(cu_g.next_va[slot], align);
+    if (a < base || a > end || step > end - a)
+        a = base;
     cu_g.next_va[slot] = a + step;
-    pthread_mutex_unlock(&cu_g.mem_lock);
     return a;
+}
+
+/* Give e a fresh address and insert it (mem_lock held). After a wrap a start address still in
+ * use is skipped, so one is never handed out twice. 0, or -ENOMEM. */
+static int place_locked(struct sim_map *m, struct sim_map_entry *e, int slot, uint64_t align)
+{
+    int r = -EEXIST;
+    for (int tries = 0; tries < 64 && r == -EEXIST; tries++) {
+        e->key = va_alloc_locked(slot, e->size, align);
+        r = sim_map_put(m, e);
+    }
+    return r < 0 ? -ENOMEM : 0;
 }
 
 void cu_mem_reset(void)
@@ -37,31 +50,20 @@ void cu_mem_reset(void)
     memset(cu_g.current_pool, 0, sizeof(cu_g.current_pool));
 }
 
-/* Record an allocation; on failure give the charge back. */
-static CUresult record(uint64_t addr, uint64_t size, uint32_t kind, int dev, void *aux,
-                       bool charged)
-{
-    struct sim_map_entry e = {.key = addr, .size = size, .aux = aux, .kind = kind, .dev = dev};
-    pthread_mutex_lock(&cu_g.mem_lock);
-    int r = sim_map_put(&cu_g.allocs, &e);
-    pthread_mutex_unlock(&cu_g.mem_lock);
-    if (r < 0) {
-        if (charged)
-            sim_mem_uncharge(cu_g.st, dev, size);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    return CUDA_SUCCESS;
-}
-
 static CUresult alloc_charged(CUdeviceptr *dptr, uint64_t bytes, uint32_t kind, int dev)
 {
     if (sim_mem_charge(cu_g.st, dev, bytes) < 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    uint64_t addr = va_alloc(dev, bytes, CU_ADDR_ALIGN);
-    CUresult r = record(addr, bytes, kind, dev, NULL, true);
-    if (r == CUDA_SUCCESS)
-        *dptr = addr;
-    return r;
+    struct sim_map_entry e = {.size = bytes, .kind = kind, .dev = dev};
+    pthread_mutex_lock(&cu_g.mem_lock);
+    int r = place_locked(&cu_g.allocs, &e, dev, CU_ADDR_ALIGN);
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    if (r < 0) {
+        sim_mem_uncharge(cu_g.st, dev, bytes);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *dptr = e.key;
+    return CUDA_SUCCESS;
 }
 
 CU_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
@@ -202,11 +204,9 @@ static CUresult pool_alloc(CUdeviceptr *dptr, uint64_t size, struct sim_pool *p)
         if (sim_mem_charge(cu_g.st, p->dev, grow) < 0)
             return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    uint64_t addr = va_alloc(p->dev, size, CU_ADDR_ALIGN);
-    struct sim_map_entry e = {
-        .key = addr, .size = size, .aux = p, .kind = CU_ALLOC_POOL, .dev = p->dev};
+    struct sim_map_entry e = {.size = size, .aux = p, .kind = CU_ALLOC_POOL, .dev = p->dev};
     pthread_mutex_lock(&cu_g.mem_lock);
-    int r = sim_map_put(&cu_g.allocs, &e);
+    int r = place_locked(&cu_g.allocs, &e, p->dev, CU_ADDR_ALIGN);
     if (r == 0) {
         p->reserved += grow;
         p->used += size;
@@ -219,7 +219,7 @@ static CUresult pool_alloc(CUdeviceptr *dptr, uint64_t size, struct sim_pool *p)
             sim_mem_uncharge(cu_g.st, p->dev, grow);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    *dptr = addr;
+    *dptr = e.key;
     return CUDA_SUCCESS;
 }
 
@@ -617,15 +617,17 @@ CU_API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignm
     CU_CHECK_INIT();
     if (!ptr || size == 0 || size % CU_GRANULARITY || flags != 0 || (alignment & (alignment - 1)))
         return CUDA_ERROR_INVALID_VALUE;
-    (void)addr; /* a hint: gpusim places reservations itself */
-    uint64_t a = va_alloc(SIM_MAX_DEVICES, size, GS_MAX((uint64_t)alignment, CU_GRANULARITY));
-    struct sim_map_entry e = {.key = a, .size = size, .kind = CU_ALLOC_RESERVE, .dev = -1};
+    if (size > CU_VA_PER_DEVICE / 2 || alignment > CU_VA_PER_DEVICE / 2)
+        return CUDA_ERROR_OUT_OF_MEMORY; /* no address range that large */
+    (void)addr;                          /* a hint: gpusim places reservations itself */
+    struct sim_map_entry e = {.size = size, .kind = CU_ALLOC_RESERVE, .dev = -1};
     pthread_mutex_lock(&cu_g.mem_lock);
-    int r = sim_map_put(&cu_g.reserves, &e);
+    int r = place_locked(&cu_g.reserves, &e, SIM_MAX_DEVICES,
+                         GS_MAX((uint64_t)alignment, CU_GRANULARITY));
     pthread_mutex_unlock(&cu_g.mem_lock);
     if (r < 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    *ptr = a;
+    *ptr = e.key;
     return CUDA_SUCCESS;
 }
 
