@@ -99,7 +99,9 @@ void prepare_result_fini(struct prepare_result *r)
 
 /* ---- files of one claim ----------------------------------------------------------------- */
 
-static int write_claim_files(struct driver *d, const struct claim_plan *p, struct gs_error *err)
+/* `fault_points`: crash-test points fire only on kubelet's prepare path, not in reconcile. */
+static int write_claim_files(struct driver *d, const struct claim_plan *p, bool fault_points,
+                             struct gs_error *err)
 {
     char dir[PATH_MAX], path[PATH_MAX], region[PATH_MAX];
     const struct cdi_config *c = &d->cfg.cdi;
@@ -128,7 +130,8 @@ static int write_claim_files(struct driver *d, const struct claim_plan *p, struc
         return gs_error_set(err, -errno, "cannot create the shared region %s: %s", path,
                             strerror(errno));
     }
-    driver_fault_point(d, "prepare-after-claim-dir");
+    if (fault_points)
+        driver_fault_point(d, "prepare-after-claim-dir");
 
     struct gs_limits *lim = calloc(1, sizeof(*lim));
     if (!lim)
@@ -156,11 +159,13 @@ static int write_claim_files(struct driver *d, const struct claim_plan *p, struc
     free(lim);
     if (r < 0)
         return r;
-    driver_fault_point(d, "prepare-after-limits");
+    if (fault_points)
+        driver_fault_point(d, "prepare-after-limits");
     r = cdi_spec_write(c, p, err);
     if (r < 0)
         return r;
-    driver_fault_point(d, "prepare-after-cdi");
+    if (fault_points)
+        driver_fault_point(d, "prepare-after-cdi");
     return 0;
 }
 
@@ -334,7 +339,7 @@ void driver_prepare(struct driver *d, size_t n, const struct claim_ref *refs,
             gs_info("re-creating missing files of a prepared claim", "claim=%s/%s uid=%s",
                     refs[i].ns, refs[i].name, refs[i].uid);
         struct gs_error ferr = {0};
-        if (write_claim_files(d, out[i].plan, &ferr) < 0) {
+        if (write_claim_files(d, out[i].plan, true, &ferr) < 0) {
             struct gs_error rerr = {0};
             remove_claim_files(d, out[i].plan->uid, false, &rerr);
             if (!cached[i])
@@ -465,7 +470,7 @@ int driver_reconcile_local(struct driver *d)
             bool present = claim_files_present(d, plan);
             if (!present)
                 gs_info("reconcile: re-creating files of a prepared claim", "uid=%s", id);
-            if (write_claim_files(d, plan, &err) < 0)
+            if (write_claim_files(d, plan, false, &err) < 0)
                 gs_warn("reconcile: cannot re-create claim files", "uid=%s error=\"%s\"", id,
                         err.msg);
             if (!present)

@@ -112,6 +112,25 @@ def main():
         done = pl.wait_for(lambda: env.checkpoint()['claims'] == {}, 15)
         t.ok(done, 'claim deleted from the API is cleaned by reconcile')
         t.is_eq(env.claim_files(), ['cdi/other-vendor.json'], 'its files are gone')
+
+        # A corrupt checkpoint: moved aside, the plugin starts empty, orphaned files are removed,
+        # and kubelet's retry prepares the claim again.
+        c = env.api.put(pl.claim('again', results=[('r', 'hami-gpu-0', 20, '2Gi')]))
+        uid = c['metadata']['uid']
+        env.kubelet.prepare('v1', [pl.ref(c)])
+        env.stop()
+        ck = os.path.join(env.dirs['state'], 'checkpoint.json')
+        with open(ck, 'w') as f:
+            f.write('{"version": 1, "claims": {"trunc')
+        env.start()
+        t.ok(os.path.exists(ck + '.corrupt'), 'corrupt checkpoint kept aside')
+        t.like(env.log(), 'checkpoint is corrupt', 'corrupt checkpoint logged')
+        t.is_eq(env.claim_files(), ['cdi/other-vendor.json'],
+                'files of the unknown claim removed')
+        r = env.kubelet.prepare('v1', [pl.ref(c)])
+        t.is_eq(r.claims[uid].error, '', 'retry prepares the claim again')
+        t.is_eq(env.claim_files(), sorted(expected_files(uid) + ['cdi/other-vendor.json']),
+                'claim files back')
     return t.done()
 
 
