@@ -166,12 +166,12 @@ def pod_claim_names(pod):
     """The ResourceClaim names a pod uses (direct references and generated ones)."""
     out = [pc['resourceClaimName'] for pc in pod['spec'].get('resourceClaims', [])
            if pc.get('resourceClaimName')]
-    out += [s['resourceClaimName'] for s in (pod.get('status') or {}).get('resourceClaimStatuses', [])
-            if s.get('resourceClaimName')]
+    statuses = (pod.get('status') or {}).get('resourceClaimStatuses', [])
+    out += [s['resourceClaimName'] for s in statuses if s.get('resourceClaimName')]
     return out
 
 
-# ---- kube-scheduler: gpuslice schedule over the API's objects -------------------------------------
+# ---- kube-scheduler: gpuslice schedule over the API's objects -----------------------------------
 
 class Scheduled:
     def __init__(self, rc, items, stderr, stdout):

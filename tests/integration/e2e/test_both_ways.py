@@ -163,9 +163,10 @@ def main():
             spec = node.cdi_spec(uid)
             t.is_eq(pl.schema_errors(pl.cdi_validator(), spec), [], f'{label}: CDI spec valid')
             pod = e2e.Pod(node, node.cdi_spec_path(uid), dev, mount_ns)
-            t.is_eq((pod.env.get('CUDA_DEVICE_MEMORY_LIMIT_0'), pod.env.get('CUDA_DEVICE_SM_LIMIT_0')),
-                    ('10240m', '50'),
-                    f'{label}: CDI env CUDA_DEVICE_MEMORY_LIMIT_0=10240m, CUDA_DEVICE_SM_LIMIT_0=50')
+            t.is_eq((pod.env.get('CUDA_DEVICE_MEMORY_LIMIT_0'),
+                     pod.env.get('CUDA_DEVICE_SM_LIMIT_0')), ('10240m', '50'),
+                    f'{label}: CDI env CUDA_DEVICE_MEMORY_LIMIT_0=10240m, '
+                    'CUDA_DEVICE_SM_LIMIT_0=50')
             out = pod.run(e2e.probe('--max', '0'))
             t.like(out.stdout, f'(GPU-{gpu_uuid[4:]}) cuMemGetInfo: free 10240MiB total 10240MiB',
                    f'{label}: the process sees total 10240MiB') or t.diag(out.stderr[-2000:])

@@ -93,7 +93,8 @@ def check_allocations(t, api, pod0, pod1):
     for c, r in zip(claims, results):
         name = c['metadata']['name']
         t.is_eq([{k: v for k, v in x.items() if k != 'shareID'} for x in r], [LAB_RESULT],
-                f'{name}: allocated hami-gpu-0 with consumedCapacity {{cores: "30", memory: "4Gi"}}')
+                f'{name}: allocated hami-gpu-0 with consumedCapacity '
+                '{cores: "30", memory: "4Gi"}')
         t.is_eq(c['status'].get('reservedFor', [{}])[0].get('name'),
                 (pod0 if c is c0 else pod1)['metadata']['name'], f'{name}: reserved for its pod')
         t.is_eq([e.message for e in claim_validator().iter_errors(c)], [],
@@ -149,7 +150,7 @@ def run_pod(t, node, claim, dev, mount_ns, gpu_uuid):
     name = claim['metadata']['name']
     pod = e2e.Pod(node, node.cdi_spec_path(claim['metadata']['uid']), dev, mount_ns)
     r = pod.run(e2e.probe('--step', '1Mi'))
-    t.is_eq(r.returncode, 0, f'{name}: gpuslice probe ran in the pod', ) or t.diag(r.stderr[-3000:])
+    t.is_eq(r.returncode, 0, f'{name}: gpuslice probe ran in the pod') or t.diag(r.stderr[-3000:])
     t.like(r.stdout, f'(GPU-{gpu_uuid[4:]}) cuMemGetInfo: free 4096MiB total 4096MiB',
            f'{name}: cuMemGetInfo in the pod: total 4096MiB, on the T4 of the slice')
     t.like(r.stdout, 'probe: allocated 4096MiB in 4096 allocations of 1Mi; next allocation: '
