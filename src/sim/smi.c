@@ -3,6 +3,7 @@
 #include "sim/smi.h"
 
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
@@ -35,6 +36,7 @@ struct nvml {
     NVML_USED(FIELD)
 #undef FIELD
     GS_NVML_PFN(nvmlSystemGetProcessName) nvmlSystemGetProcessName; /* optional */
+    GS_NVML_PFN(nvmlDeviceGetCudaComputeCapability) nvmlDeviceGetCudaComputeCapability; /* opt. */
 };
 
 #define WIDTH     103 /* between the outer corners */
@@ -80,6 +82,8 @@ static int load(struct nvml *nv, struct gs_error *err)
 #undef LOAD
     nv->nvmlSystemGetProcessName =
         (GS_NVML_PFN(nvmlSystemGetProcessName))dlsym(nv->h, "nvmlSystemGetProcessName");
+    nv->nvmlDeviceGetCudaComputeCapability = (GS_NVML_PFN(nvmlDeviceGetCudaComputeCapability))dlsym(
+        nv->h, "nvmlDeviceGetCudaComputeCapability");
     return 0;
 }
 
@@ -228,6 +232,174 @@ int gs_smi_print(FILE *out, struct gs_error *err)
     }
     rule(out, '-');
     free(procs);
+    rc = 0;
+done:
+    nv.nvmlShutdown();
+    dlclose(nv.h);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ --query-gpu */
+enum qfield {
+    Q_INDEX,
+    Q_NAME,
+    Q_UUID,
+    Q_BUS,
+    Q_DRIVER,
+    Q_CC,
+    Q_MEM_TOTAL,
+    Q_MEM_USED,
+    Q_MEM_FREE,
+    Q_UTIL,
+};
+
+static const struct {
+    const char *name;
+    enum qfield f;
+    const char *unit; /* shown in the header and after values unless nounits */
+} qfields[] = {
+    {"index", Q_INDEX, NULL},
+    {"name", Q_NAME, NULL},
+    {"uuid", Q_UUID, NULL},
+    {"gpu_uuid", Q_UUID, NULL},
+    {"pci.bus_id", Q_BUS, NULL},
+    {"driver_version", Q_DRIVER, NULL},
+    {"compute_cap", Q_CC, NULL},
+    {"memory.total", Q_MEM_TOTAL, "MiB"},
+    {"memory.used", Q_MEM_USED, "MiB"},
+    {"memory.free", Q_MEM_FREE, "MiB"},
+    {"utilization.gpu", Q_UTIL, "%"},
+};
+
+#define QMAX 16
+
+int gs_smi_query(FILE *out, const char *fields, const char *format, struct gs_error *err)
+{
+    int sel[QMAX], nsel = 0;
+    bool header = true, units = true;
+    char buf[512];
+    if (!fields || !*fields)
+        return gs_error_set(err, -EINVAL, "--query-gpu: no field given");
+    if (strlen(fields) >= sizeof(buf))
+        return gs_error_set(err, -EINVAL, "--query-gpu: longer than %zu characters",
+                            sizeof(buf) - 1);
+    snprintf(buf, sizeof(buf), "%s", fields);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        while (*t == ' ')
+            t++;
+        size_t k;
+        for (k = 0; k < GS_ARRAY_SIZE(qfields); k++)
+            if (strcmp(t, qfields[k].name) == 0)
+                break;
+        if (k == GS_ARRAY_SIZE(qfields))
+            return gs_error_set(err, -EINVAL,
+                                "--query-gpu: unknown field \"%.64s\" (known: index, name, uuid, "
+                                "pci.bus_id, driver_version, compute_cap, memory.total, "
+                                "memory.used, memory.free, utilization.gpu)",
+                                t);
+        if (nsel == QMAX)
+            return gs_error_set(err, -EINVAL, "--query-gpu: more than %d fields", QMAX);
+        sel[nsel++] = (int)k;
+    }
+    snprintf(buf, sizeof(buf), "%s", format ? format : "csv");
+    save = NULL;
+    bool csv = false;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        while (*t == ' ')
+            t++;
+        if (strcmp(t, "csv") == 0)
+            csv = true;
+        else if (strcmp(t, "noheader") == 0)
+            header = false;
+        else if (strcmp(t, "nounits") == 0)
+            units = false;
+        else
+            return gs_error_set(err, -EINVAL,
+                                "--format: unknown option \"%.64s\" (csv, noheader, nounits)", t);
+    }
+    if (!csv)
+        return gs_error_set(err, -EINVAL, "--format: must include csv");
+
+    struct nvml nv;
+    int rc = load(&nv, err);
+    if (rc < 0)
+        return rc;
+    nvmlReturn_t r = nv.nvmlInit_v2();
+    if (r != NVML_SUCCESS) {
+        rc = fail(&nv, err, "nvmlInit_v2", r);
+        dlclose(nv.h);
+        return rc;
+    }
+    unsigned int count = 0;
+    char drv[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = "N/A";
+    nv.nvmlSystemGetDriverVersion(drv, sizeof(drv));
+    if ((r = nv.nvmlDeviceGetCount_v2(&count)) != NVML_SUCCESS) {
+        rc = fail(&nv, err, "nvmlDeviceGetCount_v2", r);
+        goto done;
+    }
+    if (header) {
+        for (int i = 0; i < nsel; i++) {
+            const char *u = units ? qfields[sel[i]].unit : NULL;
+            fprintf(out, "%s%s%s%s%s", i ? ", " : "", qfields[sel[i]].name, u ? " [" : "",
+                    u ? u : "", u ? "]" : "");
+        }
+        fprintf(out, "\n");
+    }
+    for (unsigned int g = 0; g < count; g++) {
+        nvmlDevice_t dev;
+        if ((r = nv.nvmlDeviceGetHandleByIndex_v2(g, &dev)) != NVML_SUCCESS) {
+            rc = fail(&nv, err, "nvmlDeviceGetHandleByIndex_v2", r);
+            goto done;
+        }
+        nvmlMemory_t mem;
+        bool have_mem = nv.nvmlDeviceGetMemoryInfo(dev, &mem) == NVML_SUCCESS;
+        for (int i = 0; i < nsel; i++) {
+            char v[128] = "[N/A]";
+            nvmlPciInfo_t pci;
+            nvmlUtilization_t util;
+            int ma, mi;
+            switch (qfields[sel[i]].f) {
+            case Q_INDEX:
+                snprintf(v, sizeof(v), "%u", g);
+                break;
+            case Q_NAME:
+                nv.nvmlDeviceGetName(dev, v, sizeof(v));
+                break;
+            case Q_UUID:
+                nv.nvmlDeviceGetUUID(dev, v, sizeof(v));
+                break;
+            case Q_BUS:
+                if (nv.nvmlDeviceGetPciInfo_v3(dev, &pci) == NVML_SUCCESS)
+                    snprintf(v, sizeof(v), "%s", pci.busId);
+                break;
+            case Q_DRIVER:
+                snprintf(v, sizeof(v), "%s", drv);
+                break;
+            case Q_CC:
+                if (nv.nvmlDeviceGetCudaComputeCapability &&
+                    nv.nvmlDeviceGetCudaComputeCapability(dev, &ma, &mi) == NVML_SUCCESS)
+                    snprintf(v, sizeof(v), "%d.%d", ma, mi);
+                break;
+            case Q_MEM_TOTAL:
+            case Q_MEM_USED:
+            case Q_MEM_FREE:
+                if (have_mem) {
+                    unsigned long long b = qfields[sel[i]].f == Q_MEM_TOTAL  ? mem.total
+                                           : qfields[sel[i]].f == Q_MEM_USED ? mem.used
+                                                                             : mem.free;
+                    snprintf(v, sizeof(v), "%llu%s", mib(b), units ? " MiB" : "");
+                }
+                break;
+            case Q_UTIL:
+                if (nv.nvmlDeviceGetUtilizationRates(dev, &util) == NVML_SUCCESS)
+                    snprintf(v, sizeof(v), "%u%s", util.gpu, units ? " %" : "");
+                break;
+            }
+            fprintf(out, "%s%s", i ? ", " : "", v);
+        }
+        fprintf(out, "\n");
+    }
     rc = 0;
 done:
     nv.nvmlShutdown();

@@ -18,4 +18,12 @@
 /* Print the table to out. 0, or a negative code with err naming the NVML call that failed. */
 int gs_smi_print(FILE *out, struct gs_error *err);
 
+/*
+ * nvidia-smi's --query-gpu=<fields> --format=csv[,noheader][,nounits]: one CSV line per GPU.
+ * Fields: index, name, uuid, pci.bus_id, driver_version, compute_cap, memory.total,
+ * memory.used, memory.free (MiB), utilization.gpu (%). An unknown field or format option is
+ * -EINVAL with err naming it.
+ */
+int gs_smi_query(FILE *out, const char *fields, const char *format, struct gs_error *err);
+
 #endif /* GS_SIM_SMI_H */

@@ -13,9 +13,9 @@ import tempfile
 from gstest import Tap, env_paths
 
 
-def smi(env):
-    r = subprocess.run([env_paths()['GS_GPUSIM_SMI']], env=env, capture_output=True, text=True,
-                       timeout=30)
+def smi(env, *args):
+    r = subprocess.run([env_paths()['GS_GPUSIM_SMI'], *args], env=env, capture_output=True,
+                       text=True, timeout=30)
     return r.returncode, r.stdout, r.stderr
 
 
@@ -50,6 +50,18 @@ def main():
         t.ok(line is not None, 'helper pid %d listed' % p.pid, diag=out)
         t.like(line or '', '1024MiB', 'with its 1024MiB')
         t.like(line or '', 'test_multiproc', 'and its executable')
+        rc, out, err = smi(env, '--query-gpu=memory.used,memory.total',
+                           '--format=csv,noheader,nounits')
+        t.is_eq((rc, out), (0, '1024, 15360\n'), '--query-gpu CSV without header and units')
+        rc, out, err = smi(env, '--query-gpu=index,name,memory.used,utilization.gpu,compute_cap',
+                           '--format=csv')
+        t.is_eq(out.splitlines()[0],
+                'index, name, memory.used [MiB], utilization.gpu [%], compute_cap',
+                'CSV header with units like nvidia-smi')
+        t.is_eq(out.splitlines()[1], '0, Tesla T4, 1024 MiB, 0 %, 7.5', 'CSV values')
+        rc, out, err = smi(env, '--query-gpu=memory.usedd', '--format=csv')
+        t.is_eq(rc, 2, 'unknown query field: exit 2')
+        t.like(err, 'unknown field "memory.usedd"', 'and names it')
         p.send_signal(signal.SIGKILL)
         p.wait()
         p.stdout.close()
