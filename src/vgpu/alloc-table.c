@@ -63,7 +63,7 @@ static int grow(struct shard *s)
     return 0;
 }
 
-int vgpu_table_insert(const struct vgpu_alloc *a)
+int vgpu_table_insert(const struct vgpu_alloc *a, struct vgpu_alloc *replaced)
 {
     uint64_t h = mix(a->key, a->kind);
     struct shard *s = &shards[h & (SHARDS - 1)];
@@ -75,7 +75,10 @@ int vgpu_table_insert(const struct vgpu_alloc *a)
     size_t i = (h >> 4) & (s->cap - 1);
     while (!empty(&s->slots[i])) {
         if (s->slots[i].key == a->key && s->slots[i].kind == a->kind) {
-            s->slots[i] = *a; /* driver reused a key we did not see freed: replace */
+            /* the driver reused a key we did not see freed: hand the old entry back */
+            if (replaced)
+                *replaced = s->slots[i];
+            s->slots[i] = *a;
             pthread_mutex_unlock(&s->lock);
             return 1;
         }

@@ -88,14 +88,20 @@ GS_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaV
 
 /* ------------------------------------------------------------------ device pointers */
 
+static void untrack(const struct vgpu_alloc *a);
+
 /* Track a new allocation; if the table cannot hold it, undo it (never an untracked charge). */
 static CUresult track(uint64_t key, uint64_t size, void *pool, struct vgpu_device *d,
                       uint32_t kind)
 {
     struct vgpu_alloc a = {.key = key, .size = size, .pool = pool,
                            .dev = vgpu_device_index(d), .kind = kind};
-    if (vgpu_table_insert(&a) < 0)
+    struct vgpu_alloc old;
+    int r = vgpu_table_insert(&a, &old);
+    if (r < 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    if (r == 1)
+        untrack(&old); /* freed behind our back: its charge goes back now */
     return CUDA_SUCCESS;
 }
 
@@ -201,7 +207,7 @@ GS_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
         if (r == CUDA_SUCCESS)
             untrack(&a);
         else
-            vgpu_table_insert(&a);
+            vgpu_table_insert(&a, NULL);
     }
     return r;
 }
@@ -317,7 +323,7 @@ static CUresult free_async(bool ptsz, CUdeviceptr dptr, CUstream s)
         if (r == CUDA_SUCCESS)
             untrack(&a);
         else
-            vgpu_table_insert(&a);
+            vgpu_table_insert(&a, NULL);
     }
     return r;
 }
@@ -441,7 +447,7 @@ static CUresult release_tracked(uint64_t key, uint32_t kind, CUresult (*real)(ui
         if (r == CUDA_SUCCESS)
             untrack(&a);
         else
-            vgpu_table_insert(&a);
+            vgpu_table_insert(&a, NULL);
     }
     return r;
 }

@@ -7,8 +7,8 @@
  *
  * GPU time is measured with events recorded around sampled launches on the launch's stream
  * (every launch of a kernel until it has GS_EST_WARM samples, then one in GS_EST_EVERY). The
- * estimate per (function, grid, block) is a min-filter with slow rise: a sample that waited
- * behind other processes' work on a time-sliced device is longer than the kernel, so the
+ * estimate per (function, grid, block) is the minimum of the last 192..256 samples: a sample that
+ * waited behind other processes' work on a time-sliced device is longer than the kernel, so the
  * shortest recent sample is the best estimate of the kernel itself. Every launch is charged the
  * estimate up front (gating stays immediate even for long asynchronous queues); launches of a
  * kernel not measured yet are charged when their measurement completes.
@@ -22,14 +22,23 @@
 
 #define EST_SLOTS     1024
 #define PENDING_MAX   128
-#define GS_EST_WARM   4
-#define GS_EST_EVERY  8
+#define GS_EST_WARM   32
+#define GS_EST_EVERY  4
 #define WAIT_MIN_NS   20000LL
 #define WAIT_MAX_NS   5000000LL
+
+/* Windowed minimum: ns = min over the last (EST_WINDOWS-1)*EST_WINDOW..EST_WINDOWS*EST_WINDOW
+ * samples, so kernels that waited behind another container's work (even for long phase-locked
+ * stretches) do not inflate the estimate unless every recent sample did (the kernel really got
+ * longer). */
+#define EST_WINDOW  64
+#define EST_WINDOWS 4
 
 struct estimate {
     uint64_t key;
     int64_t ns;
+    int64_t win_min[EST_WINDOWS]; /* win_min[cur] is being filled */
+    uint32_t cur, cur_n;
     uint32_t samples;
     uint32_t since_sample;
 };
@@ -102,10 +111,19 @@ static void poll_locked(void)
         if (r == CUDA_SUCCESS && ms >= 0) {
             int64_t ns = (int64_t)((double)ms * 1e6);
             struct estimate *e = est_slot(p->key);
-            if (e->samples == 0 || ns < e->ns)
-                e->ns = ns;
-            else
-                e->ns += (ns - e->ns) / 16;
+            if (e->samples == 0)
+                for (int w = 0; w < EST_WINDOWS; w++)
+                    e->win_min[w] = INT64_MAX;
+            if (ns < e->win_min[e->cur])
+                e->win_min[e->cur] = ns;
+            if (++e->cur_n >= EST_WINDOW) {
+                e->cur = (e->cur + 1) % EST_WINDOWS;
+                e->win_min[e->cur] = INT64_MAX;
+                e->cur_n = 0;
+            }
+            e->ns = INT64_MAX;
+            for (int w = 0; w < EST_WINDOWS; w++)
+                e->ns = GS_MIN(e->ns, e->win_min[w]);
             e->samples++;
             VLOG(VGPU_LOG_DEBUG, "limiter: kernel %llx measured %lld ns, estimate %lld ns",
                  (unsigned long long)p->key, (long long)ns, (long long)e->ns);

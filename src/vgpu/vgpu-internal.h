@@ -120,7 +120,8 @@ struct vgpu_alloc {
     uint32_t kind;
 };
 
-int vgpu_table_insert(const struct vgpu_alloc *a);
+/* 0 = inserted, 1 = replaced an entry with the same key (copied to *replaced), -1 = no memory. */
+int vgpu_table_insert(const struct vgpu_alloc *a, struct vgpu_alloc *replaced);
 /* Remove and return the entry; false if not tracked. */
 bool vgpu_table_remove(uint64_t key, uint32_t kind, struct vgpu_alloc *out);
 bool vgpu_table_lookup(uint64_t key, uint32_t kind, struct vgpu_alloc *out);

@@ -59,7 +59,8 @@ def main():
             with open(os.path.join(lim, f'{name}.limits'), 'w') as f:
                 f.write(f'version 1\nclaim {name}\nregion {w.region("reg-" + name)}\n'
                         f'device {uuid} memory=0 cores={cap}\n')
-            pair.append(w.spawn(['launch', 1000, RUN_MS], extra={'GPUSLICE_LIMITS_DIR': lim}))
+            # queue 16 launches between syncs: the device never idles while both want it
+            pair.append(w.spawn(['launch', 1000, RUN_MS, 16], extra={'GPUSLICE_LIMITS_DIR': lim}))
         # uncapped vs no preload
         w = World()
         worlds.append(w)

@@ -12,7 +12,8 @@
  *   vgpu_probe views                        cuMemGetInfo/cuDeviceTotalMem/NVML per device
  *   vgpu_probe hold <MiB> <ms>              allocate then sleep
  *   vgpu_probe storm <threads> <ms> <max_MiB>  alloc/free loop (killed by the test)
- *   vgpu_probe launch <us> <ms>             launch sim_busy_<us> for <ms> (sync every ~1 ms)
+ *   vgpu_probe launch <us> <ms> [queue]     launch sim_busy_<us> for <ms>, <queue> launches
+ *                                           between syncs (default: about 1 ms of work)
  *   vgpu_probe watch <ms>                   max physical usage of device 0 via NVML
  */
 #include <dlfcn.h>
@@ -401,7 +402,7 @@ static int cmd_storm(int threads, long ms, unsigned long long max_mib)
     return 0;
 }
 
-static int cmd_launch(unsigned us, long ms)
+static int cmd_launch(unsigned us, long ms, int queue)
 {
     setup(0);
     CUmodule mod;
@@ -418,7 +419,7 @@ static int cmd_launch(unsigned us, long ms)
     /* completions per 100 ms bucket, printed as one list */
     static long bucket[10000];
     /* short kernels are queued a few at a time so the loop can saturate the device */
-    int batch = us >= 1000 ? 1 : (int)(1000 / (us ? us : 1));
+    int batch = queue > 0 ? queue : us >= 1000 ? 1 : (int)(1000 / (us ? us : 1));
     while (now_ms() < end) {
         for (int i = 0; i < batch; i++)
             if ((r = cu.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL)))
@@ -484,8 +485,8 @@ int main(int argc, char **argv)
         return cmd_storm(atoi(argv[2]), atol(argv[3]), strtoull(argv[4], NULL, 10));
     if (strcmp(argv[1], "watch") == 0 && argc == 3)
         return cmd_watch(atol(argv[2]));
-    if (strcmp(argv[1], "launch") == 0 && argc == 4)
-        return cmd_launch((unsigned)atoi(argv[2]), atol(argv[3]));
+    if (strcmp(argv[1], "launch") == 0 && (argc == 4 || argc == 5))
+        return cmd_launch((unsigned)atoi(argv[2]), atol(argv[3]), argc == 5 ? atoi(argv[4]) : 0);
     fprintf(stderr, "vgpu_probe: bad arguments\n");
     return 2;
 }

@@ -15,13 +15,19 @@ int main(void)
     for (uint64_t i = 0; i < N; i++) {
         struct vgpu_alloc a = {.key = 0x7f0000000000ULL + i * 512, .size = i + 1, .dev = 0,
                                .kind = VGPU_KIND_DPTR};
-        if (vgpu_table_insert(&a) != 0)
+        if (vgpu_table_insert(&a, NULL) != 0)
             bad++;
     }
     is_int(bad, 0, "50,000 inserts");
     is_uint(vgpu_table_count(), N, "count 50,000");
     struct vgpu_alloc h = {.key = 0x7f0000000000ULL, .size = 7, .kind = VGPU_KIND_VMM};
-    is_int(vgpu_table_insert(&h), 0, "same key, other kind is a separate entry");
+    is_int(vgpu_table_insert(&h, NULL), 0, "same key, other kind is a separate entry");
+    struct vgpu_alloc again = {.key = 0x7f0000000000ULL, .size = 99, .kind = VGPU_KIND_DPTR};
+    struct vgpu_alloc old = {0};
+    is_int(vgpu_table_insert(&again, &old), 1, "re-inserting a live key reports a replacement");
+    is_uint(old.size, 1, "and hands the old entry back (its charge can be returned)");
+    again.size = 1;
+    vgpu_table_insert(&again, NULL);
     /* remove every other entry, then check all the rest are still found with their sizes */
     for (uint64_t i = 0; i < N; i += 2) {
         struct vgpu_alloc out;
