@@ -63,6 +63,7 @@ struct alloc_device {
     json_t *taints;                     /* array or NULL */
     json_t *binding_conditions;         /* array or NULL */
     json_t *binding_failure_conditions; /* array or NULL */
+    bool binds_to_node;                 /* bindsToNode: the allocation pins the node */
     char *key;                          /* driver \x1f pool \x1f device */
     struct alloc_usage *usage;          /* in-use record in the state, never NULL once added */
     /* class selector cache (class serial -> result) */
@@ -379,7 +380,7 @@ struct alloc_chosen {
 
 /* status.allocation for `claim`: results, config (class configs of the selected requests, then
  * the claim's), nodeSelector. sel_class[i]: class of request i (its selected subrequest). */
-json_t *alloc_allocation_json(const struct alloc_claim_spec *claim,
+json_t *alloc_allocation_json(const struct alloc_claim_spec *claim, const char *node,
                               const struct alloc_class *const *sel_class, const int *selected_sub,
                               const struct alloc_chosen *ch, size_t n, struct gs_error *err);
 /* Random RFC 4122 version 4 UUID, lower case. */

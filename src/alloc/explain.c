@@ -133,6 +133,13 @@ static int diagnose(struct alloc_state *st, const struct alloc_claim_spec *claim
                  pool->invalid_reason);
         return 0;
     }
+    if (pool->incomplete && rq->mode == ALLOC_MODE_EXACT) {
+        x->reason = "PoolIncomplete";
+        snprintf(x->message, sizeof(x->message),
+                 "pool %s is incomplete (%zu of %lld slices seen): not used until complete",
+                 pool->pool, pool->n_slices, (long long)pool->slices[0]->slice_count);
+        return 0;
+    }
     if (!rq->admin) {
         const struct alloc_usage *u = d->usage;
         if (d->shareable && u->exclusive) {

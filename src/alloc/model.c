@@ -359,6 +359,9 @@ static int decode_device(const struct dctx *c, size_t idx, const json_t *v, stru
     snprintf(p, sizeof(p), "spec.devices[%zu].allowMultipleAllocations", idx);
     if ((r = get_bool(c, v, "allowMultipleAllocations", p, &d->shareable)) < 0)
         return r;
+    snprintf(p, sizeof(p), "spec.devices[%zu].bindsToNode", idx);
+    if ((r = get_bool(c, v, "bindsToNode", p, &d->binds_to_node)) < 0)
+        return r;
     snprintf(p, sizeof(p), "spec.devices[%zu].nodeName", idx);
     if ((r = get_str(c, v, "nodeName", p, false, &d->node_name)) < 0)
         return r;

@@ -70,7 +70,8 @@ static int add_requirements(const json_t *from, json_t *to)
 }
 
 /* NULL with err->code == 0: available everywhere (no nodeSelector). */
-static json_t *node_selector(const struct alloc_chosen *ch, size_t n, struct gs_error *err)
+static json_t *node_selector(const char *node, const struct alloc_chosen *ch, size_t n,
+                             struct gs_error *err)
 {
     json_t *fields = json_array(), *exprs = json_array();
     json_t *out = NULL;
@@ -81,9 +82,10 @@ static json_t *node_selector(const struct alloc_chosen *ch, size_t n, struct gs_
         const struct alloc_slice *s = d->slice;
         const char *name = s->per_device ? d->node_name : s->node_name;
         const json_t *sel = s->per_device ? d->node_selector : s->node_selector;
-        if (name && *name) {
+        if ((name && *name) || d->binds_to_node) {
+            /* Local to (or bound to) the node the claim is allocated for. */
             out = json_pack("{s:[{s:[{s:s,s:s,s:[s]}]}]}", "nodeSelectorTerms", "matchFields",
-                            "key", "metadata.name", "operator", "In", "values", name);
+                            "key", "metadata.name", "operator", "In", "values", node);
             json_decref(fields);
             json_decref(exprs);
             return out;
@@ -202,7 +204,7 @@ static json_t *configs(const struct alloc_claim_spec *claim,
     return out;
 }
 
-json_t *alloc_allocation_json(const struct alloc_claim_spec *claim,
+json_t *alloc_allocation_json(const struct alloc_claim_spec *claim, const char *node,
                               const struct alloc_class *const *sel_class, const int *selected_sub,
                               const struct alloc_chosen *ch, size_t n, struct gs_error *err)
 {
@@ -245,7 +247,7 @@ json_t *alloc_allocation_json(const struct alloc_claim_spec *claim,
         json_decref(cfg);
     json_t *alloc = json_object();
     json_object_set_new(alloc, "devices", devices);
-    json_t *ns = node_selector(ch, n, err);
+    json_t *ns = node_selector(node, ch, n, err);
     if (!ns && err && err->code) {
         json_decref(alloc);
         return NULL;

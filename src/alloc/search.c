@@ -97,8 +97,12 @@ static int selectable(struct search *s, struct req_data *rd, size_t ci)
     size_t failed = 0;
     r = alloc_selectors_match(s->st, rd->rq->sel, rd->rq->n_sel, d, &failed, s->err);
     if (r < 0) {
-        gs_error_prefix(s->err, "claim %s/%s: selector #%zu: ", s->claim->ns, s->claim->name,
-                        failed);
+        if (strncmp(s->err->msg, "CEL compile error", 17) == 0)
+            gs_error_prefix(s->err, "claim %s/%s: selector #%zu: ", s->claim->ns, s->claim->name,
+                            failed);
+        else
+            gs_error_prefix(s->err, "claim %s/%s: selector #%zu on device %s/%s/%s: ", s->claim->ns,
+                            s->claim->name, failed, d->slice->driver, d->slice->pool, d->name);
         return r;
     }
     if (r == 0)
@@ -260,6 +264,9 @@ static int allocate_one(struct search *s, size_t ri, size_t si, size_t di, bool 
     }
     for (size_t ci = 0; ci < s->n_cand; ci++) {
         struct cand *c = &s->cands[ci];
+        /* No devices from incomplete or invalid pools; other pools may still serve. */
+        if (c->pool->incomplete || c->pool->invalid)
+            continue;
         if (rd->rq->admin ? c->allocating > 0 : in_use(s, c, false))
             continue;
         int r = selectable(s, rd, ci);
@@ -267,9 +274,6 @@ static int allocate_one(struct search *s, size_t ri, size_t si, size_t di, bool 
             return r;
         if (!r)
             continue;
-        if (c->pool->invalid)
-            return gs_error_set(s->err, -EINVAL, "pool %s is invalid: %s", c->pool->pool,
-                                c->pool->invalid_reason);
         r = allocate_device(s, rd, ci, false);
         if (r < 0)
             return r;
@@ -406,7 +410,7 @@ static int build_results(struct search *s, const struct cur *res, size_t n,
         ch[i].dev = d;
         ch[i].res = x;
     }
-    *allocation = alloc_allocation_json(s->claim, sel_class, selected, ch, n, s->err);
+    *allocation = alloc_allocation_json(s->claim, s->node, sel_class, selected, ch, n, s->err);
     if (!*allocation) {
         e = s->err && s->err->code ? s->err->code : -ENOMEM;
         goto fail;
@@ -435,8 +439,8 @@ static bool request_may_fit(const struct alloc_request *rq, const struct alloc_n
         return true;
     for (size_t i = 0; i < np->n; i++) {
         const struct alloc_pool *p = &np->pools[i];
-        if (p->invalid)
-            return true; /* let the search report the invalid pool as kube-scheduler does */
+        if (p->invalid || p->incomplete)
+            continue; /* the search does not use them either */
         for (size_t s = 0; s < p->n_slices; s++)
             for (size_t k = 0; k < p->slices[s]->n_dev; k++) {
                 const struct alloc_device *d = &p->slices[s]->dev[k];

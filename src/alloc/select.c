@@ -58,7 +58,11 @@ int alloc_class_matches(struct alloc_state *st, const struct alloc_class *cls,
     size_t failed = 0;
     int r = alloc_selectors_match(st, cls->sel, cls->n_sel, d, &failed, err);
     if (r < 0) {
-        gs_error_prefix(err, "class %s: selector #%zu: ", cls->name, failed);
+        if (err && strncmp(err->msg, "CEL compile error", 17) == 0)
+            gs_error_prefix(err, "class %s: selector #%zu: ", cls->name, failed);
+        else
+            gs_error_prefix(err, "class %s: selector #%zu on device %s/%s/%s: ", cls->name, failed,
+                            d->slice->driver, d->slice->pool, d->name);
         return r;
     }
     d->class_serial[slot] = cls->serial;
@@ -95,7 +99,9 @@ bool alloc_taints_tolerated(const struct alloc_device *d, const json_t *tolerati
         return true;
     json_array_foreach(d->taints, i, t)
     {
-        if (strcmp(str(t, "effect"), "None") == 0)
+        /* Only the known effects prevent allocation; others (including None) do not. */
+        const char *effect = str(t, "effect");
+        if (strcmp(effect, "NoSchedule") != 0 && strcmp(effect, "NoExecute") != 0)
             continue;
         bool ok = false;
         if (tolerations) {

@@ -56,20 +56,31 @@ static void test_pool_order(void)
     alloc_state_free(st);
 }
 
+#define ONE_REQ(n)                                                                                 \
+    CLAIM_HEAD(n) "    requests:\n    - name: r\n      exactly: {deviceClassName: gpu}\n"
+
 static void test_incomplete_invalid(void)
 {
     const char *fx = CLASS
         "kind: ResourceSlice\nmetadata: {name: s1}\n"
         "spec: {driver: gpu.example.com, nodeName: n1, pool: {name: p, resourceSliceCount: 2},"
-        " devices: [{name: d0}]}\n";
+        " devices: [{name: d0}]}\n---\n"
+        "kind: ResourceSlice\nmetadata: {name: other}\n"
+        "spec: {driver: gpu.example.com, nodeName: n1, pool: {name: q, resourceSliceCount: 1},"
+        " devices: [{name: q0}]}\n";
     struct alloc_state *st = state_from(fx);
     struct outcome o;
-    is_int(
-        claim_on(st,
-                 CLAIM_HEAD(
-                     "one") "    requests:\n    - name: r\n      exactly: {deviceClassName: gpu}\n",
-                 "n1", ALLOC_POLICY_FIRST_FIT, &o),
-        0, "ExactCount allocates from an incomplete pool (as kube-scheduler)");
+    is_int(claim_on(st, ONE_REQ("one"), "n1", ALLOC_POLICY_FIRST_FIT, &o), 0,
+           "an incomplete pool is skipped, a complete one serves");
+    is_str(res_str(o.allocation, 0, "device"), "q0", "q0 from the complete pool q, not d0");
+    outcome_fini(&o);
+    is_int(claim_on(st, ONE_REQ("two"), "n1", ALLOC_POLICY_FIRST_FIT, &o), ALLOC_UNSCHEDULABLE,
+           "nothing but the incomplete pool is left");
+    like_str(o.why,
+             "gpu.example.com/p/d0: PoolIncomplete pool p is incomplete (1 of 2 slices seen)",
+             "the device says its pool is incomplete");
+    like_str(o.why, "request r: PoolIncomplete: need 1 device, 0 of 2 usable",
+             "request-level reason");
     outcome_fini(&o);
     is_int(claim_on(st,
                     CLAIM_HEAD("all") "    requests:\n    - name: r\n      exactly: "
@@ -91,14 +102,42 @@ static void test_incomplete_invalid(void)
         "spec: {driver: gpu.example.com, nodeName: n1, pool: {name: p, resourceSliceCount: 2},"
         " devices: [{name: d0}]}\n";
     st = state_from(inv);
-    is_int(
-        claim_on(st,
-                 CLAIM_HEAD(
-                     "one") "    requests:\n    - name: r\n      exactly: {deviceClassName: gpu}\n",
-                 "n1", ALLOC_POLICY_FIRST_FIT, &o),
-        -EINVAL, "a pool with a duplicate device name is invalid: allocation stops");
-    like_str(o.err, "pool p is invalid: duplicate device name d0", "error names the duplicate");
-    like_str(o.why, "PoolInvalid", "explanation reason PoolInvalid");
+    is_int(claim_on(st, ONE_REQ("one"), "n1", ALLOC_POLICY_FIRST_FIT, &o), ALLOC_UNSCHEDULABLE,
+           "a pool with a duplicate device name is invalid: never allocated from");
+    like_str(o.why, "PoolInvalid pool p is invalid: duplicate device name d0",
+             "explanation names the duplicate");
+    outcome_fini(&o);
+    is_int(claim_on(st,
+                    CLAIM_HEAD("all") "    requests:\n    - name: r\n      exactly: "
+                                      "{deviceClassName: gpu, allocationMode: All}\n",
+                    "n1", ALLOC_POLICY_FIRST_FIT, &o),
+           -EINVAL, "allocationMode All with an invalid pool is an error");
+    like_str(o.err,
+             "asks for all devices, but resource pool gpu.example.com/p is currently invalid",
+             "error says the pool is invalid");
+    is_str(json_string_value(json_object_get(o.why_json, "reason")), "PoolInvalid",
+           "claim reason PoolInvalid");
+    outcome_fini(&o);
+    alloc_state_free(st);
+
+    const char *bind = CLASS
+        "kind: ResourceSlice\nmetadata: {name: net}\n"
+        "spec: {driver: gpu.example.com, allNodes: true, pool: {name: p, resourceSliceCount: 1},"
+        " devices: [{name: b0, bindsToNode: true, bindingConditions: [ready],"
+        " bindingFailureConditions: [failed]}]}\n";
+    st = state_from(bind);
+    is_int(claim_on(st, ONE_REQ("one"), "n7", ALLOC_POLICY_FIRST_FIT, &o), 0, "bindsToNode device");
+    char *ns = json_dumps(json_object_get(o.allocation, "nodeSelector"), JSON_COMPACT);
+    is_str(ns,
+           "{\"nodeSelectorTerms\":[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":"
+           "\"In\",\"values\":[\"n7\"]}]}]}",
+           "bindsToNode pins the allocation to the node it was made for");
+    free(ns);
+    const json_t *r0 =
+        json_array_get(json_object_get(json_object_get(o.allocation, "devices"), "results"), 0);
+    char *bc = json_dumps(json_object_get(r0, "bindingConditions"), JSON_COMPACT);
+    is_str(bc, "[\"ready\"]", "bindingConditions copied into the result");
+    free(bc);
     outcome_fini(&o);
     alloc_state_free(st);
 }
@@ -398,7 +437,9 @@ static void test_errors_and_limits(void)
                "n1", ALLOC_POLICY_FIRST_FIT, &o),
            -EINVAL, "a CEL runtime error stops allocation (an error, not unschedulable)");
     like_str(o.err,
-             "claim ns/celerr: selector #0: CEL runtime error: ", "error names claim and selector");
+             "claim ns/celerr: selector #0 on device gpu.example.com/p/g0: CEL runtime error: no "
+             "such key",
+             "error names claim and selector");
     is_str(json_string_value(json_object_get(o.why_json, "reason")), "CelError",
            "claim reason CelError");
     like_str(o.why, "CelError", "device reason CelError");
