@@ -5,6 +5,7 @@
  * will call is up) -> ResourceSlice publisher. SIGTERM/SIGINT stop in the reverse order.
  */
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -70,6 +71,8 @@ int main(int argc, char **argv)
         free(o);
         return action < 0 ? 2 : 0;
     }
+    /* A few threads, little allocation: two malloc arenas are plenty and keep the RSS down. */
+    mallopt(M_ARENA_MAX, 2);
     gs_log_set_component("plugin");
     gs_log_set_level((enum gs_log_level)(o->log_level + 1));
 

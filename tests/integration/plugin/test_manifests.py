@@ -68,8 +68,11 @@ def main():
              for e in c['env']), 'NODE_NAME from the downward API')
     mounts = {m['mountPath'] for m in c['volumeMounts']}
     for path in ('/var/lib/kubelet/plugins_registry', '/var/lib/kubelet/plugins', '/var/run/cdi',
-                 '/usr/local/vgpu'):
+                 '/usr/local/vgpu', '/var/run/nvidia-container-devices/all'):
         t.ok(path in mounts, f'DaemonSet mounts {path}')
+    t.ok(not any(v.get('hostPath', {}).get('path') == '/dev'
+                 for v in ds['spec']['template']['spec']['volumes']),
+         'DaemonSet does not mount the host /dev (the runtime injects the NVIDIA nodes)')
     claim = [o for o in objs['ResourceClaim'] if o['metadata']['name'] == 'single-gpu-0'][0]
     t.is_eq(claim['spec']['devices']['requests'][0]['exactly']['capacity']['requests'],
             {'cores': '30', 'memory': '4Gi'}, "lab claim asks 30 cores / 4Gi")
