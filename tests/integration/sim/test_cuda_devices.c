@@ -326,6 +326,10 @@ int main(int argc, char **argv)
     run_child("config", e7, out, sizeof(out));
     is_str(out, "init=802\n", "a broken config makes cuInit fail (CUDA_ERROR_SYSTEM_NOT_READY)");
 
+    const char *e8[] = {"GPUSIM_STATE", "/nonexistent-gpusim-dir/state", NULL};
+    run_child("visible", e8, out, sizeof(out));
+    is_str(out, "init=304\n", "an unusable GPUSIM_STATE: CUDA_ERROR_OPERATING_SYSTEM");
+
     char p1[400], p2[400], p3[400];
     snprintf(p1, sizeof(p1), "%s/a100.state", simtest_dir);
     snprintf(p2, sizeof(p2), "%s/overhead.state", simtest_dir);

@@ -132,6 +132,23 @@ static void test_owner_dead(void)
     sim_state_close(st);
 }
 
+/* A damaged or foreign file at GPUSIM_STATE is re-initialised when nobody uses it. */
+static void test_garbage(void)
+{
+    FILE *f = fopen(path, "w");
+    for (int i = 0; i < 100000; i++)
+        fputc(i * 7 & 0xff, f);
+    fclose(f);
+    struct gs_error err = {0};
+    struct sim_state *st = open_state("t4", &err);
+    ok(st != NULL, "a garbage file is replaced (%s)", err.msg);
+    if (!st)
+        return;
+    ok(st->sh->magic == SIM_STATE_MAGIC && st->sh->version == SIM_STATE_VERSION, "fresh header");
+    is_uint(st->sh->dev[0].total_mem, 15ull << 30, "fresh device totals");
+    sim_state_close(st);
+}
+
 int main(void)
 {
     tap_plan_auto();
@@ -154,6 +171,7 @@ int main(void)
     sim_state_close(st);
     test_reclaim();
     test_owner_dead();
+    test_garbage();
     unlink(path);
     rmdir(dir);
     return tap_done();
