@@ -16,7 +16,7 @@ CUDA_ERROR_OUT_OF_MEMORY = 2
 def boundary(t, w):
     uuid = w.devices()[0][1]
     w.write_limits('claim-b', [(uuid, 4096 * MiB, 0)], region=w.region('b'))
-    for mode in ('dlsym', 'global', 'getproc'):
+    for mode in ('dlsym', 'global', 'getproc', 'getproc13', 'getproc1'):
         kv = parse(w.run(['boundary', 4200, MiB], extra={'GS_PROBE_RESOLVE': mode}).stdout)
         t.is_eq(kv.get('allocated'), '4096', f'{mode}: 4096 allocations of 1 MiB succeed')
         t.is_eq(kv.get('first_fail'), str(CUDA_ERROR_OUT_OF_MEMORY),

@@ -18,6 +18,7 @@
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,19 +90,27 @@ static void resolve(void)
     if (!mode)
         mode = "dlsym";
     void *src = strcmp(mode, "global") == 0 ? RTLD_DEFAULT : h;
-    if (strcmp(mode, "getproc") == 0) {
-        GS_CU_PFN(cuGetProcAddress_v2) gpa = (GS_CU_PFN(cuGetProcAddress_v2))dlsym(h,
-                                                                        "cuGetProcAddress_v2");
-        if (!gpa)
-            die("dlsym cuGetProcAddress_v2", 0);
+    if (strncmp(mode, "getproc", 7) == 0) {
+        /* getproc: cuGetProcAddress_v2 at 12.8; getproc13: _v2 at 13.0; getproc1: the v1 entry
+         * point at 12.0 */
+        int version = strcmp(mode, "getproc13") == 0 ? 13000
+                      : strcmp(mode, "getproc1") == 0 ? 12000
+                                                       : 12080;
+        bool v1 = strcmp(mode, "getproc1") == 0;
+        GS_CU_PFN(cuGetProcAddress_v2) gpa2 =
+            (GS_CU_PFN(cuGetProcAddress_v2))dlsym(h, "cuGetProcAddress_v2");
+        GS_CU_PFN(cuGetProcAddress) gpa1 = (GS_CU_PFN(cuGetProcAddress))dlsym(h, "cuGetProcAddress");
+        if (!gpa2 || !gpa1)
+            die("dlsym cuGetProcAddress", 0);
         GS_CU_PFN(cuInit) init = (GS_CU_PFN(cuInit))dlsym(h, "cuInit");
         init(0);
 #define X(name, base)                                                                              \
     {                                                                                              \
         CUdriverProcAddressQueryResult st;                                                         \
-        CUresult r_ = gpa(base, (void **)&cu.name, 12080, CU_GET_PROC_ADDRESS_DEFAULT, &st);       \
+        CUresult r_ = v1 ? gpa1(base, (void **)&cu.name, version, CU_GET_PROC_ADDRESS_DEFAULT)     \
+                         : gpa2(base, (void **)&cu.name, version, CU_GET_PROC_ADDRESS_DEFAULT, &st); \
         if (r_ != CUDA_SUCCESS || !cu.name)                                                        \
-            die("cuGetProcAddress_v2 " base, r_);                                                  \
+            die("cuGetProcAddress " base, r_);                                                     \
     }
         CU_FUNCS(X)
 #undef X
