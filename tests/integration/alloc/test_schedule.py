@@ -180,6 +180,40 @@ def main():
         t.is_eq([e['reason'] for e in got['c0']['explanations']], ['Allocated'],
                 'an allocated claim is explained on its node only')
 
+    # A richer cluster: every allocation is a valid v1 status.allocation, with the values
+    # kube-scheduler would write.
+    rich = os.path.join(HERE, 'rich', 'objects.yaml')
+    with open(rich) as f:
+        rich_claims = {d['metadata']['name']: d for d in yaml.safe_load_all(f)
+                       if d and d.get('kind') == 'ResourceClaim'}
+    rc, out, err = run('-f', rich, '-o', 'json')
+    t.is_eq(rc, 0, 'rich: every claim allocated')
+    got = {i['metadata']['name']: i['status']['allocation'] for i in json.loads(out)['items']}
+    for name, alloc in sorted(got.items()):
+        obj = dict(rich_claims[name])
+        obj['status'] = {'allocation': alloc}
+        errors = [f'{list(e.path)}: {e.message}' for e in validator.iter_errors(obj)]
+        t.is_eq(errors, [], f'rich: {name} is a valid resource.k8s.io/v1 ResourceClaim')
+    pair = got['pair']['devices']
+    t.is_eq([(r['request'], r['device']) for r in pair['results']],
+            [('gpus/two', 'gpu-0'), ('gpus/two', 'gpu-2')],
+            'firstAvailable falls back to "two"; matchAttribute nvlinkDomain backtracks to gpu-2')
+    t.is_eq([c['source'] for c in pair['config']], ['FromClass', 'FromClaim'],
+            'config: the class\'s, then the claim\'s for the selected subrequest')
+    t.is_eq(pair['config'][1]['requests'], ['gpus/two'], 'claim config keeps its requests')
+    net = got['net']
+    t.is_eq(net['devices']['results'][0]['consumedCapacity'], {'bandwidth': '25G'},
+            '20G rounds up to the smallest valid value, 25G')
+    t.is_eq(net['devices']['results'][0]['bindingConditions'], ['example.com/attached'],
+            'binding conditions are copied')
+    t.is_eq(net['nodeSelector'], {'nodeSelectorTerms': [{'matchExpressions': [
+        {'key': 'topology.kubernetes.io/zone', 'operator': 'In', 'values': ['zone-a']}]}]},
+        'a nodeSelector slice gives its selector to the allocation')
+    t.is_eq([(r['device'], r.get('adminAccess')) for r in got['monitor']['devices']['results']],
+            [('gpu-0', True), ('gpu-1', True), ('gpu-2', True)],
+            'adminAccess All takes every A100 even when in use')
+    t.is_eq(got['t4']['devices']['results'][0]['device'], 'gpu-3', 'a tolerated taint')
+
     rc, out, err = run('-f', LAB, '--policy', 'best')
     t.is_eq(rc, 2, 'unknown policy: exit 2')
     t.like(err, '"best" is not one of first-fit, binpack, spread, topology', 'lists the policies')
