@@ -275,15 +275,34 @@ def ref(claim):
 # ---- the container runtime -----------------------------------------------------------------------
 
 def can_unshare():
-    """Whether a private mount namespace can be made here (root or unprivileged user namespaces),
-    unless GS_E2E_NO_UNSHARE=1 asks for the host-path mode."""
+    """Whether CDI edits can be applied in a private mount namespace here: `unshare -rm` and the
+    overlays cdi_exec.py puts on /etc, /run and /usr/local, tried with an empty device. False
+    (host mode) when refused, or when GS_E2E_NO_UNSHARE=1 asks for the host mode."""
     if os.environ.get('GS_E2E_NO_UNSHARE') == '1':
         return False
-    try:
-        return subprocess.run(['unshare', '-rm', 'true'], capture_output=True,
-                              timeout=20).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
+    with tempfile.TemporaryDirectory(prefix='gs-e2e-ns-') as tmp:
+        spec = os.path.join(tmp, 'spec.json')
+        with open(spec, 'w') as f:
+            json.dump({'cdiVersion': '0.3.0', 'kind': 'gpuslice.test/probe',
+                       'devices': [{'name': 'none', 'containerEdits': {'env': ['X=1']}}]}, f)
+        try:
+            r = subprocess.run(['unshare', '-rm', '/usr/bin/python3', CDI_EXEC, '--spec', spec,
+                                '--device', 'none', '--scratch', tmp, '--', '/bin/true'],
+                               capture_output=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+        return r.returncode == 0
+
+
+def edits_mode(tap):
+    """can_unshare(), said once in the test's output."""
+    mount_ns = can_unshare()
+    tap.diag('container edits: ' + ('bind mounts in a private mount namespace (unshare -rm)'
+                                    if mount_ns else
+                                    'no mount namespace (unshare -rm refused or '
+                                    'GS_E2E_NO_UNSHARE=1): env + host paths of libvgpu and the '
+                                    'limits directory'))
+    return mount_ns
 
 
 class Pod:

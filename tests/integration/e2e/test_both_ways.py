@@ -105,7 +105,7 @@ def main():
     if missing:
         t.skip('the same slice both ways', f"not built: {', '.join(missing)}")
         return t.done()
-    mount_ns = e2e.can_unshare()
+    mount_ns = e2e.edits_mode(t)
     with e2e.Node(t, NODE, 'h200') as node, tempfile.TemporaryDirectory(prefix='gs-e2e-wh-') as td:
         node.start()
         api = node.client

@@ -170,11 +170,7 @@ def main():
     if missing:
         t.skip('the lab end to end', f"not built: {', '.join(missing)}")
         return t.done()
-    mount_ns = e2e.can_unshare()
-    t.diag('container edits: ' + ('bind mounts in a private mount namespace (unshare -rm)'
-                                  if mount_ns else
-                                  'unshare -rm unavailable: env + host paths of libvgpu and the '
-                                  'limits directory'))
+    mount_ns = e2e.edits_mode(t)
     with e2e.Node(t, NODE, 't4') as node:
         node.start()
         api = node.client

@@ -60,7 +60,7 @@ def main():
     if missing:
         t.skip('enforcement between neighbours', f"not built: {', '.join(missing)}")
         return t.done()
-    mount_ns = e2e.can_unshare()
+    mount_ns = e2e.edits_mode(t)
     with e2e.Node(t, NODE, 'h200') as node:
         node.start()
         api = node.client
