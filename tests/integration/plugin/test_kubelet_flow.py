@@ -183,6 +183,17 @@ def main():
             t.ok(after[0]['spec']['pool']['generation'] > before[0]['spec']['pool']['generation'],
                  'pool generation increased on re-create')
             t.ok(not pl.schema_errors(pl.slice_validator(), after[0]), 're-created slice is valid')
+        # The API server expires the watch (410): the plugin relists and keeps watching, so a
+        # second wipe is noticed too (the periodic resync is 5 minutes away).
+        env.api.expire_watches()
+        pl.wait_for(lambda: env.api.requests(method='GET', match='/resourceslices')
+                    and env.api.requests(method='GET', match='/resourceslices')[-1]['query']
+                    .get('watch') in ('1', 'true'), 10)
+        time.sleep(0.2)
+        for s in env.slices():
+            env.api_request('DELETE', f"/apis/resource.k8s.io/v1/resourceslices/{s['metadata']['name']}")
+        again = env.wait_slices(lambda s: len(s) == 1)
+        t.is_eq(len(again), 1, 'after a 410 the watch resumes: second wipe re-created')
 
         for path in ('/healthz', '/readyz'):
             with urllib.request.urlopen(health + path, timeout=5) as r:
