@@ -120,6 +120,9 @@ class Api:
             i['apiVersion'] = API_VERSIONS.get(kind, 'resource.k8s.io/v1')
         return items
 
+    def delete(self, kind, ns, name):
+        return self._ok('DELETE', self.path(kind, ns, name))
+
     def update_status(self, obj):
         md = obj['metadata']
         return self._ok('PUT', self.path(obj['kind'], md.get('namespace'), md['name'], 'status'),

@@ -5,7 +5,9 @@ Tesla T4 of node-1 to the API server; the lab's DeviceClass, claims and pods are
 the plugin prepares the claims for the kubelet emulator; each "pod" is a process started with its
 claim's CDI edits and sees a 4096 MiB GPU, gets CUDA_ERROR_OUT_OF_MEMORY at exactly 4096 MiB and
 reports the same GPU UUID as its neighbour; a claim for 80 cores stays pending with a reason
-naming cores; unprepare leaves nothing behind."""
+naming cores; unprepare leaves nothing behind. After the lab's cleanup, double-gpu-0 (pending
+while no pod used it) is allocated for a pod: two shares of one device, summed by the plugin
+into the one grant the process sees (8192MiB)."""
 import json
 import os
 import re
@@ -164,6 +166,49 @@ def run_pod(t, node, claim, dev, mount_ns, gpu_uuid):
     return sorted(set(found))
 
 
+def check_double(t, node, api, claims, pods, mount_ns, gpu_uuid):
+    """The lab's pods and claims deleted, a pod for double-gpu-0 (two requests, 20 cores / 2Gi
+    and 40 cores / 6Gi): both land on the one T4, each with its own shareID; the plugin sums
+    them into one 60-core / 8Gi grant that the process sees."""
+    for c in claims:
+        api.delete('ResourceClaim', NS, c['metadata']['name'])
+    for p in pods:
+        api.delete('Pod', NS, p['metadata']['name'])
+    pod = manifest('examples', 'pod-0.yaml')
+    pod['metadata']['name'] = 'pod-3'
+    pod['spec']['resourceClaims'][0]['resourceClaimName'] = 'double-gpu-0'
+    pod = api.apply(pod)
+    s = e2e.schedule_pod(api, pod, NODE, node.tmp)
+    t.is_eq(s.rc, 0, 'double-gpu-0, once a pod uses it: allocated') or t.diag(s.stderr)
+    c = api.get('ResourceClaim', NS, 'double-gpu-0')
+    res = e2e.allocation_results(c)
+    t.is_eq([(r['request'], r['device'], r.get('consumedCapacity')) for r in res],
+            [('gpu-a', 'hami-gpu-0', {'cores': '20', 'memory': '2Gi'}),
+             ('gpu-b', 'hami-gpu-0', {'cores': '40', 'memory': '6Gi'})],
+            'double-gpu-0: both requests on hami-gpu-0 with their own capacities')
+    t.ok(len(res) == 2 and res[0].get('shareID') != res[1].get('shareID'),
+         'double-gpu-0: one shareID per request')
+    uid = c['metadata']['uid']
+    r = node.kubelet.prepare('v1', [e2e.ref(c)])
+    got = [(list(d.request_names), d.device_name, d.share_id) for d in r.claims[uid].devices]
+    t.is_eq((r.claims[uid].error, got),
+            ('', [(['gpu-a'], 'hami-gpu-0', res[0].get('shareID')),
+                  (['gpu-b'], 'hami-gpu-0', res[1].get('shareID'))]),
+            'double-gpu-0 prepared: one answer device per request, with its shareID')
+    dev = f'{uid}-hami-gpu-0'
+    p = e2e.Pod(node, node.cdi_spec_path(uid), dev, mount_ns)
+    t.is_eq((p.env.get('CUDA_DEVICE_MEMORY_LIMIT_0'), p.env.get('CUDA_DEVICE_SM_LIMIT_0')),
+            ('8192m', '60'), 'double-gpu-0: the CDI env sums the requests (8192m, 60)')
+    out = p.run(e2e.probe('--step', '1Mi'))
+    t.like(out.stdout, f'(GPU-{gpu_uuid[4:]}) cuMemGetInfo: free 8192MiB total 8192MiB',
+           'pod-3 sees the summed 8192MiB') or t.diag(out.stderr[-2000:])
+    t.like(out.stdout, 'probe: allocated 8192MiB in 8192 allocations of 1Mi; next allocation: '
+                       'CUDA_ERROR_OUT_OF_MEMORY', 'pod-3: OOM exactly at 8192 MiB')
+    r = node.kubelet.unprepare('v1', [e2e.ref(c)])
+    t.is_eq(r.claims[uid].error, '', 'double-gpu-0 unprepared')
+    t.is_eq(node.claim_files(), [], 'nothing left on the node')
+
+
 def main():
     t = Tap()
     missing = e2e.missing_binaries()
@@ -208,6 +253,7 @@ def main():
         t.is_eq(node.claim_files(), [], 'after unprepare: no CDI spec, no claim directory')
         t.is_eq((node.checkpoint() or {}).get('claims', {}) or {}, {},
                 'after unprepare: the checkpoint holds no claim')
+        check_double(t, node, api, claims, (pod0, pod1), mount_ns, gpu_uuid)
         rc = node.stop()
         t.is_eq(rc, 0, 'the plugin exits 0 on SIGTERM') or t.diag(node.log()[-3000:])
     return t.done()
