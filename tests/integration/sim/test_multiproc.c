@@ -320,6 +320,29 @@ int main(int argc, char **argv)
     proc_mem(d, getpid(), &count);
     is_uint(count, 1, "only we remain");
 
+    /* fork() without exec: CUDA state does not carry over; the child starts over with its own
+     * slot and its exit gives back only its own memory. */
+    fflush(stdout);
+    pid_t fk = fork();
+    if (fk == 0) {
+        CUdeviceptr x;
+        size_t f2, t2;
+        CUcontext cc;
+        if (p_cuMemAlloc_v2(&x, MiB) != CUDA_ERROR_NOT_INITIALIZED)
+            _exit(10);
+        if (p_cuInit(0) || p_cuCtxCreate_v2(&cc, 0, 0) || p_cuMemAlloc_v2(&x, 512 * MiB))
+            _exit(11);
+        p_cuMemGetInfo_v2(&f2, &t2);
+        _exit(t2 - f2 == 2 * GiB + 512 * MiB ? 0 : 12);
+    }
+    int fst = -1;
+    waitpid(fk, &fst, 0);
+    is_int(WIFEXITED(fst) ? WEXITSTATUS(fst) : -1, 0,
+           "forked child: re-init needed, then sees our 2 GiB plus its 512 MiB");
+    is_uint(nvml_used(d), 2 * GiB, "the child's exit gave back its memory only");
+    is_int(p_cuMemAlloc_v2(&q, MiB), CUDA_SUCCESS, "we still allocate after the fork");
+    p_cuMemFree_v2(q);
+
     p_cuMemFree_v2(mine);
     p_cuCtxDestroy_v2(ctx);
     is_uint(nvml_used(d), 0, "all free");
