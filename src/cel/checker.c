@@ -662,7 +662,7 @@ static void push_var(struct checker *c, struct cel_node *n, const struct cel_typ
 
 static void require_optional(struct checker *c, const struct cel_node *n)
 {
-    if (c->check && !is_dyn(n->type) && !is_kind(n->type, CEL_T_OPTIONAL)) {
+    if (c->check && !c->failed && !is_dyn(n->type) && !is_kind(n->type, CEL_T_OPTIONAL)) {
         char buf[64];
         cel_type_format(n->type, buf, sizeof(buf));
         fail(c, n->pos, "optional entry requires an optional value, got %s", buf);
@@ -671,7 +671,7 @@ static void require_optional(struct checker *c, const struct cel_node *n)
 
 static void require_bool(struct checker *c, const struct cel_node *n, const char *what)
 {
-    if (c->check && !is_dyn(n->type) && !is_kind(n->type, CEL_T_BOOL)) {
+    if (c->check && !c->failed && !is_dyn(n->type) && !is_kind(n->type, CEL_T_BOOL)) {
         char buf[64];
         cel_type_format(n->type, buf, sizeof(buf));
         fail(c, n->pos, "found no matching overload for '%s' applied to '(%s)'", what, buf);
