@@ -8,7 +8,9 @@ capacity.requests: {cores: 50, memory: 10Gi}}}` has the same spec. Both are allo
 `gpuslice schedule` on a gpusim H200 and prepared by the kubelet plugin: the CDI env carries
 CUDA_DEVICE_MEMORY_LIMIT_0=10240m and CUDA_DEVICE_SM_LIMIT_0=50, and the process in each pod
 sees a 10240 MiB GPU. A legacy pod asking more memory than is left is admitted and its claim stays
-pending with a reason naming memory (legacy HAMi's CardInsufficientMemory)."""
+pending with a reason naming memory (legacy HAMi's CardInsufficientMemory). A legacy
+`gpumem-percentage: 25` pod gets an alternative per memory size the plugin published, allocated
+through the subrequest and seen by the process as 25 % of the H200."""
 import os
 import sys
 import tempfile
@@ -97,6 +99,49 @@ def check_too_big(t, api, node, pod):
          'the claim stays pending (an ordinary unschedulable claim, no over-allocation)')
 
 
+def admit(t, api, wh, name, limits):
+    pod = e2e.pod(name, NS, limits=limits)
+    status, resp = wh.mutate(whlib.review(pod, uid=name, ns=NS))
+    r = resp.get('response', {}) if isinstance(resp, dict) else {}
+    if not t.ok(status == 200 and r.get('allowed') is True and r.get('patch'),
+                f'webhook: {name} {limits} admitted', diag=resp):
+        return None
+    return api.apply(jsonpatch.apply_patch(pod, whlib.patch_of(resp)))
+
+
+def check_percentage(t, api, node, pod, mount_ns, gpu_uuid):
+    """gpumem-percentage: 25 — the webhook made one alternative per GPU memory size the plugin
+    published (the H200's 143771Mi); the allocator picks it; the plugin reports the base request
+    name; the process sees 25 % of the H200, rounded down to whole MiB."""
+    pod = e2e.claims_from_templates(api, pod)
+    name = e2e.pod_claim_names(pod)[0]
+    alts = api.get('ResourceClaim', NS, name)['spec']['devices']['requests'][0] \
+        .get('firstAvailable', [])
+    t.is_eq([(a['name'], a['capacity']['requests']) for a in alts],
+            [('gpu-143771mi', {'cores': '20', 'memory': '35942Mi'})],
+            'gpumem-percentage 25: one alternative for the published H200 size, 35942Mi')
+    s = e2e.schedule_pod(api, pod, NODE, node.tmp)
+    t.is_eq(s.rc, 0, 'gpumem-percentage claim allocated') or t.diag(s.stderr)
+    c = api.get('ResourceClaim', NS, name)
+    t.is_eq([(r['request'], r['device'], r.get('consumedCapacity'))
+             for r in e2e.allocation_results(c)],
+            [('gpu/gpu-143771mi', 'hami-gpu-0', {'cores': '20', 'memory': '35942Mi'})],
+            'allocated through the subrequest gpu/gpu-143771mi')
+    uid = c['metadata']['uid']
+    r = node.kubelet.prepare('v1', [e2e.ref(c)])
+    t.is_eq((r.claims[uid].error, [list(d.request_names) for d in r.claims[uid].devices]),
+            ('', [['gpu']]), 'prepared; the answer names the base request gpu')
+    p = e2e.Pod(node, node.cdi_spec_path(uid), f'{uid}-hami-gpu-0', mount_ns)
+    t.is_eq((p.env.get('CUDA_DEVICE_MEMORY_LIMIT_0'), p.env.get('CUDA_DEVICE_SM_LIMIT_0')),
+            ('35942m', '20'), 'CDI env CUDA_DEVICE_MEMORY_LIMIT_0=35942m, CUDA_DEVICE_SM_LIMIT_0=20')
+    out = p.run(e2e.probe('--max', '0'))
+    t.like(out.stdout, f'(GPU-{gpu_uuid[4:]}) cuMemGetInfo: free 35942MiB total 35942MiB',
+           'the process sees 25 % of the H200: total 35942MiB') or t.diag(out.stderr[-2000:])
+    r = node.kubelet.unprepare('v1', [e2e.ref(c)])
+    t.is_eq(r.claims[uid].error, '', 'gpumem-percentage claim unprepared')
+    t.is_eq(node.claim_files(), [], 'nothing left on the node')
+
+
 def main():
     t = Tap()
     missing = e2e.missing_binaries()
@@ -121,6 +166,8 @@ def main():
         try:
             legacy = admit_legacy_pod(t, api, wh)
             too_big = admit_too_big(t, api, wh)
+            pct = admit(t, api, wh, 'legacy-pct', {'nvidia.com/gpumem-percentage': '25',
+                                                   'nvidia.com/gpucores': '20'})
         finally:
             rc = wh.stop()
         t.is_eq(rc, 0, 'the webhook exits 0 on SIGTERM') or t.diag(wh.output()[-3000:])
@@ -176,6 +223,10 @@ def main():
             r = node.kubelet.unprepare('v1', [e2e.ref(c)])
             t.is_eq(r.claims[uid].error, '', f'{label}: NodeUnprepareResources')
         t.is_eq(node.claim_files(), [], 'nothing left on the node after unprepare')
+        if pct is not None:
+            for c in claims:
+                api.delete('ResourceClaim', NS, c['metadata']['name'])
+            check_percentage(t, api, node, pct, mount_ns, gpu_uuid)
         t.is_eq(node.stop(), 0, 'the plugin exits 0 on SIGTERM')
     return t.done()
 
