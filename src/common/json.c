@@ -200,6 +200,28 @@ int gs_json_get_string(json_t *root, const char *path, const char **out, struct 
     return 0;
 }
 
+/* Shortest text that reads back as the same double, in plain notation for 1e-6 <= |d| < 1e21
+ * (as Go and JSON encoders write numbers). With `point`, integral values keep a ".0". */
+static void shortest_real(double d, char *buf, size_t len, bool point)
+{
+    double a = fabs(d);
+    if (a == 0 || (a >= 1e-6 && a < 1e21)) {
+        for (int prec = 0; prec <= 30; prec++) {
+            snprintf(buf, len, "%.*f", prec, d);
+            if (strtod(buf, NULL) == d)
+                break;
+        }
+    } else {
+        for (int prec = 1; prec <= 17; prec++) {
+            snprintf(buf, len, "%.*g", prec, d);
+            if (strtod(buf, NULL) == d)
+                break;
+        }
+    }
+    if (point && !strpbrk(buf, ".eEni"))
+        snprintf(buf + strlen(buf), len - strlen(buf), ".0");
+}
+
 int gs_json_get_int(json_t *root, const char *path, int64_t *out, struct gs_error *err)
 {
     json_t *v = NULL;
@@ -208,9 +230,11 @@ int gs_json_get_int(json_t *root, const char *path, int64_t *out, struct gs_erro
         return r;
     if (json_is_null(v))
         return gs_error_set(err, -ENOENT, "%s: missing (null)", path);
-    if (json_is_real(v))
-        return gs_error_set(err, -EINVAL, "%s: expected integer, got number %g", path,
-                            json_real_value(v));
+    if (json_is_real(v)) {
+        char num[40];
+        shortest_real(json_real_value(v), num, sizeof(num), true);
+        return gs_error_set(err, -EINVAL, "%s: expected integer, got number %s", path, num);
+    }
     if (!json_is_integer(v))
         return gs_error_set(err, -EINVAL, "%s: expected integer, got %s", path,
                             gs_json_type_name(v));
@@ -277,12 +301,7 @@ int gs_json_quantity_value(const json_t *v, const char *what, struct gs_quantity
         s = text;
     } else if (json_is_real(v)) {
         /* Shortest text that reads back as the same double, as the number was written. */
-        double d = json_real_value(v);
-        for (int prec = 1; prec <= 17; prec++) {
-            snprintf(text, sizeof(text), "%.*g", prec, d);
-            if (strtod(text, NULL) == d)
-                break;
-        }
+        shortest_real(json_real_value(v), text, sizeof(text), false);
         s = text;
     } else {
         return gs_error_set(err, -EINVAL, "%s: expected quantity (string or number), got %s", what,

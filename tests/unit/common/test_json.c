@@ -137,6 +137,10 @@ static void test_getters(void)
            "real where int");
     is_str(err.msg, "spec.devices.requests[1].weight: expected integer, got number 1.5",
            "real where int message");
+    json_t *thirty = gs_json_parse("{\"n\": 30.0}", 11, 64, &err);
+    is_int(gs_json_get_int(thirty, "n", &i, &err), -EINVAL, "30.0 is not an integer");
+    is_str(err.msg, "n: expected integer, got number 30.0", "30.0 shown as written");
+    json_decref(thirty);
     is_int(gs_json_get_bool(root, "metadata.name", &b, &err), -EINVAL, "string where bool");
     is_str(err.msg, "metadata.name: expected boolean, got string", "bool wrong type message");
     is_int(gs_json_get_string(root, "metadata.name.first", &s, &err), -EINVAL,
@@ -266,6 +270,17 @@ static void test_quantity(void)
     json_t *r = json_real(0.1);
     is_int(gs_json_quantity_value(r, "x", &q, &err), 0, "0.1 as a JSON number");
     is_str(gs_quantity_str(&q, buf), "100m", "0.1 -> 100m (shortest decimal text)");
+    json_t *many = gs_json_parse("[30.0, 1e3, 2.5e-3, 1e-7, 1.5e18]", 33, 64, &err);
+    const char *want[] = {"30", "1k", "2500u", "100e-9", "1500P"};
+    const int want_fmt[] = {GS_QUANTITY_DECIMAL_SI, GS_QUANTITY_DECIMAL_SI, GS_QUANTITY_DECIMAL_SI,
+                            GS_QUANTITY_DECIMAL_EXPONENT, GS_QUANTITY_DECIMAL_SI};
+    for (size_t k = 0; k < 5; k++) {
+        is_int(gs_json_quantity_value(json_array_get(many, k), "n", &q, &err), 0,
+               "JSON real %zu as quantity", k);
+        is_int(q.format, want_fmt[k], "JSON real %zu format family", k);
+        is_str(gs_quantity_str(&q, buf), want[k], "JSON real %zu canonical", k);
+    }
+    json_decref(many);
     json_decref(r);
 }
 
