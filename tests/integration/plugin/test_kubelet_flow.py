@@ -130,6 +130,34 @@ def check_prepare(t, env, version, ckeys):
     return c, spec_path
 
 
+def check_multi_request(t, env):
+    """Two requests of one claim on one device (one of them a subrequest): one Device entry per
+    result with its base request name and share_id, one CDI device, limits summed."""
+    c = env.api.put(pl.claim('multi', results=[('small/t4', 'hami-gpu-0', 10, '1Gi'),
+                                               ('big', 'hami-gpu-0', 20, '2Gi')]))
+    uid = c['metadata']['uid']
+    r = env.kubelet.prepare('v1', [pl.ref(c)]).claims[uid]
+    t.is_eq(r.error, '', 'multi-request claim prepared')
+    shares = [x['shareID'] for x in c['status']['allocation']['devices']['results']]
+    cdi_id = f'k8s.{pl.DRIVER}/claim={uid}-hami-gpu-0'
+    t.is_eq([(list(d.request_names), d.device_name, list(d.cdi_device_ids), d.share_id)
+             for d in r.devices],
+            [(['small'], 'hami-gpu-0', [cdi_id], shares[0]),
+             (['big'], 'hami-gpu-0', [cdi_id], shares[1])],
+            'one Device per result: base request name, same CDI device, own share_id')
+    with open(os.path.join(env.dirs['cdi'], f'k8s.{pl.DRIVER}-claim_{uid}.json')) as f:
+        spec = json.load(f)
+    t.is_eq(len(spec['devices']), 1, 'one CDI device for the shared GPU')
+    env_ = spec['devices'][0]['containerEdits']['env']
+    t.ok('CUDA_DEVICE_MEMORY_LIMIT_0=3072m' in env_ and 'CUDA_DEVICE_SM_LIMIT_0=30' in env_,
+         'env limits are the sums (3072m, 30)', diag=env_)
+    lim = os.path.join(env.dirs['host'], 'claims', uid, 'limits', f'{uid}.limits')
+    with open(lim) as f:
+        t.like(f.read(), 'memory=3221225472 cores=30', 'limits file holds the sums')
+    r = env.kubelet.unprepare('v1', [pl.ref(c)]).claims[uid]
+    t.is_eq(r.error, '', 'multi-request claim unprepared')
+
+
 def main():
     t = Tap()
     if not pl.gpusim_available():
@@ -144,6 +172,8 @@ def main():
         keys = []
         c1, p1 = t.run('prepare v1', check_prepare, t, env, 'v1', keys) or (None, None)
         c2, p2 = t.run('prepare v1beta1', check_prepare, t, env, 'v1beta1', keys) or (None, None)
+
+        t.run('multi-request claim', check_multi_request, t, env)
 
         # Concurrent prepares of distinct claims all succeed.
         cs = [env.api.put(pl.claim(f'par-{i}', results=[('r', 'hami-gpu-0', 5, '1Gi')]))
@@ -206,11 +236,11 @@ def main():
         except urllib.error.HTTPError as e:
             t.is_eq(e.code, 404, 'unknown health path: 404')
         m = env.metrics()
-        # 2 claims + their 2 repeated prepares + 8 concurrent ones.
-        t.like(m, f'gpuslice_plugin_prepare_total{{driver="{pl.DRIVER}"}} 12\n',
-               'metrics: 12 successful claim prepares')
-        t.like(m, f'gpuslice_plugin_unprepare_total{{driver="{pl.DRIVER}"}} 11\n',
-               'metrics: 11 unprepares (8 + 2 + 1 unknown)')
+        # 2 claims + their 2 repeated prepares + the multi-request one + 8 concurrent ones.
+        t.like(m, f'gpuslice_plugin_prepare_total{{driver="{pl.DRIVER}"}} 13\n',
+               'metrics: 13 successful claim prepares')
+        t.like(m, f'gpuslice_plugin_unprepare_total{{driver="{pl.DRIVER}"}} 12\n',
+               'metrics: 12 unprepares (1 + 8 + 2 + 1 unknown)')
         t.like(m, f'gpuslice_plugin_devices_published{{driver="{pl.DRIVER}"}} 1',
                'metrics: one device published')
         t.like(m, 'gpuslice_plugin_consumable_capacity_gate_off{driver="' + pl.DRIVER
