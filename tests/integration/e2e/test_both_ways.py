@@ -133,7 +133,8 @@ def check_percentage(t, api, node, pod, mount_ns, gpu_uuid):
             ('', [['gpu']]), 'prepared; the answer names the base request gpu')
     p = e2e.Pod(node, node.cdi_spec_path(uid), f'{uid}-hami-gpu-0', mount_ns)
     t.is_eq((p.env.get('CUDA_DEVICE_MEMORY_LIMIT_0'), p.env.get('CUDA_DEVICE_SM_LIMIT_0')),
-            ('35942m', '20'), 'CDI env CUDA_DEVICE_MEMORY_LIMIT_0=35942m, CUDA_DEVICE_SM_LIMIT_0=20')
+            ('35942m', '20'),
+            'CDI env CUDA_DEVICE_MEMORY_LIMIT_0=35942m, CUDA_DEVICE_SM_LIMIT_0=20')
     out = p.run(e2e.probe('--max', '0'))
     t.like(out.stdout, f'(GPU-{gpu_uuid[4:]}) cuMemGetInfo: free 35942MiB total 35942MiB',
            'the process sees 25 % of the H200: total 35942MiB') or t.diag(out.stderr[-2000:])
