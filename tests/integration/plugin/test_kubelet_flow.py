@@ -252,9 +252,26 @@ def main():
              'registration socket removed on exit')
 
     # Feature gate off: the API server drops the fields; one clear log line + metric.
-    with pl.PluginEnv(t) as env:
+    # (This plugin also runs in pure-CDI mode: device nodes instead of the volume-mount selection.)
+    with pl.PluginEnv(t, extra_args=['--gpu-selection', 'device-nodes']) as env:
         env.api.set_gate('DRAConsumableCapacity', False)
         env.start(metrics=True)
+        c = env.api.put(pl.claim('nodes', results=[('r', 'hami-gpu-0', None, None)]))
+        uid = c['metadata']['uid']
+        r = env.kubelet.prepare('v1', [pl.ref(c)]).claims[uid]
+        t.is_eq(r.error, '', 'device-nodes mode: prepared (claim without consumedCapacity)')
+        with open(os.path.join(env.dirs['cdi'], f'k8s.{pl.DRIVER}-claim_{uid}.json')) as f:
+            spec = json.load(f)
+        errs = pl.schema_errors(pl.cdi_validator(), spec)
+        t.ok(not errs, 'device-nodes mode: CDI spec valid', diag=errs)
+        edits = spec['devices'][0]['containerEdits']
+        t.is_eq([n['path'] for n in edits.get('deviceNodes', [])],
+                ['/dev/nvidia0', '/dev/nvidiactl', '/dev/nvidia-uvm', '/dev/nvidia-uvm-tools'],
+                'device-nodes mode: the GPU and control nodes')
+        t.ok(not any(m['containerPath'].startswith('/var/run/nvidia-container-devices/')
+                     for m in edits['mounts']), 'device-nodes mode: no volume-mount selection')
+        t.is_eq(edits['env'], ['GPUSLICE_LIMITS_DIR=/etc/gpuslice/limits.d'],
+                'whole-device claim: no limit env')
         slices = env.wait_slices(lambda s: len(s) == 1)
         t.ok(slices and 'allowMultipleAllocations' not in slices[0]['spec']['devices'][0],
              'gate off: server dropped the fields')
