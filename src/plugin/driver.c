@@ -542,6 +542,25 @@ int driver_reconcile_local(struct driver *d)
     return fixed;
 }
 
+/* Does the claim still have an allocation result of our driver in this node's pool? */
+static bool allocated_here(const struct driver *d, const json_t *claim)
+{
+    const json_t *results = json_object_get(
+        json_object_get(json_object_get(json_object_get(claim, "status"), "allocation"), "devices"),
+        "results");
+    size_t i;
+    const json_t *r;
+    json_array_foreach(results, i, r)
+    {
+        const char *drv = json_string_value(json_object_get(r, "driver"));
+        const char *pool = json_string_value(json_object_get(r, "pool"));
+        if (drv && pool && strcmp(drv, d->cfg.driver_name) == 0 &&
+            strcmp(pool, d->cfg.node_name) == 0)
+            return true;
+    }
+    return false;
+}
+
 int driver_reconcile_api(struct driver *d, int64_t now_s)
 {
     int cleaned = 0;
@@ -564,7 +583,7 @@ int driver_reconcile_api(struct driver *d, int64_t now_s)
         if (r == 0) {
             const char *api_uid =
                 json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
-            gone = !api_uid || strcmp(api_uid, uid) != 0;
+            gone = !api_uid || strcmp(api_uid, uid) != 0 || !allocated_here(d, obj);
         }
         json_decref(obj);
         if (r < 0 && !gone)

@@ -71,8 +71,9 @@ void driver_unprepare(struct driver *d, size_t n, const struct claim_ref *refs,
 /* Start-up: roll back PrepareStarted entries, re-create missing files of completed ones, remove
  * files no entry accounts for. Returns the number of things fixed. */
 int driver_reconcile_local(struct driver *d);
-/* Ask the API about every completed claim; clean those gone (or with another UID) for longer
- * than the grace period. Returns the number cleaned. */
+/* Ask the API about every completed claim; clean those gone (deleted, another UID, or no longer
+ * allocated to our driver in this node's pool) for longer than the grace period. Returns the
+ * number cleaned. */
 int driver_reconcile_api(struct driver *d, int64_t now_s);
 
 /* SIGKILL the process if `point` is the configured fault point (crash tests). */

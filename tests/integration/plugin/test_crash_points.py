@@ -2,6 +2,7 @@
 """Crash safety: the plugin SIGKILLs itself at each step of prepare and unprepare (its
 --fault-point switch); after a restart and kubelet's retry the state is consistent: checkpoint,
 CDI spec and claim directory agree, nothing is leaked, and unprepare leaves nothing behind."""
+import json
 import os
 import signal
 import sys
@@ -106,11 +107,19 @@ def main():
         env.start()
         t.is_eq(env.claim_files(), sorted(expected_files(uid) + ['cdi/other-vendor.json']),
                 'start-up removes orphan claim files, keeps other vendors\' specs')
+        # A second prepared claim loses its allocation (deallocated while the plugin missed the
+        # unprepare): it is cleaned as well.
+        c2 = env.api.put(pl.claim('dealloc', results=[('r', 'hami-gpu-0', 20, '2Gi')]))
+        env.kubelet.prepare('v1', [pl.ref(c2)])
+        c2 = env.api.get('resourceclaims', 'test-dra', 'dealloc')
+        del c2['status']
+        env.api.put(c2)
         env.api_request('DELETE', f'/apis/resource.k8s.io/v1/namespaces/test-dra/resourceclaims/gone')
         env.stop()
         env.start(extra=['--reconcile-interval', '1s', '--reconcile-grace', '0'])
         done = pl.wait_for(lambda: env.checkpoint()['claims'] == {}, 15)
-        t.ok(done, 'claim deleted from the API is cleaned by reconcile')
+        t.ok(done, 'claims deleted from the API or deallocated are cleaned by reconcile',
+             diag=json.dumps(env.checkpoint()))
         t.is_eq(env.claim_files(), ['cdi/other-vendor.json'], 'its files are gone')
 
         # A corrupt checkpoint: moved aside, the plugin starts empty, orphaned files are removed,
