@@ -11,10 +11,12 @@
 #include "common/error.h"
 #include "common/quantity.h"
 
-#define CEL_MAX_DEPTH    200 /* parser recursion limit (nesting of expressions) */
-#define CEL_MAX_SLOTS    64  /* nested comprehension/bind variables in one expression */
-#define CEL_MAX_ARGS     16  /* arguments of one call */
-#define CEL_MAX_LIST_LEN 1000000
+#define CEL_MAX_DEPTH          200 /* parser recursion limit (nesting of expressions) */
+#define CEL_MAX_SLOTS          64  /* nested comprehension/bind variables in one expression */
+#define CEL_MAX_ARGS           16  /* arguments of one call */
+#define CEL_MAX_LIST_LEN       1000000
+#define CEL_EVAL_REGEX_CACHE   8    /* distinct run-time patterns kept per evaluation */
+#define CEL_REGEX_COMPILE_COST 1000 /* cost of compiling a pattern at run time (+ its length) */
 
 /* ---------- arena: bump allocator, freed all at once ---------- */
 struct cel_arena_chunk;
@@ -374,6 +376,13 @@ struct cel_eval {
     uint64_t cost_limit;
     bool aborted; /* cost limit or out of memory: stop at once */
     const char *abort_msg;
+    /* patterns compiled during this evaluation (matches()/find() with a non-literal pattern) */
+    struct {
+        const char *pat;
+        uint32_t len;
+        const void *re;
+    } rx[CEL_EVAL_REGEX_CACHE];
+    int nrx;
 };
 
 /* Error value at a node (message formatted into the arena). */
@@ -419,8 +428,14 @@ int cel_resolve(struct cel_program *p, const struct cel_decl *decls, size_t ndec
                 struct gs_error *err);
 
 /* ---------- regex (PCRE2) ---------- */
-/* Compile an RE2-style pattern. NULL + message on error. Free with cel_regex_free. */
-void *cel_regex_compile(const char *pat, size_t len, char *msg, size_t msglen);
+/* Compile an RE2-style pattern (JIT-compiled when `jit`). NULL + message on error. Free with
+ * cel_regex_free. */
+void *cel_regex_compile(const char *pat, size_t len, bool jit, char *msg, size_t msglen);
+/* The compiled pattern for a call during evaluation: the literal compiled by the checker, or one
+ * compiled now (cached per evaluation, costed). Returns a null-kind value and sets *re, or an
+ * error value. */
+struct cel_value cel_regex_for_call(struct cel_eval *ev, const struct cel_node *call,
+                                    const struct cel_value *pat, const void **re);
 void cel_regex_free(void *re);
 /* First match at or after byte `off`: 1 with [*mb, *me) set, 0 none, <0 error. */
 int cel_regex_find(const void *re, const char *s, size_t len, size_t off, size_t *mb, size_t *me,

@@ -625,7 +625,7 @@ regex:
         const struct cel_node *pat = n->args[1];
         if (pat->kind == CEL_N_LITERAL && pat->lit.kind == CEL_K_STRING) {
             char msg[128];
-            void *re = cel_regex_compile(pat->lit.s, pat->lit.len, msg, sizeof(msg));
+            void *re = cel_regex_compile(pat->lit.s, pat->lit.len, true, msg, sizeof(msg));
             if (!re)
                 return fail(c, pat->pos, "invalid regular expression: %s", msg);
             if (cel_arena_defer(&c->p->arena, cel_regex_free, re) < 0) {

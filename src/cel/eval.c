@@ -595,6 +595,7 @@ int cel_eval_program(const struct cel_program *p, const struct cel_value *vars,
     ev.cost_limit = cost_limit;
     ev.aborted = false;
     ev.abort_msg = NULL;
+    ev.nrx = 0;
     *out = cel_eval_node(&ev, p->root);
     if (ev.aborted)
         return gs_error_set(err, ev.abort_msg && strstr(ev.abort_msg, "cost") ? -E2BIG : -ENOMEM,

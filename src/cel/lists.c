@@ -110,18 +110,10 @@ static struct cel_value fn_find(struct cel_eval *ev, const struct cel_node *call
         return NO_OVERLOAD();
     if (!cel_cost(ev, a[0].len + 1))
         return cel_oom(ev);
-    const void *re = call->regex;
-    if (!re) {
-        char msg[128];
-        void *c = cel_regex_compile(a[1].s, a[1].len, msg, sizeof(msg));
-        if (!c)
-            return cel_error(ev, call, "invalid regular expression: %s", msg);
-        if (cel_arena_defer(ev->arena, cel_regex_free, c) < 0) {
-            cel_regex_free(c);
-            return cel_oom(ev);
-        }
-        re = c;
-    }
+    const void *re;
+    struct cel_value rerr = cel_regex_for_call(ev, call, &a[1], &re);
+    if (rerr.kind != CEL_K_NULL)
+        return rerr;
     bool all = call->name[4] == 'A'; /* findAll */
     int64_t limit = n == 3 ? a[2].i : -1;
     size_t cap = all ? 8 : 1, cnt = 0, off = 0;

@@ -14,7 +14,7 @@
 #define REGEX_MATCH_LIMIT 100000
 #define REGEX_DEPTH_LIMIT 1000
 
-void *cel_regex_compile(const char *pat, size_t len, char *msg, size_t msglen)
+void *cel_regex_compile(const char *pat, size_t len, bool jit, char *msg, size_t msglen)
 {
     int errcode;
     PCRE2_SIZE erroff;
@@ -26,8 +26,40 @@ void *cel_regex_compile(const char *pat, size_t len, char *msg, size_t msglen)
         return NULL;
     }
     /* JIT when the platform has it (matching then needs no heap frames); else interpret */
-    (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
+    if (jit)
+        (void)pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
     return re;
+}
+
+struct cel_value cel_regex_for_call(struct cel_eval *ev, const struct cel_node *call,
+                                    const struct cel_value *pat, const void **re)
+{
+    if (call->regex) {
+        *re = call->regex;
+        return cel_null();
+    }
+    for (int i = 0; i < ev->nrx; i++) {
+        if (ev->rx[i].len == pat->len && !memcmp(ev->rx[i].pat, pat->s, pat->len)) {
+            *re = ev->rx[i].re;
+            return cel_null();
+        }
+    }
+    /* compiling is the expensive part: charge for it so that a loop over many distinct
+     * patterns hits the cost limit long before memory becomes a problem */
+    if (!cel_cost(ev, CEL_REGEX_COMPILE_COST + pat->len))
+        return cel_oom(ev);
+    char msg[128];
+    void *c = cel_regex_compile(pat->s, pat->len, false, msg, sizeof(msg));
+    if (!c)
+        return cel_error(ev, call, "invalid regular expression: %s", msg);
+    if (cel_arena_defer(ev->arena, cel_regex_free, c) < 0) {
+        cel_regex_free(c);
+        return cel_oom(ev);
+    }
+    if (ev->nrx < CEL_EVAL_REGEX_CACHE)
+        ev->rx[ev->nrx++] = (typeof(ev->rx[0])){pat->s, pat->len, c};
+    *re = c;
+    return cel_null();
 }
 
 void cel_regex_free(void *re)

@@ -288,6 +288,25 @@ static void test_cost_accounting(void)
     cel_program_free(p);
 }
 
+static void test_dynamic_regex_cost(void)
+{
+    char list[512] = "[";
+    for (int i = 0; i < 100; i++)
+        snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%d", i ? "," : "", i);
+    strcat(list, "]");
+    char expr[1400], got[512];
+    /* one run-time pattern, used 10,000 times: compiled once per evaluation */
+    snprintf(expr, sizeof(expr), "%s.all(x, %s.all(y, 'ab'.matches('a' + 'b')))", list, list);
+    run(expr, got, sizeof(got));
+    is_str(got, "true", "a repeated run-time pattern is compiled once");
+    /* 10,000 distinct run-time patterns: each compile is charged, the cost limit stops it */
+    snprintf(expr, sizeof(expr),
+             "%s.all(x, %s.all(y, 'a'.matches(string(x) + '|' + string(y) + '|a')))", list, list);
+    run(expr, got, sizeof(got));
+    ok(strstr(got, "abort: operation cancelled: actual cost limit exceeded") == got,
+       "compiling many distinct patterns hits the cost limit: %s", got);
+}
+
 static void test_variables(void)
 {
     struct cel_arena types;
@@ -391,5 +410,6 @@ int main(void)
     test_cost_accounting();
     test_variables();
     test_quantity_fast_path();
+    test_dynamic_regex_cost();
     return tap_done();
 }
