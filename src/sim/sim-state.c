@@ -122,9 +122,36 @@ static bool slot_alive(struct sim_state *st, int i, bool full)
     return true;
 }
 
+/* A dead (or exiting) process's work that has not run yet is dropped, as the driver tears its
+ * contexts down: its intervals at the end of each device's queue are cut at `now`. Work other
+ * processes queued behind it keeps its place. */
+static void drop_queued_work(struct sim_shared *sh, int slot, uint32_t pid, uint64_t now)
+{
+    for (uint32_t d = 0; d < sh->ndev && d < SIM_MAX_DEVICES; d++) {
+        struct sim_dev_state *dv = &sh->dev[d];
+        bool changed = false;
+        for (int popped = 0; dv->ring_count > 0 && popped < SIM_RING - 1;) {
+            struct sim_interval *e = &dv->ring[(dv->ring_count - 1) % SIM_RING];
+            if (e->pid != pid || e->slot != (uint32_t)slot || e->end_ns <= now)
+                break;
+            changed = true;
+            if (e->start_ns >= now) {
+                dv->ring_count--;
+                popped++;
+                continue;
+            }
+            e->end_ns = now;
+            break;
+        }
+        if (changed)
+            dv->tail_ns = dv->ring_count ? dv->ring[(dv->ring_count - 1) % SIM_RING].end_ns : now;
+    }
+}
+
 static void reclaim_slot(struct sim_shared *sh, int i)
 {
     struct sim_proc *p = &sh->procs[i];
+    drop_queued_work(sh, i, p->pid, sim_now_ns());
     for (uint32_t d = 0; d < sh->ndev && d < SIM_MAX_DEVICES; d++) {
         sh->dev[d].used_mem = gs_sat_sub_u64(sh->dev[d].used_mem, p->mem[d]);
         p->mem[d] = 0;

@@ -132,6 +132,35 @@ static void test_owner_dead(void)
     sim_state_close(st);
 }
 
+/* A process killed with work queued: the work it had not run yet leaves the device. */
+static void test_dead_work(void)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct sim_state *c = open_state("t4", NULL);
+        if (!c || sim_proc_register(c, NULL) < 0)
+            _exit(1);
+        sim_lock(c);
+        uint64_t now = sim_now_ns();
+        sim_enqueue_locked(c, 0, now, 0, 5000000000ull); /* 5 s of work */
+        sim_unlock(c);
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    is_int(WEXITSTATUS(status), 0, "child queued 5 s of work and died");
+    struct gs_error err = {0};
+    struct sim_state *st = open_state("t4", &err);
+    sim_sweep(st);
+    sim_lock(st);
+    uint64_t now = sim_now_ns(), tail = st->sh->dev[0].tail_ns;
+    uint64_t future = sim_busy_total_locked(st, 0, now, now + 10000000000ull, NULL);
+    sim_unlock(st);
+    ok(tail <= now, "the device is no longer busy for the dead process");
+    is_uint(future, 0, "no busy time left in the future");
+    sim_state_close(st);
+}
+
 /* A damaged or foreign file at GPUSIM_STATE is re-initialised when nobody uses it. */
 static void test_garbage(void)
 {
@@ -171,6 +200,7 @@ int main(void)
     sim_state_close(st);
     test_reclaim();
     test_owner_dead();
+    test_dead_work();
     test_garbage();
     unlink(path);
     rmdir(dir);
