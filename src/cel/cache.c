@@ -115,6 +115,12 @@ const struct cel_program *cel_cache_get(struct cel_cache *c, const char *expr, s
     e->prog = cel_compile(expr, &e->err);
     if (!e->prog && err)
         *err = e->err;
+    if (!e->prog && e->err.code == -ENOMEM) { /* transient: try again next time */
+        free(e->expr);
+        free(e);
+        pthread_mutex_unlock(&c->lock);
+        return NULL;
+    }
     if (c->count + 1 > c->nbuckets)
         grow(c);
     e->next = c->buckets[h & (c->nbuckets - 1)];
