@@ -48,6 +48,18 @@ struct alloc_capacity {
 struct alloc_slice;
 struct alloc_usage;
 
+/* Partitionable devices (KEP-4815): a slice's sharedCounters, a device's consumesCounters. */
+struct alloc_counter {
+    char *name;
+    struct alloc_qty q;
+};
+
+struct alloc_counter_set {
+    char *name; /* counter set name (for consumesCounters: the set consumed from) */
+    size_t n;
+    struct alloc_counter *c;
+};
+
 struct alloc_device {
     char *name;
     struct alloc_slice *slice;
@@ -60,7 +72,9 @@ struct alloc_device {
     char *node_name;
     bool all_nodes;
     json_t *node_selector;
-    json_t *taints;                     /* array or NULL */
+    json_t *taints; /* array or NULL */
+    size_t n_consumes;
+    struct alloc_counter_set *consumes; /* consumesCounters */
     json_t *binding_conditions;         /* array or NULL */
     json_t *binding_failure_conditions; /* array or NULL */
     bool binds_to_node;                 /* bindsToNode: the allocation pins the node */
@@ -81,6 +95,8 @@ struct alloc_slice {
     bool all_nodes;
     json_t *node_selector;
     bool per_device;
+    size_t n_csets;
+    struct alloc_counter_set *csets; /* sharedCounters */
     size_t n_dev;
     struct alloc_device *dev;
 };
@@ -242,6 +258,7 @@ struct alloc_state {
     struct alloc_map by_node;
     size_t n_unbound, cap_unbound;
     struct alloc_slice **unbound;
+    struct alloc_map by_pool; /* driver \x1f pool -> struct alloc_slice_list (every slice) */
     uint64_t next_class_serial;
     struct cel_cache *cel;
 };
@@ -263,6 +280,9 @@ const struct alloc_node_pools *alloc_pools_for_node(struct alloc_state *st, cons
                                                     struct gs_error *err);
 void alloc_node_pools_free(void *p);
 void alloc_slice_index_free(struct alloc_state *st);
+/* Every slice of a pool, whatever node it targets (for counter sets). NULL when none. */
+const struct alloc_slice_list *alloc_pool_slices(struct alloc_state *st, const char *driver,
+                                                 const char *pool);
 /* Kubernetes nodeMatches(): nodeName, allNodes, or a v1.NodeSelector against node labels. */
 int alloc_node_matches(const struct alloc_state *st, const char *node, const char *node_name,
                        bool all_nodes, const json_t *selector, bool *out, struct gs_error *err);
@@ -300,6 +320,28 @@ int alloc_capacity_check(const struct alloc_request *r, const struct alloc_devic
 /* Necessary condition, cheap: every capacity `r` requests exists on `d` and what `d` has free
  * is at least the requested amount (consumption never goes below the request). */
 bool alloc_capacity_may_fit(const struct alloc_request *r, const struct alloc_device *d);
+
+/* ---- counters (counters.c) ------------------------------------------------------------------ */
+struct alloc_counter_avail {
+    const char *set, *name;
+    __int128 avail;   /* counter set value minus what allocated devices consume */
+    __int128 pending; /* taken by devices chosen in this search */
+    enum gs_quantity_format fmt;
+};
+
+struct alloc_pool_counters {
+    size_t n;
+    struct alloc_counter_avail *e;
+};
+
+int alloc_counters_init(struct alloc_state *st, const struct alloc_pool *pool,
+                        struct alloc_pool_counters *pc);
+void alloc_counters_fini(struct alloc_pool_counters *pc);
+/* Take what `d` consumes; false (and nothing taken, `detail` says why) if a counter would be
+ * exceeded. */
+bool alloc_counters_take(struct alloc_pool_counters *pc, const struct alloc_device *d, char *detail,
+                         size_t len);
+void alloc_counters_give(struct alloc_pool_counters *pc, const struct alloc_device *d);
 
 /* ---- constraints (constraints.c) ------------------------------------------------------------ */
 struct alloc_constraint_state {

@@ -222,6 +222,18 @@ static int diagnose(struct alloc_state *st, const struct alloc_claim_spec *claim
         x->hami = hami_for_capacity(d->cap[chk.cap_index].name);
         break;
     case ALLOC_CAP_OK:
+        if (d->n_consumes && !(d->shareable && d->usage->shared > 0)) {
+            struct alloc_pool_counters pc;
+            bool fits = true;
+            if (alloc_counters_init(st, pool, &pc) == 0) {
+                fits = alloc_counters_take(&pc, d, x->message, sizeof(x->message));
+                alloc_counters_fini(&pc);
+            }
+            if (!fits) {
+                x->reason = "InsufficientCounters";
+                return 0;
+            }
+        }
         x->reason = "Fits";
         return 1;
     }

@@ -184,8 +184,74 @@ static void capacity_fini(struct alloc_capacity *c)
     free(c->valid);
 }
 
+static void counter_sets_free(struct alloc_counter_set *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].name);
+        for (size_t k = 0; k < v[i].n; k++)
+            free(v[i].c[k].name);
+        free(v[i].c);
+    }
+    free(v);
+}
+
+#define MAX_COUNTER_SETS 64
+#define MAX_COUNTERS     64
+
+/* sharedCounters [{name, counters: {c: {value}}}] or consumesCounters [{counterSet, ...}]. */
+static int decode_counter_sets(const struct dctx *c, const json_t *arr, const char *path,
+                               const char *name_key, struct alloc_counter_set **out, size_t *n)
+{
+    char p[320];
+    int r;
+    size_t cnt = json_array_size(arr);
+    if (cnt > MAX_COUNTER_SETS)
+        return fail(c, path, -EINVAL, "%zu entries, more than %d", cnt, MAX_COUNTER_SETS);
+    *out = calloc(cnt + 1, sizeof(**out));
+    if (!*out)
+        return -ENOMEM;
+    for (size_t i = 0; i < cnt; i++) {
+        const json_t *e = json_array_get(arr, i), *counters = NULL;
+        struct alloc_counter_set *cs = &(*out)[(*n)++];
+        snprintf(p, sizeof(p), "%s[%zu]", path, i);
+        if (!json_is_object(e))
+            return fail(c, p, -EINVAL, "must be an object, not %s", type_name(e));
+        snprintf(p, sizeof(p), "%s[%zu].%s", path, i, name_key);
+        if ((r = get_str(c, e, name_key, p, true, &cs->name)) < 0)
+            return r;
+        snprintf(p, sizeof(p), "%s[%zu].counters", path, i);
+        if ((r = get_obj(c, e, "counters", p, &counters)) < 0)
+            return r;
+        if (!counters)
+            return fail(c, p, -EINVAL, "required field is missing");
+        if (json_object_size(counters) > MAX_COUNTERS)
+            return fail(c, p, -EINVAL, "more than %d counters", MAX_COUNTERS);
+        cs->c = calloc(json_object_size(counters) + 1, sizeof(*cs->c));
+        if (!cs->c)
+            return -ENOMEM;
+        const char *k;
+        const json_t *v;
+        json_object_foreach((json_t *)counters, k, v)
+        {
+            struct alloc_counter *ct = &cs->c[cs->n++];
+            if (!(ct->name = strdup(k)))
+                return -ENOMEM;
+            snprintf(p, sizeof(p), "%s[%zu].counters.%.64s.value", path, i, k);
+            const json_t *val = json_is_object(v) ? json_object_get(v, "value") : NULL;
+            if (!val)
+                return fail(c, p, -EINVAL, "required field is missing");
+            if ((r = get_qty(c, val, p, &ct->q)) < 0)
+                return r;
+            if (ct->q.n < 0)
+                return fail(c, p, -EINVAL, "must not be negative");
+        }
+    }
+    return 0;
+}
+
 static void device_fini(struct alloc_device *d)
 {
+    counter_sets_free(d->consumes, d->n_consumes);
     free(d->name);
     json_decref(d->attributes);
     json_decref(d->capacity_json);
@@ -212,6 +278,7 @@ void alloc_slice_free(struct alloc_slice *s)
     free(s->pool);
     free(s->node_name);
     json_decref(s->node_selector);
+    counter_sets_free(s->csets, s->n_csets);
     free(s);
 }
 
@@ -373,6 +440,13 @@ static int decode_device(const struct dctx *c, size_t idx, const json_t *v, stru
     if ((r = get_obj(c, v, "nodeSelector", p, &ns)) < 0 || (r = check_node_selector(c, p, ns)) < 0)
         return r;
     d->node_selector = ref(ns);
+    const json_t *cc = NULL;
+    snprintf(p, sizeof(p), "spec.devices[%zu].consumesCounters", idx);
+    if ((r = get_arr(c, v, "consumesCounters", p, &cc)) < 0)
+        return r;
+    if (cc && json_array_size(cc) &&
+        (r = decode_counter_sets(c, cc, p, "counterSet", &d->consumes, &d->n_consumes)) < 0)
+        return r;
     static const char *const arrays[] = {"taints", "bindingConditions", "bindingFailureConditions"};
     json_t **dst[] = {&d->taints, &d->binding_conditions, &d->binding_failure_conditions};
     for (size_t i = 0; i < 3; i++) {
@@ -448,6 +522,13 @@ int alloc_decode_slice(const json_t *obj, struct alloc_slice **out, struct gs_er
                  set);
         goto out;
     }
+    const json_t *shared = NULL;
+    if ((r = get_arr(&c, spec, "sharedCounters", "spec.sharedCounters", &shared)) < 0)
+        goto out;
+    if (shared && json_array_size(shared) &&
+        (r = decode_counter_sets(&c, shared, "spec.sharedCounters", "name", &s->csets,
+                                 &s->n_csets)) < 0)
+        goto out;
     if ((r = get_arr(&c, spec, "devices", "spec.devices", &devs)) < 0)
         goto out;
     if (devs) {

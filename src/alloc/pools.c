@@ -211,6 +211,7 @@ static void slice_list_free(void *p)
 void alloc_slice_index_free(struct alloc_state *st)
 {
     alloc_map_fini(&st->by_node, slice_list_free);
+    alloc_map_fini(&st->by_pool, slice_list_free);
     free(st->unbound);
     st->unbound = NULL;
     st->n_unbound = st->cap_unbound = 0;
@@ -241,6 +242,21 @@ static int build_index(struct alloc_state *st)
         struct alloc_slice *s = st->slices.e[i].key ? st->slices.e[i].value : NULL;
         if (!s)
             continue;
+        char *pk = NULL;
+        if (asprintf(&pk, "%s\x1f%s", s->driver, s->pool) < 0)
+            return -ENOMEM;
+        struct alloc_slice_list *pl = alloc_map_get(&st->by_pool, pk);
+        if (!pl) {
+            pl = calloc(1, sizeof(*pl));
+            if (!pl || alloc_map_put(&st->by_pool, pk, pl, NULL) < 0) {
+                free(pl);
+                free(pk);
+                return -ENOMEM;
+            }
+        }
+        free(pk);
+        if (slice_list_push(&pl->v, &pl->n, &pl->cap, s) < 0)
+            return -ENOMEM;
         if (!s->per_device && s->node_name && *s->node_name) {
             struct alloc_slice_list *l = alloc_map_get(&st->by_node, s->node_name);
             if (!l) {
@@ -257,6 +273,17 @@ static int build_index(struct alloc_state *st)
     }
     st->index_generation = st->slices_generation;
     return 0;
+}
+
+const struct alloc_slice_list *alloc_pool_slices(struct alloc_state *st, const char *driver,
+                                                 const char *pool)
+{
+    char *pk = NULL;
+    if (build_index(st) < 0 || asprintf(&pk, "%s\x1f%s", driver, pool) < 0)
+        return NULL;
+    const struct alloc_slice_list *l = alloc_map_get(&st->by_pool, pk);
+    free(pk);
+    return l;
 }
 
 static int consider(struct alloc_state *st, struct alloc_node_pools *np, const char *node,

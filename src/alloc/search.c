@@ -42,6 +42,7 @@ struct req_entry {
 
 struct cur {
     size_t cand;
+    bool counted; /* took counters (partitionable device) */
     struct req_data *rd;
     struct alloc_qty *consumed; /* n_cap of the device */
 };
@@ -53,6 +54,8 @@ struct search {
     enum alloc_policy policy;
     size_t n_cand;
     struct cand *cands;
+    const struct alloc_node_pools *np;
+    struct alloc_pool_counters *pc; /* per pool of np, NULL when no device consumes counters */
     size_t n_req;
     struct req_entry *reqs;
     struct alloc_constraint_state *cons;
@@ -154,12 +157,23 @@ static int allocate_device(struct search *s, struct req_data *rd, size_t ci, boo
         return 0;
     if (!alloc_taints_tolerated(c->dev, rq->tolerations, NULL))
         return 0;
+    /* Counters: a shareable device that is in use already took its counters. */
+    struct alloc_pool_counters *pc = s->pc ? &s->pc[c->pool - s->np->pools] : NULL;
+    bool counted = false;
+    if (pc && c->dev->n_consumes &&
+        !(c->dev->shareable && (c->dev->usage->shared > 0 || c->allocating > 0))) {
+        if (!alloc_counters_take(pc, c->dev, NULL, 0))
+            return 0;
+        counted = true;
+    }
     const char *req, *sub;
     sub_names(rd, &req, &sub);
     for (size_t i = 0; i < s->claim->n_con; i++)
         if (!alloc_constraint_add(&s->cons[i], req, sub, c->dev)) {
             for (size_t e = 0; e < i; e++)
                 alloc_constraint_remove(&s->cons[e], req, sub, c->dev);
+            if (counted)
+                alloc_counters_give(pc, c->dev);
             if (must)
                 return gs_error_set(s->err, -EINVAL,
                                     "claim %s/%s, request %s: cannot add device %s because a claim "
@@ -168,6 +182,7 @@ static int allocate_device(struct search *s, struct req_data *rd, size_t ci, boo
             return 0;
         }
     cur->cand = ci;
+    cur->counted = counted;
     cur->rd = rd;
     c->allocating++;
     if (!rq->admin)
@@ -185,6 +200,8 @@ static void deallocate(struct search *s)
     sub_names(cur->rd, &req, &sub);
     for (size_t i = 0; i < s->claim->n_con; i++)
         alloc_constraint_remove(&s->cons[i], req, sub, c->dev);
+    if (cur->counted)
+        alloc_counters_give(&s->pc[c->pool - s->np->pools], c->dev);
     c->allocating--;
     if (!cur->rd->rq->admin)
         for (size_t i = 0; i < c->dev->n_cap; i++)
@@ -302,6 +319,9 @@ static void search_fini(struct search *s)
     for (size_t i = 0; i < s->claim->n_con && s->cons; i++)
         free(s->cons[i].vals);
     free(s->cons);
+    for (size_t i = 0; s->pc && i < s->np->n; i++)
+        alloc_counters_fini(&s->pc[i]);
+    free(s->pc);
     free(s->cands);
     free(s->qbuf);
     free(s->best_q);
@@ -494,6 +514,8 @@ int alloc_search(struct alloc_state *st, const struct alloc_claim_spec *claim,
     if (!s.cands)
         goto out;
     size_t ci = 0;
+    bool counters = false;
+    s.np = np;
     for (size_t i = 0; i < np->n; i++)
         for (size_t k = 0; k < np->pools[i].n_slices; k++) {
             struct alloc_slice *sl = np->pools[i].slices[k];
@@ -502,9 +524,18 @@ int alloc_search(struct alloc_state *st, const struct alloc_claim_spec *claim,
                 s.cands[ci].pool = &np->pools[i];
                 if (sl->dev[d].n_cap > s.max_cap)
                     s.max_cap = sl->dev[d].n_cap;
+                counters |= sl->dev[d].n_consumes > 0;
                 ci++;
             }
         }
+    if (counters) {
+        s.pc = calloc(np->n + 1, sizeof(*s.pc));
+        if (!s.pc)
+            goto out;
+        for (size_t i = 0; i < np->n; i++)
+            if (alloc_counters_init(st, &np->pools[i], &s.pc[i]) < 0)
+                goto out;
+    }
     size_t mc = s.max_cap ? s.max_cap : 1;
     s.qbuf = calloc((ALLOC_MAX_RESULTS + s.n_cand) * mc, sizeof(struct alloc_qty));
     if (!s.qbuf)

@@ -685,6 +685,46 @@ static void test_state_and_spec(void)
     alloc_state_free(st);
 }
 
+static void test_counters(void)
+{
+    /* A MIG-like GPU: the counter set lives in its own slice of the pool. */
+    const char *fx = CLASS
+        "kind: ResourceSlice\nmetadata: {name: counters}\n"
+        "spec: {driver: gpu.example.com, nodeName: n1, pool: {name: p, resourceSliceCount: 2},"
+        " sharedCounters: [{name: gpu-0, counters: {memory: {value: 40Gi}, slices: {value: "
+        "'7'}}}]}\n"
+        "---\nkind: ResourceSlice\nmetadata: {name: devices}\n"
+        "spec:\n  driver: gpu.example.com\n  nodeName: n1\n  pool: {name: p, resourceSliceCount: "
+        "2}\n"
+        "  devices:\n"
+        "  - {name: full, consumesCounters: [{counterSet: gpu-0, counters: {memory: {value: 40Gi}, "
+        "slices: {value: '7'}}}]}\n"
+        "  - {name: mig-3g, consumesCounters: [{counterSet: gpu-0, counters: {memory: {value: "
+        "20Gi}, slices: {value: '3'}}}]}\n"
+        "  - {name: mig-4g, consumesCounters: [{counterSet: gpu-0, counters: {memory: {value: "
+        "20Gi}, slices: {value: '4'}}}]}\n";
+    struct alloc_state *st = state_from(fx);
+    struct outcome o;
+    is_int(claim_on(st, ONE_REQ("a"), "n1", ALLOC_POLICY_FIRST_FIT, &o), 0, "the full GPU");
+    is_str(res_str(o.allocation, 0, "device"), "full", "first device: full");
+    outcome_fini(&o);
+    is_int(claim_on(st, ONE_REQ("b"), "n1", ALLOC_POLICY_FIRST_FIT, &o), ALLOC_UNSCHEDULABLE,
+           "no partition fits beside the full GPU");
+    like_str(o.why, "gpu.example.com/p/mig-3g: InsufficientCounters gpu-0/", "counters explained");
+    like_str(o.why, "need 20Gi, free 0", "need and free");
+    outcome_fini(&o);
+    is_int(alloc_state_release_claim(st, "ns", "a"), 0, "release the full GPU");
+    is_int(claim_on(st,
+                    CLAIM_HEAD("two") "    requests:\n    - name: r\n      exactly: "
+                                      "{deviceClassName: gpu, count: 2}\n",
+                    "n1", ALLOC_POLICY_FIRST_FIT, &o),
+           0, "two partitions in one claim");
+    is_str(res_str(o.allocation, 0, "device"), "mig-3g", "full would leave no room: mig-3g");
+    is_str(res_str(o.allocation, 1, "device"), "mig-4g", "and mig-4g (3 + 4 slices = 7)");
+    outcome_fini(&o);
+    alloc_state_free(st);
+}
+
 int main(void)
 {
     tap_plan_auto();
@@ -698,5 +738,6 @@ int main(void)
     test_bad_objects();
     test_selector_operators();
     test_state_and_spec();
+    test_counters();
     return tap_done();
 }
