@@ -67,41 +67,41 @@ enum gs_region_init_state {
 /* One GPU used by the claim, keyed by UUID. A slot is free while uuid[0] == '\0'; it is filled
  * once (under the lock) and never moved, so readers may cache the index. */
 struct gs_region_device {
-    char uuid[GS_REGION_UUID_MAX];  /* "GPU-..." */
-    _Atomic uint64_t used;          /* bytes charged by all live processes */
-    _Atomic uint64_t memory_limit;  /* bytes, last limit a process applied; 0 = no cap */
-    _Atomic uint32_t cores;         /* percent, last cap a process applied; 0/100 = no cap */
+    char uuid[GS_REGION_UUID_MAX]; /* "GPU-..." */
+    _Atomic uint64_t used;         /* bytes charged by all live processes */
+    _Atomic uint64_t memory_limit; /* bytes, last limit a process applied; 0 = no cap */
+    _Atomic uint32_t cores;        /* percent, last cap a process applied; 0/100 = no cap */
     uint32_t reserved0;
-    _Atomic int64_t budget_ns;      /* limiter: GPU time the claim may still use */
-    _Atomic uint64_t refill_ns;     /* limiter: CLOCK_MONOTONIC of the last refill */
-    _Atomic uint64_t busy_ns;       /* GPU time charged so far (monotonic counter) */
-    _Atomic uint64_t launches;      /* kernel/graph launches seen */
-    _Atomic uint64_t throttled_ns;  /* time launches spent waiting for budget */
-    _Atomic uint64_t oom_count;     /* allocations refused at the limit */
+    _Atomic int64_t budget_ns;     /* limiter: GPU time the claim may still use */
+    _Atomic uint64_t refill_ns;    /* limiter: CLOCK_MONOTONIC of the last refill */
+    _Atomic uint64_t busy_ns;      /* GPU time charged so far (monotonic counter) */
+    _Atomic uint64_t launches;     /* kernel/graph launches seen */
+    _Atomic uint64_t throttled_ns; /* time launches spent waiting for budget */
+    _Atomic uint64_t oom_count;    /* allocations refused at the limit */
     uint64_t reserved[4];
 };
 
 /* One process using the claim. */
 struct gs_region_proc {
-    _Atomic int32_t pid;            /* 0 = free slot */
+    _Atomic int32_t pid; /* 0 = free slot */
     uint32_t reserved0;
-    _Atomic uint64_t start_time;    /* /proc/<pid>/stat field 22 */
-    _Atomic uint64_t pidns;         /* inode of /proc/<pid>/ns/pid, 0 if unknown */
+    _Atomic uint64_t start_time;                  /* /proc/<pid>/stat field 22 */
+    _Atomic uint64_t pidns;                       /* inode of /proc/<pid>/ns/pid, 0 if unknown */
     _Atomic uint64_t used[GS_REGION_MAX_DEVICES]; /* bytes, index = device slot */
 };
 
 struct gs_region {
-    uint64_t magic;                 /* GS_REGION_MAGIC */
-    uint32_t version;               /* GS_REGION_VERSION */
-    uint32_t size;                  /* sizeof(struct gs_region) */
-    _Atomic uint32_t init_state;    /* enum gs_region_init_state */
-    _Atomic uint32_t n_devices;     /* device slots in use (prefix of devices[]) */
-    _Atomic uint32_t n_procs_hint;  /* highest proc slot index ever used + 1 */
+    uint64_t magic;                /* GS_REGION_MAGIC */
+    uint32_t version;              /* GS_REGION_VERSION */
+    uint32_t size;                 /* sizeof(struct gs_region) */
+    _Atomic uint32_t init_state;   /* enum gs_region_init_state */
+    _Atomic uint32_t n_devices;    /* device slots in use (prefix of devices[]) */
+    _Atomic uint32_t n_procs_hint; /* highest proc slot index ever used + 1 */
     uint32_t reserved0;
-    _Atomic uint64_t sweep_ns;      /* CLOCK_MONOTONIC of the last sweep */
-    _Atomic uint64_t generation;    /* bumped on every slot claim/release (for monitors) */
+    _Atomic uint64_t sweep_ns;   /* CLOCK_MONOTONIC of the last sweep */
+    _Atomic uint64_t generation; /* bumped on every slot claim/release (for monitors) */
     uint64_t reserved1[2];
-    pthread_mutex_t lock;           /* PTHREAD_PROCESS_SHARED | PTHREAD_MUTEX_ROBUST */
+    pthread_mutex_t lock; /* PTHREAD_PROCESS_SHARED | PTHREAD_MUTEX_ROBUST */
     uint8_t reserved2[64 - sizeof(pthread_mutex_t) % 64];
     struct gs_region_device devices[GS_REGION_MAX_DEVICES];
     struct gs_region_proc procs[GS_REGION_MAX_PROCS];
@@ -120,8 +120,8 @@ static_assert(offsetof(struct gs_region, devices) == 128, "gs_region.devices");
 static_assert(offsetof(struct gs_region, procs) == 128 + 200 * GS_REGION_MAX_DEVICES,
               "gs_region.procs");
 static_assert(sizeof(struct gs_region) ==
-                  128 + 200 * GS_REGION_MAX_DEVICES + (24 + 8 * GS_REGION_MAX_DEVICES) *
-                                                          GS_REGION_MAX_PROCS,
+                  128 + 200 * GS_REGION_MAX_DEVICES +
+                      (24 + 8 * GS_REGION_MAX_DEVICES) * GS_REGION_MAX_PROCS,
               "gs_region size");
 
 #endif /* GS_GPUSLICE_SHARED_REGION_H */

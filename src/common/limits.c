@@ -92,11 +92,13 @@ int gs_limits_validate(const struct gs_limits *l, struct gs_error *err)
         return gs_error_set(err, -EINVAL, "devices: %zu is more than %d", l->n_devices,
                             GS_LIMITS_MAX_DEVICES);
     if (l->all_devices)
-        return gs_error_set(err, -EINVAL, "devices: a safe reading (all_devices) cannot be written");
+        return gs_error_set(err, -EINVAL,
+                            "devices: a safe reading (all_devices) cannot be written");
     for (size_t i = 0; i < l->n_devices; i++) {
         const struct gs_limits_device *d = &l->devices[i];
         if (!memchr(d->uuid, '\0', sizeof(d->uuid)) || !valid_token(d->uuid, GS_LIMITS_UUID_MAX))
-            return gs_error_set(err, -EINVAL, "device %zu: uuid is not a single printable token", i);
+            return gs_error_set(err, -EINVAL, "device %zu: uuid is not a single printable token",
+                                i);
         if (d->cores > 100)
             return gs_error_set(err, -EINVAL, "device %s: cores=%u is not a percentage (0..100)",
                                 d->uuid, d->cores);
@@ -241,7 +243,8 @@ static int parse_u64(const char *s, uint64_t *out)
     for (; *s; s++) {
         if (*s < '0' || *s > '9')
             return -EINVAL;
-        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t)(*s - '0'), &v))
+        if (__builtin_mul_overflow(v, 10, &v) ||
+            __builtin_add_overflow(v, (uint64_t)(*s - '0'), &v))
             return -ERANGE;
     }
     *out = v;
@@ -332,8 +335,9 @@ static void parse_line(struct parser *p, size_t lineno, char *line)
         else if (!v || parse_u64(v, &ver) < 0 || next_token(&rest))
             fail(p, lineno, -EINVAL, "version: \"%.40s\" is not a number", v ? v : "");
         else if (ver != GS_LIMITS_FORMAT_VERSION)
-            fail(p, lineno, -EPROTONOSUPPORT, "version: %llu is not supported (this reader knows %d)",
-                 (unsigned long long)ver, GS_LIMITS_FORMAT_VERSION);
+            fail(p, lineno, -EPROTONOSUPPORT,
+                 "version: %llu is not supported (this reader knows %d)", (unsigned long long)ver,
+                 GS_LIMITS_FORMAT_VERSION);
         p->seen_version = true;
     } else if (strcmp(kw, "claim") == 0) {
         char *c = next_token(&rest);

@@ -20,8 +20,8 @@ struct gs_limits_device {
 };
 
 struct gs_limits {
-    uint32_t version;                    /* GS_LIMITS_FORMAT_VERSION */
-    char claim[GS_LIMITS_CLAIM_MAX];     /* claim UID or name */
+    uint32_t version;                     /* GS_LIMITS_FORMAT_VERSION */
+    char claim[GS_LIMITS_CLAIM_MAX];      /* claim UID or name */
     char region_path[GS_LIMITS_PATH_MAX]; /* "" = none given */
     size_t n_devices;
     struct gs_limits_device devices[GS_LIMITS_MAX_DEVICES];

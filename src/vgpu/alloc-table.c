@@ -11,8 +11,8 @@
 
 #include "vgpu/vgpu-internal.h"
 
-#define SHARDS     16
-#define MIN_CAP    64
+#define SHARDS  16
+#define MIN_CAP 64
 
 struct shard {
     pthread_mutex_t lock;
@@ -22,7 +22,10 @@ struct shard {
 } __attribute__((aligned(64)));
 
 static struct shard shards[SHARDS] = {
-#define S {.lock = PTHREAD_MUTEX_INITIALIZER}
+#define S                                                                                          \
+    {                                                                                              \
+        .lock = PTHREAD_MUTEX_INITIALIZER                                                          \
+    }
     S, S, S, S, S, S, S, S, S, S, S, S, S, S, S, S,
 #undef S
 };

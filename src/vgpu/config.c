@@ -31,9 +31,9 @@ static struct {
     size_t n;
     struct file_device dev[GS_LIMITS_MAX_DEVICES];
 
-    uint64_t env_mem;   /* CUDA_DEVICE_MEMORY_LIMIT, 0 = none */
+    uint64_t env_mem; /* CUDA_DEVICE_MEMORY_LIMIT, 0 = none */
     uint64_t env_mem_i[ENV_INDEX_MAX];
-    uint32_t env_sm;    /* CUDA_DEVICE_SM_LIMIT, 0 = none */
+    uint32_t env_sm; /* CUDA_DEVICE_SM_LIMIT, 0 = none */
     uint32_t env_sm_i[ENV_INDEX_MAX];
     bool env_sm_i_set[ENV_INDEX_MAX];
     char shared_cache[GS_LIMITS_PATH_MAX];
@@ -51,7 +51,8 @@ int vgpu_parse_size(const char *s, uint64_t *out)
     if (*p < '0' || *p > '9')
         return -EINVAL;
     for (; *p >= '0' && *p <= '9'; p++) {
-        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t)(*p - '0'), &v))
+        if (__builtin_mul_overflow(v, 10, &v) ||
+            __builtin_add_overflow(v, (uint64_t)(*p - '0'), &v))
             return -ERANGE;
     }
     uint64_t mult = 1;
@@ -128,7 +129,8 @@ static void merge_device(const struct gs_limits_device *d, const char *region, b
         return;
     }
     if (f->memory_limit != 0)
-        f->memory_limit = d->memory_limit == 0 ? 0 : gs_sat_add_u64(f->memory_limit, d->memory_limit);
+        f->memory_limit =
+            d->memory_limit == 0 ? 0 : gs_sat_add_u64(f->memory_limit, d->memory_limit);
     uint32_t c = d->cores == 100 ? 0 : d->cores;
     if (f->cores != 0)
         f->cores = c == 0 || f->cores + c >= 100 ? 0 : f->cores + c;
@@ -182,8 +184,9 @@ static void load_dir(void)
         }
         int r = gs_limits_read(path, l, &err);
         if (r < 0)
-            VLOG(VGPU_LOG_ERROR, "limits: %s; applying the safe reading (allocations refused on %s)",
-                 err.msg, l->all_devices ? "every device" : "the devices it lists");
+            VLOG(VGPU_LOG_ERROR,
+                 "limits: %s; applying the safe reading (allocations refused on %s)", err.msg,
+                 l->all_devices ? "every device" : "the devices it lists");
         if (l->all_devices)
             cfg.all_restricted = true;
         for (size_t k = 0; k < l->n_devices; k++)
@@ -231,8 +234,10 @@ static void load_env(void)
         if (strcasecmp(s, "disable") == 0)
             cfg.compute_disabled = true;
         else if (strcasecmp(s, "force") != 0 && strcasecmp(s, "default") != 0)
-            VLOG(VGPU_LOG_WARN, "GPU_CORE_UTILIZATION_POLICY=\"%.40s\" is not force/disable/"
-                                "default; the cap applies", s);
+            VLOG(VGPU_LOG_WARN,
+                 "GPU_CORE_UTILIZATION_POLICY=\"%.40s\" is not force/disable/"
+                 "default; the cap applies",
+                 s);
     }
 }
 
@@ -306,8 +311,10 @@ void vgpu_config_for(int ordinal, const char *uuid, struct vgpu_device_config *o
         out->memory_limit = GS_LIMITS_MEMORY_REFUSE;
         out->cores = GS_LIMITS_CORES_REFUSE;
         if (!f)
-            VLOG(VGPU_LOG_WARN, "limits: device %s (ordinal %d) is not granted by any limits file; "
-                                "allocations on it are refused", uuid ? uuid : "?", ordinal);
+            VLOG(VGPU_LOG_WARN,
+                 "limits: device %s (ordinal %d) is not granted by any limits file; "
+                 "allocations on it are refused",
+                 uuid ? uuid : "?", ordinal);
     } else {
         /* The environment may tighten, never loosen. */
         out->memory_limit = min_cap(f->memory_limit, env_mem);

@@ -21,10 +21,9 @@ atomic_bool vgpu_any_tracked;
 static void format_uuid(const CUuuid *u, char *buf, size_t len)
 {
     const unsigned char *b = (const unsigned char *)u->bytes;
-    snprintf(buf, len,
-             "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
-             b[15]);
+    snprintf(buf, len, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
 }
 
 /* Dead pids the driver still lists as holding memory (NVML, same pid namespace as ours). */
@@ -111,8 +110,7 @@ static void discover(void)
         if (d->cfg.memory_limit || d->cfg.region_path[0]) {
             d->region = vgpu_region_open(d->cfg.region_path);
             if (d->region)
-                d->slot = vgpu_region_device(d->region, d->uuid, d->cfg.memory_limit,
-                                             d->cfg.cores);
+                d->slot = vgpu_region_device(d->region, d->uuid, d->cfg.memory_limit, d->cfg.cores);
             if (d->slot < 0) {
                 VLOG(VGPU_LOG_ERROR, "device %s: no region slot; its process-local limit applies",
                      d->uuid);
@@ -197,8 +195,8 @@ struct vgpu_device *vgpu_device_at(int index)
 void vgpu_memory_view(const struct vgpu_device *d, struct vgpu_mem_view *v)
 {
     uint64_t phys = d->physical_total;
-    uint64_t total = d->cfg.memory_limit ? GS_MIN(d->cfg.memory_limit, phys ? phys : UINT64_MAX)
-                                         : phys;
+    uint64_t total =
+        d->cfg.memory_limit ? GS_MIN(d->cfg.memory_limit, phys ? phys : UINT64_MAX) : phys;
     uint64_t used = d->region ? vgpu_region_used(d->region, d->slot) : 0;
     if (used > total)
         used = total;

@@ -91,11 +91,10 @@ GS_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaV
 static void untrack(const struct vgpu_alloc *a);
 
 /* Track a new allocation; if the table cannot hold it, undo it (never an untracked charge). */
-static CUresult track(uint64_t key, uint64_t size, void *pool, struct vgpu_device *d,
-                      uint32_t kind)
+static CUresult track(uint64_t key, uint64_t size, void *pool, struct vgpu_device *d, uint32_t kind)
 {
-    struct vgpu_alloc a = {.key = key, .size = size, .pool = pool,
-                           .dev = vgpu_device_index(d), .kind = kind};
+    struct vgpu_alloc a = {
+        .key = key, .size = size, .pool = pool, .dev = vgpu_device_index(d), .kind = kind};
     struct vgpu_alloc old;
     int r = vgpu_table_insert(&a, &old);
     if (r < 0)
@@ -239,8 +238,8 @@ static CUresult real_alloc_async(enum async_variant v, CUdeviceptr *dptr, size_t
     return r;
 }
 
-static CUresult alloc_async(enum async_variant v, CUdeviceptr *dptr, size_t size,
-                            CUmemoryPool pool, CUstream s)
+static CUresult alloc_async(enum async_variant v, CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
+                            CUstream s)
 {
     if (vgpu_depth)
         return real_alloc_async(v, dptr, size, pool, s);
@@ -709,11 +708,11 @@ static uint64_t config_key(const CUlaunchConfig *c, CUfunction f)
                       c->blockDimZ);
 }
 
-GS_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
-                                    void **kernelParams, void **extra)
+GS_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+                                    void **extra)
 {
-    LAUNCH_HOOK(cuLaunchKernelEx, config_key(config, f), config ? config->hStream : NULL, config,
-                f, kernelParams, extra);
+    LAUNCH_HOOK(cuLaunchKernelEx, config_key(config, f), config ? config->hStream : NULL, config, f,
+                kernelParams, extra);
 }
 
 GS_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,

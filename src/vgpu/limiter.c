@@ -20,12 +20,12 @@
 
 #include "vgpu/vgpu-internal.h"
 
-#define EST_SLOTS     1024
-#define PENDING_MAX   128
-#define GS_EST_WARM   32
-#define GS_EST_EVERY  4
-#define WAIT_MIN_NS   20000LL
-#define WAIT_MAX_NS   5000000LL
+#define EST_SLOTS    1024
+#define PENDING_MAX  128
+#define GS_EST_WARM  32
+#define GS_EST_EVERY 4
+#define WAIT_MIN_NS  20000LL
+#define WAIT_MAX_NS  5000000LL
 
 /* Windowed minimum: ns = min over the last (EST_WINDOWS-1)*EST_WINDOW..EST_WINDOWS*EST_WINDOW
  * samples, so kernels that waited behind another container's work (even for long phase-locked

@@ -114,9 +114,9 @@ enum vgpu_alloc_kind {
 
 struct vgpu_alloc {
     uint64_t key;
-    uint64_t size;   /* bytes charged (0 for pool allocations: the pool is charged) */
-    void *pool;      /* CUmemoryPool for stream-ordered allocations, else NULL */
-    int32_t dev;     /* vgpu device index */
+    uint64_t size; /* bytes charged (0 for pool allocations: the pool is charged) */
+    void *pool;    /* CUmemoryPool for stream-ordered allocations, else NULL */
+    int32_t dev;   /* vgpu device index */
     uint32_t kind;
 };
 

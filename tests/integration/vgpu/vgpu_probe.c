@@ -93,13 +93,14 @@ static void resolve(void)
     if (strncmp(mode, "getproc", 7) == 0) {
         /* getproc: cuGetProcAddress_v2 at 12.8; getproc13: _v2 at 13.0; getproc1: the v1 entry
          * point at 12.0 */
-        int version = strcmp(mode, "getproc13") == 0 ? 13000
+        int version = strcmp(mode, "getproc13") == 0  ? 13000
                       : strcmp(mode, "getproc1") == 0 ? 12000
-                                                       : 12080;
+                                                      : 12080;
         bool v1 = strcmp(mode, "getproc1") == 0;
-        GS_CU_PFN(cuGetProcAddress_v2) gpa2 =
-            (GS_CU_PFN(cuGetProcAddress_v2))dlsym(h, "cuGetProcAddress_v2");
-        GS_CU_PFN(cuGetProcAddress) gpa1 = (GS_CU_PFN(cuGetProcAddress))dlsym(h, "cuGetProcAddress");
+        GS_CU_PFN(cuGetProcAddress_v2)
+        gpa2 = (GS_CU_PFN(cuGetProcAddress_v2))dlsym(h, "cuGetProcAddress_v2");
+        GS_CU_PFN(cuGetProcAddress)
+        gpa1 = (GS_CU_PFN(cuGetProcAddress))dlsym(h, "cuGetProcAddress");
         if (!gpa2 || !gpa1)
             die("dlsym cuGetProcAddress", 0);
         GS_CU_PFN(cuInit) init = (GS_CU_PFN(cuInit))dlsym(h, "cuInit");
@@ -107,8 +108,9 @@ static void resolve(void)
 #define X(name, base)                                                                              \
     {                                                                                              \
         CUdriverProcAddressQueryResult st;                                                         \
-        CUresult r_ = v1 ? gpa1(base, (void **)&cu.name, version, CU_GET_PROC_ADDRESS_DEFAULT)     \
-                         : gpa2(base, (void **)&cu.name, version, CU_GET_PROC_ADDRESS_DEFAULT, &st); \
+        CUresult r_ =                                                                              \
+            v1 ? gpa1(base, (void **)&cu.name, version, CU_GET_PROC_ADDRESS_DEFAULT)               \
+               : gpa2(base, (void **)&cu.name, version, CU_GET_PROC_ADDRESS_DEFAULT, &st);         \
         if (r_ != CUDA_SUCCESS || !cu.name)                                                        \
             die("cuGetProcAddress " base, r_);                                                     \
     }
@@ -287,8 +289,10 @@ static int cmd_apis(unsigned long long limit_mib)
     printf("vmm_freed_used=%llu\n", (unsigned long long)used_now());
 
     /* arrays: width x height x channels x element size */
-    CUDA_ARRAY_DESCRIPTOR ad = {.Width = 1024, .Height = (size_t)(big / 4096),
-                                .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+    CUDA_ARRAY_DESCRIPTOR ad = {.Width = 1024,
+                                .Height = (size_t)(big / 4096),
+                                .Format = CU_AD_FORMAT_FLOAT,
+                                .NumChannels = 1};
     CUarray arr;
     r = cu.cuArrayCreate_v2(&arr, &ad);
     printf("array=%d used=%llu\n", r, (unsigned long long)used_now());
@@ -399,7 +403,8 @@ static int cmd_storm(int threads, long ms, unsigned long long max_mib)
     if (threads > 16)
         threads = 16;
     for (int i = 0; i < threads; i++) {
-        a[i] = (struct storm_arg){.ms = ms, .max_mib = max_mib, .seed = (unsigned)getpid() * 31u + (unsigned)i};
+        a[i] = (struct storm_arg){
+            .ms = ms, .max_mib = max_mib, .seed = (unsigned)getpid() * 31u + (unsigned)i};
         pthread_create(&t[i], NULL, storm_thread, &a[i]);
     }
     long allocs = 0;
@@ -452,9 +457,9 @@ static int cmd_watch(long ms)
 {
     if (!p_nvmlInit_v2 || p_nvmlInit_v2() != NVML_SUCCESS)
         die("nvmlInit_v2", 0);
-    GS_NVML_PFN(nvmlDeviceGetHandleByIndex_v2) byidx =
-        (GS_NVML_PFN(nvmlDeviceGetHandleByIndex_v2))dlsym(RTLD_DEFAULT,
-                                                          "nvmlDeviceGetHandleByIndex_v2");
+    GS_NVML_PFN(nvmlDeviceGetHandleByIndex_v2)
+    byidx = (GS_NVML_PFN(nvmlDeviceGetHandleByIndex_v2))dlsym(RTLD_DEFAULT,
+                                                              "nvmlDeviceGetHandleByIndex_v2");
     nvmlDevice_t d;
     if (!byidx || byidx(0, &d) != NVML_SUCCESS)
         die("nvmlDeviceGetHandleByIndex_v2", 0);

@@ -13,8 +13,8 @@ int main(void)
     tap_plan_auto();
     int bad = 0;
     for (uint64_t i = 0; i < N; i++) {
-        struct vgpu_alloc a = {.key = 0x7f0000000000ULL + i * 512, .size = i + 1, .dev = 0,
-                               .kind = VGPU_KIND_DPTR};
+        struct vgpu_alloc a = {
+            .key = 0x7f0000000000ULL + i * 512, .size = i + 1, .dev = 0, .kind = VGPU_KIND_DPTR};
         if (vgpu_table_insert(&a, NULL) != 0)
             bad++;
     }

@@ -10,7 +10,7 @@
 #include "tap.h"
 #include "vgpu/vgpu-internal.h"
 
-#define MiB  (1ULL << 20)
+#define MiB   (1ULL << 20)
 #define UUID0 "GPU-aaaaaaaa-0000-0000-0000-000000000000"
 #define UUID1 "GPU-aaaaaaaa-0000-0000-0000-000000000001"
 
@@ -35,8 +35,8 @@ static int scenario(const char *const *env, const struct expect *ex, size_t n)
             vgpu_config_for(ex[i].ordinal, ex[i].uuid, &c);
             if (c.memory_limit != ex[i].memory || c.cores != ex[i].cores) {
                 diag("ordinal %d: got memory %llu cores %u, want %llu %u", ex[i].ordinal,
-                     (unsigned long long)c.memory_limit, c.cores,
-                     (unsigned long long)ex[i].memory, ex[i].cores);
+                     (unsigned long long)c.memory_limit, c.cores, (unsigned long long)ex[i].memory,
+                     ex[i].cores);
                 _exit(1);
             }
         }
@@ -82,21 +82,21 @@ int main(void)
         is_int(scenario(env, ex, 2), 0, "env only: per-index limit wins over the global one");
     }
     {
-        const char *env[] = {envdir, "CUDA_DEVICE_SM_LIMIT=100", "CUDA_DEVICE_SM_LIMIT_1=25",
-                             NULL};
+        const char *env[] = {envdir, "CUDA_DEVICE_SM_LIMIT=100", "CUDA_DEVICE_SM_LIMIT_1=25", NULL};
         struct expect ex[] = {{0, UUID0, 0, 0}, {1, UUID1, 0, 25}};
         is_int(scenario(env, ex, 2), 0, "env only: SM 100 means no cap; per-index SM limit");
     }
     {
-        const char *env[] = {envdir, "CUDA_DEVICE_SM_LIMIT=30", "GPU_CORE_UTILIZATION_POLICY=disable",
-                             NULL};
+        const char *env[] = {envdir, "CUDA_DEVICE_SM_LIMIT=30",
+                             "GPU_CORE_UTILIZATION_POLICY=disable", NULL};
         struct expect ex[] = {{0, UUID0, 0, 0}};
         is_int(scenario(env, ex, 1), 0, "env only: policy disable drops the compute cap");
     }
     {
         const char *env[] = {envdir, "CUDA_DEVICE_MEMORY_LIMIT=lots", NULL};
         struct expect ex[] = {{0, UUID0, 1, 0}};
-        is_int(scenario(env, ex, 1), 0, "env only: unparsable limit reads as 1 byte, not unlimited");
+        is_int(scenario(env, ex, 1), 0,
+               "env only: unparsable limit reads as 1 byte, not unlimited");
     }
 
     /* file only: keyed by UUID, whatever the ordinal */
@@ -128,11 +128,13 @@ int main(void)
         struct expect ex[] = {{0, UUID1, 5120 * MiB, 50}, {1, UUID0, 0, 0}};
         is_int(scenario(env, ex, 2), 0, "two claims on one GPU add up; uncapped device uncapped");
     }
-    write_limits("claim-c.limits", "version 1\nclaim claim-c\ndevice " UUID0 " memory=lots cores=5\n");
+    write_limits("claim-c.limits",
+                 "version 1\nclaim claim-c\ndevice " UUID0 " memory=lots cores=5\n");
     {
         const char *env[] = {envdir, NULL};
         struct expect ex[] = {{1, UUID0, 1, 1}, {0, UUID1, 5120 * MiB, 50}};
-        is_int(scenario(env, ex, 2), 0, "malformed file: the device it lists is refused, others kept");
+        is_int(scenario(env, ex, 2), 0,
+               "malformed file: the device it lists is refused, others kept");
     }
     write_limits("claim-d.limits", "garbage\n");
     {

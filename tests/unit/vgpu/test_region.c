@@ -12,7 +12,7 @@
 #include "tap.h"
 #include "vgpu/vgpu-internal.h"
 
-#define MiB (1ULL << 20)
+#define MiB  (1ULL << 20)
 #define UUID "GPU-11111111-2222-3333-4444-555555555555"
 
 static char path[256];
