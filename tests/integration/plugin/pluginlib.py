@@ -206,7 +206,8 @@ class Kubelet:
 class PluginEnv:
     """Temp dirs + fake API server + one plugin process (restartable)."""
 
-    def __init__(self, tap, api=None, gpusim_preset='t4', extra_args=None, sim_state=None):
+    def __init__(self, tap, api=None, gpusim_preset='t4', extra_args=None, sim_state=None,
+                 use_kubeconfig=True, extra_env=None):
         self.tap = tap
         self.paths = env_paths()
         self.tmp = tempfile.mkdtemp(prefix='gs-plugin-it-')
@@ -238,6 +239,8 @@ users:
         self.preset = gpusim_preset
         self.sim_state = sim_state or os.path.join(self.tmp, 'gpusim.state')
         self.extra_args = list(extra_args or [])
+        self.use_kubeconfig = use_kubeconfig
+        self.extra_env = dict(extra_env or {})
         self.proc = None
         self.log_path = os.path.join(self.tmp, 'plugin.log')
         self.metrics_port = None
@@ -258,12 +261,14 @@ users:
         e['GPUSIM_STATE'] = self.sim_state
         e.pop('NODE_NAME', None)
         e.pop('KUBECONFIG', None)
+        for k in ('KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT', 'GS_SERVICEACCOUNT_DIR'):
+            e.pop(k, None)
+        e.update(self.extra_env)
         return e
 
     def args(self, fault_point=None, extra=None):
         a = [self.paths['GS_PLUGIN'],
              '--node-name', NODE,
-             '--kubeconfig', self.kubeconfig,
              '--registrar-dir', self.dirs['registrar'],
              '--plugin-dir', self.dirs['plugin'],
              '--cdi-root', self.dirs['cdi'],
@@ -275,6 +280,8 @@ users:
              '--reconcile-interval', '0',
              '--discovery-interval', '0',
              '--resync-interval', '5m']
+        if self.use_kubeconfig:
+            a += ['--kubeconfig', self.kubeconfig]
         if os.path.exists(self.paths['GS_VGPU_LIB']):
             a += ['--vgpu-lib', self.paths['GS_VGPU_LIB']]
         if fault_point:
