@@ -38,7 +38,7 @@ static inline void gs_freep(void *p)
     free(*(void **)p);
 }
 
-static inline void gs_closep(int *fd)
+static inline void gs_closep(const int *fd)
 {
     if (*fd >= 0) {
         int saved = errno;

@@ -15,7 +15,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define MAX_INPUT (1u << 20)
+#define REPLAY_MAX_INPUT (1u << 20)
 
 static int cmp(const void *a, const void *b)
 {
@@ -29,8 +29,8 @@ static void run_file(const char *path)
         ok(0, "open %s", path);
         return;
     }
-    uint8_t *buf = malloc(MAX_INPUT);
-    size_t n = buf ? fread(buf, 1, MAX_INPUT, f) : 0;
+    uint8_t *buf = malloc(REPLAY_MAX_INPUT);
+    size_t n = buf ? fread(buf, 1, REPLAY_MAX_INPUT, f) : 0;
     fclose(f);
     if (!buf) {
         ok(0, "malloc for %s", path);
