@@ -144,11 +144,21 @@ static void discover(void)
     atomic_store(&devices_done, true);
 }
 
+static void discover_guarded(void)
+{
+    /* Driver calls made while discovering must not re-enter discovery through our hooks. */
+    vgpu_depth++;
+    discover();
+    vgpu_depth--;
+}
+
 void vgpu_devices_init(void)
 {
     if (GS_LIKELY(atomic_load_explicit(&devices_done, memory_order_acquire)))
         return;
-    pthread_once(&devices_once, discover);
+    if (vgpu_depth)
+        return; /* nested inside a driver call or inside discovery itself */
+    pthread_once(&devices_once, discover_guarded);
 }
 
 struct vgpu_device *vgpu_device_of(CUdevice dev)

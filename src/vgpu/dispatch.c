@@ -61,7 +61,9 @@ static void load_cuda(void)
 {
     resolve_dlsym();
     vgpu_log_init();
+    vgpu_depth++; /* the driver's constructors calling its own entry points: forward only */
     cuda_handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    vgpu_depth--;
     if (!cuda_handle || !real_dlsym) {
         VLOG(VGPU_LOG_ERROR, "cannot open libcuda.so.1: %s", dlerror());
         return;
@@ -77,7 +79,9 @@ static void load_cuda(void)
 static void load_nvml(void)
 {
     resolve_dlsym();
+    vgpu_depth++;
     nvml_handle = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    vgpu_depth--;
     if (!nvml_handle || !real_dlsym) {
         VLOG(VGPU_LOG_ERROR, "cannot open libnvidia-ml.so.1: %s", dlerror());
         return;

@@ -133,7 +133,8 @@ static int tracked_index(CUdevice dev)
 
 #define NEED(name)                                                                                 \
     do {                                                                                           \
-        if (GS_UNLIKELY(!gs_real_cu.name) && (!vgpu_cuda_ready() || !gs_real_cu.name))             \
+        if (GS_UNLIKELY(!gs_real_cu.name) &&                                                       \
+            (vgpu_depth || !vgpu_cuda_ready() || !gs_real_cu.name))                                \
             return CUDA_ERROR_NOT_INITIALIZED;                                                     \
     } while (0)
 

@@ -15,7 +15,7 @@
 /* Resolve the driver on first use; a missing function reads as "not initialised". */
 #define NEED(name)                                                                                 \
     do {                                                                                           \
-        if (GS_UNLIKELY(!REAL(name)) && (!vgpu_cuda_ready() || !REAL(name)))                       \
+        if (GS_UNLIKELY(!REAL(name)) && (vgpu_depth || !vgpu_cuda_ready() || !REAL(name)))         \
             return CUDA_ERROR_NOT_INITIALIZED;                                                     \
     } while (0)
 

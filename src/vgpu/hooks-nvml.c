@@ -42,7 +42,7 @@ static struct vgpu_device *capped_device(nvmlDevice_t h)
 GS_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 {
     if (!gs_real_nvml.nvmlDeviceGetMemoryInfo &&
-        (!vgpu_nvml_ready() || !gs_real_nvml.nvmlDeviceGetMemoryInfo))
+        (vgpu_depth || !vgpu_nvml_ready() || !gs_real_nvml.nvmlDeviceGetMemoryInfo))
         return NVML_ERROR_UNINITIALIZED;
     nvmlReturn_t r = gs_real_nvml.nvmlDeviceGetMemoryInfo(device, memory);
     if (r != NVML_SUCCESS || vgpu_depth)
@@ -61,7 +61,7 @@ GS_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t
 GS_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
 {
     if (!gs_real_nvml.nvmlDeviceGetMemoryInfo_v2 &&
-        (!vgpu_nvml_ready() || !gs_real_nvml.nvmlDeviceGetMemoryInfo_v2))
+        (vgpu_depth || !vgpu_nvml_ready() || !gs_real_nvml.nvmlDeviceGetMemoryInfo_v2))
         return NVML_ERROR_UNINITIALIZED;
     nvmlReturn_t r = gs_real_nvml.nvmlDeviceGetMemoryInfo_v2(device, memory);
     if (r != NVML_SUCCESS || vgpu_depth)
