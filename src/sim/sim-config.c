@@ -121,6 +121,8 @@ static void device_defaults(struct sim_device_cfg *d, int index, const struct ar
     d->clock_khz = 1500000;
     d->mem_clock_khz = 1500000;
     d->bus_width = 256;
+    d->pcie_gbps = 12;
+    d->mem_gbps = 900;
     for (int l = 0; l < SIM_MAX_LINKS; l++)
         d->link_peer[l] = -1;
 }
@@ -174,6 +176,8 @@ int sim_config_preset(const char *name, struct sim_config *cfg, struct gs_error 
             d->clock_khz = 1590000;
             d->mem_clock_khz = 5001000;
             d->bus_width = 256;
+            d->pcie_gbps = 12;
+            d->mem_gbps = 320;
         }
     } else if (strcmp(name, "h200") == 0 || strcmp(name, "h200x2") == 0) {
         a = arch_by_name("hopper");
@@ -190,6 +194,8 @@ int sim_config_preset(const char *name, struct sim_config *cfg, struct gs_error 
             d->clock_khz = 1980000;
             d->mem_clock_khz = 3201000;
             d->bus_width = 6144;
+            d->pcie_gbps = 50;
+            d->mem_gbps = 4800;
             if (n == 2) {
                 d->nlinks = SIM_MAX_LINKS;
                 for (int l = 0; l < SIM_MAX_LINKS; l++)
@@ -213,6 +219,8 @@ int sim_config_preset(const char *name, struct sim_config *cfg, struct gs_error 
             d->clock_khz = 1410000;
             d->mem_clock_khz = 1593000;
             d->bus_width = 5120;
+            d->pcie_gbps = 25;
+            d->mem_gbps = 2039;
             /* 12 links, spread round-robin over the 7 peers (a full mesh). */
             d->nlinks = 12;
             for (int l = 0; l < 12; l++) {
@@ -664,6 +672,12 @@ static int parse_device(const json_t *o, int index, int ndev, struct sim_device_
         } else if (strcmp(key, "numa_node") == 0) {
             if ((r = get_int(v, path, -1, 1023, &x, err)) == 0)
                 d->numa_node = (int)x;
+        } else if (strcmp(key, "pcie_bandwidth_gbps") == 0) {
+            if ((r = get_int(v, path, 1, 10000, &x, err)) == 0)
+                d->pcie_gbps = (int)x;
+        } else if (strcmp(key, "memory_bandwidth_gbps") == 0) {
+            if ((r = get_int(v, path, 1, 100000, &x, err)) == 0)
+                d->mem_gbps = (int)x;
         } else if (strcmp(key, "pcie_switch") == 0) {
             if ((r = get_int(v, path, 0, 1 << 20, &x, err)) == 0)
                 d->pcie_switch = (int)x;

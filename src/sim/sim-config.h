@@ -37,6 +37,8 @@ struct sim_device_cfg {
     int clock_khz;
     int mem_clock_khz;
     int bus_width;
+    int pcie_gbps; /* host<->device copy bandwidth, GB/s */
+    int mem_gbps;  /* device memory bandwidth (device copies, memset), GB/s */
     int l2_bytes;
     int smem_per_sm;
     int smem_per_block_optin;
