@@ -56,6 +56,8 @@ enum cel_kind {
     CEL_K_QUANTITY,
     CEL_K_SEMVER,
     CEL_K_OPTIONAL,
+    CEL_K_IP,
+    CEL_K_CIDR,
     CEL_K_ERROR,
     CEL_K_COUNT_,
 };
@@ -83,12 +85,22 @@ struct cel_value {
         struct gs_quantity q;
         const struct cel_semver *semver;
         const struct cel_value *opt; /* CEL_K_OPTIONAL: the value, NULL = optional.none() */
+        const struct cel_net *net;   /* CEL_K_IP, CEL_K_CIDR */
         struct {
             const char *msg;
             int32_t pos; /* byte offset in the expression, -1 unknown */
         } err;
     };
 };
+
+struct cel_net {
+    uint8_t family; /* 4 or 6 */
+    uint8_t prefix; /* CIDR prefix length (32/128 for an address) */
+    bool is_cidr;
+    uint8_t addr[16];
+};
+void cel_net_format(const struct cel_net *n, char *buf, size_t len); /* "10.0.0.1", "fd00::/8" */
+bool cel_net_equal(const struct cel_net *a, const struct cel_net *b);
 
 struct cel_list {
     size_t n;
@@ -187,7 +199,9 @@ enum cel_tkind {
     CEL_T_SEMVER,
     CEL_T_DEVICE,   /* the DRA device object */
     CEL_T_OPTIONAL, /* optional(T): p1 */
-    CEL_T_PARAM,    /* type parameter in overload declarations (A, B, K, V) */
+    CEL_T_IP,
+    CEL_T_CIDR,
+    CEL_T_PARAM, /* type parameter in overload declarations (A, B, K, V) */
 };
 struct cel_type {
     uint8_t kind;

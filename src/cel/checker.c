@@ -36,11 +36,15 @@ static const struct {
     const char *name;
     enum cel_tkind kind;
 } prim_names[] = {
-    {"dyn", CEL_T_DYN},           {"null_type", CEL_T_NULL}, {"bool", CEL_T_BOOL},
-    {"int", CEL_T_INT},           {"uint", CEL_T_UINT},      {"double", CEL_T_DOUBLE},
-    {"string", CEL_T_STRING},     {"bytes", CEL_T_BYTES},    {"type", CEL_T_TYPE},
-    {"quantity", CEL_T_QUANTITY}, {"semver", CEL_T_SEMVER},  {"device", CEL_T_DEVICE},
-    {"list", CEL_T_LIST},         {"map", CEL_T_MAP},        {"optional", CEL_T_OPTIONAL},
+    {"dyn", CEL_T_DYN},           {"null_type", CEL_T_NULL},
+    {"bool", CEL_T_BOOL},         {"int", CEL_T_INT},
+    {"uint", CEL_T_UINT},         {"double", CEL_T_DOUBLE},
+    {"string", CEL_T_STRING},     {"bytes", CEL_T_BYTES},
+    {"type", CEL_T_TYPE},         {"quantity", CEL_T_QUANTITY},
+    {"semver", CEL_T_SEMVER},     {"device", CEL_T_DEVICE},
+    {"list", CEL_T_LIST},         {"map", CEL_T_MAP},
+    {"optional", CEL_T_OPTIONAL}, {"ip", CEL_T_IP},
+    {"cidr", CEL_T_CIDR},
 };
 
 static struct cel_type *type_new(struct cel_arena *a, enum cel_tkind k)
@@ -138,6 +142,8 @@ void cel_type_format(const struct cel_type *t, char *buf, size_t len)
             snprintf(buf, len, "kubernetes.Quantity");
         } else if (t->kind == CEL_T_SEMVER) {
             snprintf(buf, len, "kubernetes.Semver");
+        } else if (t->kind == CEL_T_IP || t->kind == CEL_T_CIDR) {
+            snprintf(buf, len, t->kind == CEL_T_IP ? "net.IP" : "net.CIDR");
         } else {
             snprintf(buf, len, "%s", prim_names[i].name);
         }
@@ -522,12 +528,14 @@ static int parse_overload(struct cel_arena *a, const char *ov, const struct cel_
     return *result && !*s ? np : -EINVAL;
 }
 
-/* quantity('15Gi') / semver('1.2.3') with a literal argument: evaluate once, at compile time.
- * A literal that does not parse stays a call and fails at run time, as upstream. */
+/* quantity('15Gi') / semver('1.2.3') / ip('10.0.0.1') / cidr('10.0.0.0/8') with a literal argument:
+ * evaluate once, at compile time. A literal that does not parse stays a call and fails at run time,
+ * as upstream. */
 static void fold_constant(struct checker *c, struct cel_node *n)
 {
     if (n->receiver || n->nargs != 1 || n->args[0]->kind != CEL_N_LITERAL ||
-        (strcmp(n->fn->name, "quantity") != 0 && strcmp(n->fn->name, "semver") != 0))
+        (strcmp(n->fn->name, "quantity") != 0 && strcmp(n->fn->name, "semver") != 0 &&
+         strcmp(n->fn->name, "ip") != 0 && strcmp(n->fn->name, "cidr") != 0))
         return;
     struct cel_eval ev = {.prog = c->p, .arena = &c->p->arena, .cost_limit = CEL_COST_LIMIT};
     struct cel_value arg = n->args[0]->lit;

@@ -110,6 +110,10 @@ static bool fmt_string(struct cel_eval *ev, const struct cel_value *v, struct sb
         if (gs_quantity_format(&v->q, tmp, sizeof(tmp)) < 0)
             return false;
         break;
+    case CEL_K_IP:
+    case CEL_K_CIDR:
+        cel_net_format(v->net, tmp, sizeof(tmp));
+        break;
     case CEL_K_SEMVER:
         snprintf(tmp, sizeof(tmp), "%llu.%llu.%llu", (unsigned long long)v->semver->major,
                  (unsigned long long)v->semver->minor, (unsigned long long)v->semver->patch);

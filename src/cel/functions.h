@@ -13,6 +13,8 @@ extern const struct cel_func cel_k8s_funcs[]; /* k8s.c: quantity and semver libr
 extern const size_t cel_k8s_funcs_count;
 extern const struct cel_func cel_optional_funcs[]; /* optional.c */
 extern const size_t cel_optional_funcs_count;
+extern const struct cel_func cel_net_funcs[]; /* net.c: ip and cidr libraries */
+extern const size_t cel_net_funcs_count;
 extern const struct cel_func cel_list_funcs[]; /* lists.c: lists, regex find, sets, quote */
 extern const size_t cel_list_funcs_count;
 

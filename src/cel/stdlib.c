@@ -419,6 +419,10 @@ static struct cel_value fn_string(struct cel_eval *ev, const struct cel_node *ca
         if (gs_quantity_format(&a[0].q, buf, sizeof(buf)) < 0)
             return cel_error(ev, call, "cannot format quantity");
         break;
+    case CEL_K_IP:
+    case CEL_K_CIDR:
+        cel_net_format(a[0].net, buf, sizeof(buf));
+        break;
     case CEL_K_SEMVER: {
         const struct cel_semver *v = a[0].semver;
         snprintf(buf, sizeof(buf), "%llu.%llu.%llu%s%.*s", (unsigned long long)v->major,
@@ -519,7 +523,7 @@ static const struct cel_func std_funcs[] = {
      OV("int:double", "uint:double", "double:double", "string:double"), true},
     {"string", false, 1, fn_string,
      OV("int:string", "uint:string", "double:string", "string:string", "bytes:string",
-        "bool:string", "quantity:string", "semver:string"),
+        "bool:string", "quantity:string", "semver:string", "ip:string", "cidr:string"),
      true},
     {"bytes", false, 1, fn_bytes, OV("string:bytes", "bytes:bytes"), true},
     {"bool", false, 1, fn_bool, OV("bool:bool", "string:bool"), true},
@@ -551,6 +555,8 @@ const struct cel_func *cel_func_lookup(const char *name, size_t name_len, bool r
     if (!f)
         f = lookup_in(cel_optional_funcs, cel_optional_funcs_count, name, name_len, receiver,
                       nargs);
+    if (!f)
+        f = lookup_in(cel_net_funcs, cel_net_funcs_count, name, name_len, receiver, nargs);
     return f;
 }
 
@@ -568,5 +574,6 @@ bool cel_func_name_known(const char *name, size_t name_len)
            name_in(cel_string_funcs, cel_string_funcs_count, name, name_len) ||
            name_in(cel_k8s_funcs, cel_k8s_funcs_count, name, name_len) ||
            name_in(cel_list_funcs, cel_list_funcs_count, name, name_len) ||
-           name_in(cel_optional_funcs, cel_optional_funcs_count, name, name_len);
+           name_in(cel_optional_funcs, cel_optional_funcs_count, name, name_len) ||
+           name_in(cel_net_funcs, cel_net_funcs_count, name, name_len);
 }

@@ -34,6 +34,10 @@ const char *cel_kind_name(int kind)
         return "kubernetes.Semver";
     case CEL_K_OPTIONAL:
         return "optional_type";
+    case CEL_K_IP:
+        return "net.IP";
+    case CEL_K_CIDR:
+        return "net.CIDR";
     case CEL_K_ERROR:
         return "error";
     case CEL_K_COUNT_:
@@ -221,6 +225,9 @@ bool cel_value_equal(const struct cel_value *a, const struct cel_value *b)
         return gs_quantity_cmp(&a->q, &b->q) == 0;
     case CEL_K_SEMVER:
         return cel_semver_cmp(a->semver, b->semver) == 0;
+    case CEL_K_IP:
+    case CEL_K_CIDR:
+        return cel_net_equal(a->net, b->net);
     case CEL_K_OPTIONAL:
         if (!a->opt || !b->opt)
             return !a->opt && !b->opt;
