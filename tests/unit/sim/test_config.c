@@ -24,6 +24,7 @@ static void test_presets(void)
     ok(cfg.dev[0].cc_major == 7 && cfg.dev[0].cc_minor == 5, "CC 7.5");
     is_uint(cfg.dev[0].arch, 6, "Turing");
     is_int(cfg.dev[0].max_threads_per_sm, 1024, "1024 threads/SM");
+    ok(cfg.dev[0].pcie_gbps == 12 && cfg.dev[0].mem_gbps == 320, "T4 bandwidths 12 / 320 GB/s");
     is_uint(cfg.ctx_overhead, 0, "no context overhead by default");
     char uuid[SIM_UUID_MAX];
     strcpy(uuid, cfg.dev[0].uuid);
@@ -65,6 +66,7 @@ static void test_json(void)
                  "\"compute_capability\": \"7.5\", \"pci_bus_id\": \"0000:3b:00.0\", "
                  "\"uuid\": \"GPU-12345678-1234-1234-1234-123456789abc\", \"minor\": 3}, "
                  "{\"name\": \"B\", \"memory\": 1073741824, \"architecture\": \"hopper\", "
+                 "\"memory_bandwidth_gbps\": 1000, \"pcie_bandwidth_gbps\": 64, "
                  "\"nvlink\": [0, 0, -1]}]}",
                  &err),
            0, "two devices");
@@ -76,6 +78,7 @@ static void test_json(void)
     ok(cfg.dev[1].nlinks == 3 && cfg.dev[1].link_peer[1] == 0 && cfg.dev[1].link_peer[2] == -1,
        "nvlink list");
     ok(strncmp(cfg.dev[1].uuid, "GPU-", 4) == 0, "missing UUID derived");
+    ok(cfg.dev[1].mem_gbps == 1000 && cfg.dev[1].pcie_gbps == 64, "bandwidths from the config");
     like_str(cfg.key, "cfg-", "state key from the config hash");
 
     static const struct {
