@@ -36,7 +36,7 @@ void cdi_claim_dir(const struct cdi_config *c, const char *uid, char *buf, size_
 
 void cdi_limits_host_path(const struct cdi_config *c, const char *uid, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s/claims/%s/limits/%s" GS_LIMITS_SUFFIX, c->host_dir, uid, uid);
+    snprintf(buf, len, "%s/claims/%s/%s" GS_LIMITS_SUFFIX, c->host_dir, uid, uid);
 }
 
 void cdi_region_host_dir(const struct cdi_config *c, const char *uid, char *buf, size_t len)

@@ -9,7 +9,7 @@
  *          (i = rank of the device by minor number within the claim; left out when uncapped)
  *   mounts <host>/libvgpu.so            -> /usr/local/vgpu/libvgpu.so (ro)
  *          <host>/ld.so.preload         -> /etc/ld.so.preload (ro)
- *          <host>/claims/<uid>/limits/<uid>.limits -> /etc/gpuslice/limits.d/<uid>.limits (ro)
+ *          <host>/claims/<uid>/<uid>.limits -> /etc/gpuslice/limits.d/<uid>.limits (ro)
  *          <host>/claims/<uid>/region   -> /var/run/gpuslice/claims/<uid> (rw)
  *   GPU selection: volume-mounts mode: /dev/null -> /var/run/nvidia-container-devices/<UUID>;
  *                  device-nodes mode: /dev/nvidia<minor>, /dev/nvidiactl, /dev/nvidia-uvm,

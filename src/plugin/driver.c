@@ -106,8 +106,7 @@ static int write_claim_files(struct driver *d, const struct claim_plan *p, bool 
     char dir[PATH_MAX], path[PATH_MAX], region[PATH_MAX];
     const struct cdi_config *c = &d->cfg.cdi;
     cdi_claim_dir(c, p->uid, dir, sizeof(dir));
-    snprintf(path, sizeof(path), "%s/limits", dir);
-    int r = files_mkdir_p(path, 0755, err);
+    int r = files_mkdir_p(dir, 0755, err);
     if (r < 0)
         return r;
     cdi_region_host_dir(c, p->uid, region, sizeof(region));
@@ -309,8 +308,10 @@ void driver_prepare(struct driver *d, size_t n, const struct claim_ref *refs,
     fetch_worker(&job); /* this thread takes its share too (and all of it when n <= 1) */
     for (size_t k = 0; k < started; k++)
         pthread_join(threads[k], NULL);
+    uint64_t t_fetched = now_ns();
 
     pthread_mutex_lock(&d->lock);
+    uint64_t t_locked = now_ns();
     struct gs_error err = {0};
     size_t fresh = 0;
     for (size_t i = 0; i < n; i++) {
@@ -330,6 +331,7 @@ void driver_prepare(struct driver *d, size_t n, const struct claim_ref *refs,
     }
     if (fresh)
         driver_fault_point(d, "prepare-after-started");
+    uint64_t t_started = now_ns();
     for (size_t i = 0; i < n; i++) {
         if (!out[i].plan)
             continue;
@@ -368,7 +370,15 @@ void driver_prepare(struct driver *d, size_t n, const struct claim_ref *refs,
     }
     pthread_mutex_unlock(&d->lock);
 
-    uint64_t per_claim = n ? (now_ns() - t0) / n : 0;
+    uint64_t t_end = now_ns();
+    gs_debug("prepare call timings",
+             "claims=%zu fetch_us=%llu lock_wait_us=%llu started_us=%llu "
+             "files_and_commit_us=%llu",
+             n, (unsigned long long)(t_fetched - t0) / 1000,
+             (unsigned long long)(t_locked - t_fetched) / 1000,
+             (unsigned long long)(t_started - t_locked) / 1000,
+             (unsigned long long)(t_end - t_started) / 1000);
+    uint64_t per_claim = n ? (t_end - t0) / n : 0;
     for (size_t i = 0; i < n; i++) {
         if (out[i].plan) {
             if (d->metrics) {

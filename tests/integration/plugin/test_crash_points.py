@@ -23,8 +23,7 @@ def expected_files(uid):
     return sorted([
         f'cdi/k8s.{pl.DRIVER}-claim_{uid}.json',
         f'host/claims/{uid}',
-        f'host/claims/{uid}/limits',
-        f'host/claims/{uid}/limits/{uid}.limits',
+        f'host/claims/{uid}/{uid}.limits',
         f'host/claims/{uid}/region',
         f'host/claims/{uid}/region/region',
     ])

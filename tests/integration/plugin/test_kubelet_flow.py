@@ -151,7 +151,7 @@ def check_multi_request(t, env):
     env_ = spec['devices'][0]['containerEdits']['env']
     t.ok('CUDA_DEVICE_MEMORY_LIMIT_0=3072m' in env_ and 'CUDA_DEVICE_SM_LIMIT_0=30' in env_,
          'env limits are the sums (3072m, 30)', diag=env_)
-    lim = os.path.join(env.dirs['host'], 'claims', uid, 'limits', f'{uid}.limits')
+    lim = os.path.join(env.dirs['host'], 'claims', uid, f'{uid}.limits')
     with open(lim) as f:
         t.like(f.read(), 'memory=3221225472 cores=30', 'limits file holds the sums')
     r = env.kubelet.unprepare('v1', [pl.ref(c)]).claims[uid]

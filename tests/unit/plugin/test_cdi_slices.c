@@ -98,7 +98,7 @@ static void test_cdi(void)
     ok(m &&
            strcmp(sget(m, "hostPath"),
                   "/usr/local/vgpu/claims/3f0c2a7e-0d4b-4d8e-9c1e-5b6a7f8e9d01/"
-                  "limits/3f0c2a7e-0d4b-4d8e-9c1e-5b6a7f8e9d01.limits") == 0 &&
+                  "3f0c2a7e-0d4b-4d8e-9c1e-5b6a7f8e9d01.limits") == 0 &&
            has_string(json_object_get(m, "options"), "ro"),
        "limits file mounted read-only");
     m = find_mount(mounts, "/var/run/gpuslice/claims/3f0c2a7e-0d4b-4d8e-9c1e-5b6a7f8e9d01");
