@@ -202,7 +202,7 @@ int vgpu_region_device(struct vgpu_region *vr, const char *uuid, uint64_t limit,
         slot = (int)nd;
         struct gs_region_device *d = &r->devices[slot];
         snprintf(d->uuid, sizeof(d->uuid), "%s", uuid);
-        atomic_store(&d->budget_ns, GS_REGION_BURST_NS * (int64_t)(cores ? cores : 100) / 100);
+        atomic_store(&d->budget_ns, 0); /* starts empty: no burst above the cap at start */
         atomic_store(&d->refill_ns, vgpu_now_ns());
         atomic_store(&r->n_devices, nd + 1);
     }
