@@ -58,6 +58,8 @@ enum cel_kind {
     CEL_K_OPTIONAL,
     CEL_K_IP,
     CEL_K_CIDR,
+    CEL_K_TIMESTAMP,
+    CEL_K_DURATION,
     CEL_K_ERROR,
     CEL_K_COUNT_,
 };
@@ -87,6 +89,10 @@ struct cel_value {
         const struct cel_value *opt; /* CEL_K_OPTIONAL: the value, NULL = optional.none() */
         const struct cel_net *net;   /* CEL_K_IP, CEL_K_CIDR */
         struct {
+            int64_t sec;  /* TIMESTAMP: seconds since the epoch; DURATION: seconds */
+            int32_t nsec; /* TIMESTAMP: [0, 1e9); DURATION: same sign as sec */
+        } t;
+        struct {
             const char *msg;
             int32_t pos; /* byte offset in the expression, -1 unknown */
         } err;
@@ -100,6 +106,9 @@ struct cel_net {
     uint8_t addr[16];
 };
 void cel_net_format(const struct cel_net *n, char *buf, size_t len); /* "10.0.0.1", "fd00::/8" */
+/* Timestamps (RFC 3339, UTC) and durations ("1.5s") as strings; ordering; + and -. */
+void cel_time_format(const struct cel_value *v, char *buf, size_t len);
+int cel_time_cmp(const struct cel_value *a, const struct cel_value *b);
 bool cel_net_equal(const struct cel_net *a, const struct cel_net *b);
 
 struct cel_list {
@@ -201,6 +210,8 @@ enum cel_tkind {
     CEL_T_OPTIONAL, /* optional(T): p1 */
     CEL_T_IP,
     CEL_T_CIDR,
+    CEL_T_TIMESTAMP,
+    CEL_T_DURATION,
     CEL_T_PARAM, /* type parameter in overload declarations (A, B, K, V) */
 };
 struct cel_type {

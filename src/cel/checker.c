@@ -44,7 +44,8 @@ static const struct {
     {"semver", CEL_T_SEMVER},     {"device", CEL_T_DEVICE},
     {"list", CEL_T_LIST},         {"map", CEL_T_MAP},
     {"optional", CEL_T_OPTIONAL}, {"ip", CEL_T_IP},
-    {"cidr", CEL_T_CIDR},
+    {"cidr", CEL_T_CIDR},         {"timestamp", CEL_T_TIMESTAMP},
+    {"duration", CEL_T_DURATION},
 };
 
 static struct cel_type *type_new(struct cel_arena *a, enum cel_tkind k)
@@ -142,6 +143,9 @@ void cel_type_format(const struct cel_type *t, char *buf, size_t len)
             snprintf(buf, len, "kubernetes.Quantity");
         } else if (t->kind == CEL_T_SEMVER) {
             snprintf(buf, len, "kubernetes.Semver");
+        } else if (t->kind == CEL_T_TIMESTAMP || t->kind == CEL_T_DURATION) {
+            snprintf(buf, len, "google.protobuf.%s",
+                     t->kind == CEL_T_TIMESTAMP ? "Timestamp" : "Duration");
         } else if (t->kind == CEL_T_IP || t->kind == CEL_T_CIDR) {
             snprintf(buf, len, t->kind == CEL_T_IP ? "net.IP" : "net.CIDR");
         } else {

@@ -114,6 +114,10 @@ static bool fmt_string(struct cel_eval *ev, const struct cel_value *v, struct sb
     case CEL_K_CIDR:
         cel_net_format(v->net, tmp, sizeof(tmp));
         break;
+    case CEL_K_TIMESTAMP:
+    case CEL_K_DURATION:
+        cel_time_format(v, tmp, sizeof(tmp));
+        break;
     case CEL_K_SEMVER:
         snprintf(tmp, sizeof(tmp), "%llu.%llu.%llu", (unsigned long long)v->semver->major,
                  (unsigned long long)v->semver->minor, (unsigned long long)v->semver->patch);

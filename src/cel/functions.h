@@ -15,6 +15,10 @@ extern const struct cel_func cel_optional_funcs[]; /* optional.c */
 extern const size_t cel_optional_funcs_count;
 extern const struct cel_func cel_net_funcs[]; /* net.c: ip and cidr libraries */
 extern const size_t cel_net_funcs_count;
+extern const struct cel_func cel_time_funcs[]; /* time.c: timestamps and durations */
+extern const size_t cel_time_funcs_count;
+struct cel_value cel_time_arith(struct cel_eval *ev, const struct cel_node *call,
+                                const struct cel_value *x, const struct cel_value *y, bool sub);
 extern const struct cel_func cel_list_funcs[]; /* lists.c: lists, regex find, sets, quote */
 extern const size_t cel_list_funcs_count;
 

@@ -53,9 +53,16 @@ static struct cel_value concat(struct cel_eval *ev, const struct cel_node *call,
     return r;
 }
 
+static bool is_time(const struct cel_value *v)
+{
+    return v->kind == CEL_K_TIMESTAMP || v->kind == CEL_K_DURATION;
+}
+
 static struct cel_value fn_add(struct cel_eval *ev, const struct cel_node *call,
                                struct cel_value *a, uint32_t n)
 {
+    if (is_time(&a[0]) || is_time(&a[1]))
+        return cel_time_arith(ev, call, &a[0], &a[1], false);
     if (a[0].kind != a[1].kind)
         return NO_OVERLOAD();
     switch (a[0].kind) {
@@ -85,6 +92,8 @@ static struct cel_value fn_add(struct cel_eval *ev, const struct cel_node *call,
 static struct cel_value fn_sub(struct cel_eval *ev, const struct cel_node *call,
                                struct cel_value *a, uint32_t n)
 {
+    if (is_time(&a[0]) || is_time(&a[1]))
+        return cel_time_arith(ev, call, &a[0], &a[1], true);
     if (a[0].kind != a[1].kind)
         return NO_OVERLOAD();
     switch (a[0].kind) {
@@ -324,6 +333,8 @@ static struct cel_value fn_int(struct cel_eval *ev, const struct cel_node *call,
             return cel_error(ev, call, "cannot convert string '%s' to int", buf);
         return cel_int(v);
     }
+    case CEL_K_TIMESTAMP:
+        return cel_int(a[0].t.sec);
     case CEL_K_QUANTITY: {
         int64_t v;
         if (gs_quantity_to_int64_exact(&a[0].q, &v) < 0)
@@ -423,6 +434,10 @@ static struct cel_value fn_string(struct cel_eval *ev, const struct cel_node *ca
     case CEL_K_CIDR:
         cel_net_format(a[0].net, buf, sizeof(buf));
         break;
+    case CEL_K_TIMESTAMP:
+    case CEL_K_DURATION:
+        cel_time_format(&a[0], buf, sizeof(buf));
+        break;
     case CEL_K_SEMVER: {
         const struct cel_semver *v = a[0].semver;
         snprintf(buf, sizeof(buf), "%llu.%llu.%llu%s%.*s", (unsigned long long)v->major,
@@ -485,6 +500,8 @@ static struct cel_value fn_dyn(struct cel_eval *ev, const struct cel_node *call,
 static const char *const arith_ov[] = {"int,int:int", "uint,uint:uint", "double,double:double",
                                        NULL};
 static const char *const cmp_ov[] = {"bool,bool:bool",
+                                     "timestamp,timestamp:bool",
+                                     "duration,duration:bool",
                                      "int,int:bool",
                                      "uint,uint:bool",
                                      "double,double:bool",
@@ -501,9 +518,13 @@ static const char *const cmp_ov[] = {"bool,bool:bool",
 static const struct cel_func std_funcs[] = {
     {"_+_", false, 2, fn_add,
      OV("int,int:int", "uint,uint:uint", "double,double:double", "string,string:string",
-        "bytes,bytes:bytes", "list(A),list(A):list(A)"),
+        "bytes,bytes:bytes", "list(A),list(A):list(A)", "timestamp,duration:timestamp",
+        "duration,timestamp:timestamp", "duration,duration:duration"),
      true},
-    {"_-_", false, 2, fn_sub, arith_ov, true},
+    {"_-_", false, 2, fn_sub,
+     OV("int,int:int", "uint,uint:uint", "double,double:double", "timestamp,timestamp:duration",
+        "timestamp,duration:timestamp", "duration,duration:duration"),
+     true},
     {"_*_", false, 2, fn_mul, arith_ov, true},
     {"_/_", false, 2, fn_div, arith_ov, true},
     {"_%_", false, 2, fn_mod, OV("int,int:int", "uint,uint:uint"), true},
@@ -517,13 +538,15 @@ static const struct cel_func std_funcs[] = {
     {"@in", false, 2, fn_in, OV("A,list(B):bool", "A,map(B,C):bool"), true},
     {"size", false, 1, fn_size, OV("string:int", "bytes:int", "list(A):int", "map(A,B):int"), true},
     {"size", true, 1, fn_size, OV("string:int", "bytes:int", "list(A):int", "map(A,B):int"), true},
-    {"int", false, 1, fn_int, OV("int:int", "uint:int", "double:int", "string:int"), true},
+    {"int", false, 1, fn_int,
+     OV("int:int", "uint:int", "double:int", "string:int", "timestamp:int"), true},
     {"uint", false, 1, fn_uint, OV("int:uint", "uint:uint", "double:uint", "string:uint"), true},
     {"double", false, 1, fn_double,
      OV("int:double", "uint:double", "double:double", "string:double"), true},
     {"string", false, 1, fn_string,
      OV("int:string", "uint:string", "double:string", "string:string", "bytes:string",
-        "bool:string", "quantity:string", "semver:string", "ip:string", "cidr:string"),
+        "bool:string", "quantity:string", "semver:string", "ip:string", "cidr:string",
+        "timestamp:string", "duration:string"),
      true},
     {"bytes", false, 1, fn_bytes, OV("string:bytes", "bytes:bytes"), true},
     {"bool", false, 1, fn_bool, OV("bool:bool", "string:bool"), true},
@@ -557,6 +580,8 @@ const struct cel_func *cel_func_lookup(const char *name, size_t name_len, bool r
                       nargs);
     if (!f)
         f = lookup_in(cel_net_funcs, cel_net_funcs_count, name, name_len, receiver, nargs);
+    if (!f)
+        f = lookup_in(cel_time_funcs, cel_time_funcs_count, name, name_len, receiver, nargs);
     return f;
 }
 
@@ -575,5 +600,6 @@ bool cel_func_name_known(const char *name, size_t name_len)
            name_in(cel_k8s_funcs, cel_k8s_funcs_count, name, name_len) ||
            name_in(cel_list_funcs, cel_list_funcs_count, name, name_len) ||
            name_in(cel_optional_funcs, cel_optional_funcs_count, name, name_len) ||
-           name_in(cel_net_funcs, cel_net_funcs_count, name, name_len);
+           name_in(cel_net_funcs, cel_net_funcs_count, name, name_len) ||
+           name_in(cel_time_funcs, cel_time_funcs_count, name, name_len);
 }

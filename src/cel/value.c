@@ -34,6 +34,10 @@ const char *cel_kind_name(int kind)
         return "kubernetes.Semver";
     case CEL_K_OPTIONAL:
         return "optional_type";
+    case CEL_K_TIMESTAMP:
+        return "google.protobuf.Timestamp";
+    case CEL_K_DURATION:
+        return "google.protobuf.Duration";
     case CEL_K_IP:
         return "net.IP";
     case CEL_K_CIDR:
@@ -228,6 +232,9 @@ bool cel_value_equal(const struct cel_value *a, const struct cel_value *b)
     case CEL_K_IP:
     case CEL_K_CIDR:
         return cel_net_equal(a->net, b->net);
+    case CEL_K_TIMESTAMP:
+    case CEL_K_DURATION:
+        return cel_time_cmp(a, b) == 0;
     case CEL_K_OPTIONAL:
         if (!a->opt || !b->opt)
             return !a->opt && !b->opt;
@@ -253,6 +260,10 @@ int cel_value_compare(const struct cel_value *a, const struct cel_value *b, int 
     case CEL_K_STRING:
     case CEL_K_BYTES:
         *cmp = bytes_cmp(a, b);
+        return 0;
+    case CEL_K_TIMESTAMP:
+    case CEL_K_DURATION:
+        *cmp = cel_time_cmp(a, b);
         return 0;
     default:
         return -EINVAL;

@@ -303,8 +303,6 @@ def decl_type(t):
 
 
 _FEATURES = [
-    (re.compile(r"\b(timestamp|duration)\s*\(|getFullYear|getMonth|getHours|getSeconds|"
-                r"getMilliseconds|getDay|getDate|getMinutes"), "timestamps and durations"),
     (re.compile(r"google\.protobuf|TestAllTypes|NestedTestAllTypes|\bproto[23]?\.|"
                 r"\b[A-Za-z_][A-Za-z0-9_.]*\s*\{\s*[A-Za-z_]*\s*[:}]"), "protobuf messages"),
     (re.compile(r"\.optMap|\.optFlatMap"), "optional types: optMap/optFlatMap"),
