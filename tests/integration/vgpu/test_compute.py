@@ -4,7 +4,10 @@ cases run in parallel, each on its own GPUSIM_STATE):
   - caps 10/30/50/70 x kernels 50 us / 1 ms / 10 ms: long-run busy share within +-3 pp of the cap,
     every 1 s window within +-10 pp;
   - two containers capped 10 and 90 on one saturated device complete work 1:9 (+-10 % relative);
-  - no cap adds no throttling (same launch count as without libvgpu, within 3 %).
+  - no cap adds no throttling (same launch count as without libvgpu, within 3 %);
+  - the other launch paths (cuLaunchKernelEx, cuLaunchCooperativeKernel, cuGraphLaunch, and
+    cuLaunchKernel resolved through cuGetProcAddress) and two processes of one claim are held to
+    the cap too (30 %, +-3 pp).
 The busy share is what the device executed: launches x kernel time / wall time."""
 import os
 import sys
@@ -61,6 +64,20 @@ def main():
                         f'device {uuid} memory=0 cores={cap}\n')
             # queue 16 launches between syncs: the device never idles while both want it
             pair.append(w.spawn(['launch', 1000, RUN_MS, 16], extra={'GPUSLICE_LIMITS_DIR': lim}))
+        # other launch paths, and two processes sharing one claim, at cap 30
+        others = []
+        for variant in ('ex', 'coop', 'graph', 'getproc', 'two-processes'):
+            w = World()
+            worlds.append(w)
+            uuid = w.devices()[0][1]
+            w.write_limits('p30', [(uuid, 0, 30)], region=w.region('r'))
+            if variant == 'getproc':
+                procs = [w.spawn(['launch', 1000, RUN_MS], extra={'GS_PROBE_RESOLVE': 'getproc'})]
+            elif variant == 'two-processes':
+                procs = [w.spawn(['launch', 1000, RUN_MS]) for _ in range(2)]
+            else:
+                procs = [w.spawn(['launchx', variant, 1000, RUN_MS])]
+            others.append((variant, 2000 if variant == 'graph' else 1000, procs))
         # uncapped vs no preload
         w = World()
         worlds.append(w)
@@ -90,6 +107,14 @@ def main():
         ratio = res[1] / res[0] if res[0] else 0
         t.ok(abs(ratio - 9.0) <= 0.9, f'10:90 containers complete work 1:{ratio:.2f} (1:9 +-10 %)',
              diag=f'launches {res}')
+        for variant, us, procs in others:
+            busy = 0.0
+            for p in procs:
+                out, err = p.communicate(timeout=RUN_MS / 1000 + 120)
+                kv = parse(out)
+                busy += 100.0 * int(kv.get('launches', 0)) * us / 1000.0 / int(kv.get('wall_ms', 1))
+            t.ok(abs(busy - 30) <= 3, f'{variant}: held to the 30 % cap ({busy:.1f} %)',
+                 diag=f'share {busy:.2f}%')
         ou, _ = unc.communicate(timeout=120)
         ob, _ = base.communicate(timeout=120)
         lu, lb = int(parse(ou)['launches']), int(parse(ob)['launches'])

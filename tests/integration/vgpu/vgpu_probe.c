@@ -14,6 +14,7 @@
  *   vgpu_probe storm <threads> <ms> <max_MiB>  alloc/free loop (killed by the test)
  *   vgpu_probe launch <us> <ms> [queue]     launch sim_busy_<us> for <ms>, <queue> launches
  *                                           between syncs (default: about 1 ms of work)
+ *   vgpu_probe launchx ex|coop|graph <us> <ms>  the other launch paths (graph: 2 nodes)
  *   vgpu_probe watch <ms>                   max physical usage of device 0 via NVML
  */
 #include <dlfcn.h>
@@ -452,6 +453,74 @@ static int cmd_launch(unsigned us, long ms, int queue)
     return 0;
 }
 
+/* The other launch paths: cuLaunchKernelEx, cuLaunchCooperativeKernel, cuGraphLaunch (a graph of
+ * two sim_busy_<us> nodes). Resolved like the rest (dlsym on the driver, or the global scope). */
+static int cmd_launchx(const char *variant, unsigned us, long ms)
+{
+    setup(0);
+    const char *mode = getenv("GS_PROBE_RESOLVE");
+    void *src = mode && strcmp(mode, "global") == 0
+                    ? RTLD_DEFAULT
+                    : dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    GS_CU_PFN(cuLaunchKernelEx) ex = (GS_CU_PFN(cuLaunchKernelEx))dlsym(src, "cuLaunchKernelEx");
+    GS_CU_PFN(cuLaunchCooperativeKernel)
+    coop = (GS_CU_PFN(cuLaunchCooperativeKernel))dlsym(src, "cuLaunchCooperativeKernel");
+    GS_CU_PFN(cuGraphCreate) gcreate = (GS_CU_PFN(cuGraphCreate))dlsym(src, "cuGraphCreate");
+    GS_CU_PFN(cuGraphAddKernelNode)
+    gadd = (GS_CU_PFN(cuGraphAddKernelNode))dlsym(src, "cuGraphAddKernelNode");
+    GS_CU_PFN(cuGraphInstantiateWithFlags)
+    ginst = (GS_CU_PFN(cuGraphInstantiateWithFlags))dlsym(src, "cuGraphInstantiateWithFlags");
+    GS_CU_PFN(cuGraphLaunch) glaunch = (GS_CU_PFN(cuGraphLaunch))dlsym(src, "cuGraphLaunch");
+    if (!ex || !coop || !gcreate || !gadd || !ginst || !glaunch)
+        die("dlsym launch variants", 0);
+    CUmodule mod;
+    CUresult r = cu.cuModuleLoadData(&mod, "gpusim");
+    if (r)
+        die("cuModuleLoadData", r);
+    char name[64];
+    snprintf(name, sizeof(name), "sim_busy_%u", us);
+    CUfunction f;
+    if ((r = cu.cuModuleGetFunction(&f, mod, name)))
+        die("cuModuleGetFunction", r);
+    CUgraphExec exec = NULL;
+    if (strcmp(variant, "graph") == 0) {
+        CUgraph g;
+        CUgraphNode a, b;
+        CUDA_KERNEL_NODE_PARAMS kp = {.func = f,
+                                      .gridDimX = 1,
+                                      .gridDimY = 1,
+                                      .gridDimZ = 1,
+                                      .blockDimX = 1,
+                                      .blockDimY = 1,
+                                      .blockDimZ = 1};
+        if ((r = gcreate(&g, 0)) || (r = gadd(&a, g, NULL, 0, &kp)) ||
+            (r = gadd(&b, g, &a, 1, &kp)) || (r = ginst(&exec, g, 0)))
+            die("graph setup", r);
+    }
+    CUlaunchConfig cfg = {.gridDimX = 1,
+                          .gridDimY = 1,
+                          .gridDimZ = 1,
+                          .blockDimX = 1,
+                          .blockDimY = 1,
+                          .blockDimZ = 1};
+    uint64_t start = now_ms(), end = start + (uint64_t)ms;
+    long n = 0;
+    while (now_ms() < end) {
+        if (strcmp(variant, "ex") == 0)
+            r = ex(&cfg, f, NULL, NULL);
+        else if (strcmp(variant, "coop") == 0)
+            r = coop(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL);
+        else
+            r = glaunch(exec, NULL);
+        if (r)
+            die("launch", r);
+        cu.cuCtxSynchronize();
+        n++;
+    }
+    printf("launches=%ld wall_ms=%llu\n", n, (unsigned long long)(now_ms() - start));
+    return 0;
+}
+
 /* Poll the physical usage of device 0 through NVML (run WITHOUT libvgpu): max seen. */
 static int cmd_watch(long ms)
 {
@@ -497,6 +566,8 @@ int main(int argc, char **argv)
         return cmd_hold(strtoull(argv[2], NULL, 10), atol(argv[3]));
     if (strcmp(argv[1], "storm") == 0 && argc == 5)
         return cmd_storm(atoi(argv[2]), atol(argv[3]), strtoull(argv[4], NULL, 10));
+    if (strcmp(argv[1], "launchx") == 0 && argc == 5)
+        return cmd_launchx(argv[2], (unsigned)atoi(argv[3]), atol(argv[4]));
     if (strcmp(argv[1], "watch") == 0 && argc == 3)
         return cmd_watch(atol(argv[2]));
     if (strcmp(argv[1], "launch") == 0 && (argc == 4 || argc == 5))
