@@ -232,8 +232,10 @@ static void report(const char *name, struct result r, struct result base, int n_
          cps >= 50000 ? "met" : "NOT met", us <= 20 ? "met" : "NOT met");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    /* --walk-only: skip the scan-from-node-0 run (for profiling the kube-scheduler walk). */
+    bool walk_only = argc > 1 && strcmp(argv[1], "--walk-only") == 0;
     tap_plan_auto();
     for (int i = 0; i < NODES * GPUS; i++)
         if (rnd() % 2) {
@@ -255,6 +257,8 @@ int main(void)
     report("baseline", base, base, CLAIMS);
     report("first-fit", ff, base, CLAIMS);
     report("binpack", bp, base, CLAIMS);
+    if (walk_only)
+        goto done;
     diag("every claim scans from node 0 (most attempts land on full nodes):");
     struct result sbase = run_baseline(CLAIMS, false);
     struct result sff = run_alloc(ALLOC_POLICY_FIRST_FIT, specs, CLAIMS, false);
@@ -264,6 +268,7 @@ int main(void)
        sbase.placed);
     report("baseline", sbase, sbase, CLAIMS);
     report("first-fit", sff, sbase, CLAIMS);
+done:
     for (int i = 0; i < CLAIMS; i++)
         alloc_claim_spec_release(specs[i]);
     free(specs);

@@ -18,6 +18,8 @@ struct cel_cache;
  * format the value was written in, which decides how it is printed. */
 struct alloc_qty {
     __int128 n; /* value * 10^9 */
+    int64_t v;  /* Value(): whole units rounded up, saturated; set by parse/from_int and kept by
+                   copies (sums in usage and pending only maintain n) */
     enum gs_quantity_format fmt;
 };
 
@@ -26,7 +28,7 @@ struct alloc_qty {
 int alloc_qty_parse(const char *s, struct alloc_qty *out, struct gs_error *err);
 /* Canonical Kubernetes string (Quantity.String()). */
 void alloc_qty_format(const struct alloc_qty *q, char *buf, size_t len);
-/* Kubernetes Value(): integer units rounded up. Saturates at INT64 bounds. */
+/* Kubernetes Value(): integer units rounded up (cached in q->v). Saturates at INT64 bounds. */
 int64_t alloc_qty_value(const struct alloc_qty *q);
 struct alloc_qty alloc_qty_from_int(int64_t v, enum gs_quantity_format fmt);
 
@@ -261,7 +263,15 @@ struct alloc_state {
     struct alloc_map by_pool; /* driver \x1f pool -> struct alloc_slice_list (every slice) */
     uint64_t next_class_serial;
     struct cel_cache *cel;
+    /* Scratch memory for one search (reset after each): avoids a dozen malloc/free pairs per
+     * (claim, node) attempt. */
+    struct alloc_scratch *scratch;
 };
+
+/* Zeroed memory valid until alloc_scratch_reset(); NULL when out of memory. */
+void *alloc_scratch_get(struct alloc_state *st, size_t size);
+void alloc_scratch_reset(struct alloc_state *st);
+void alloc_scratch_free(struct alloc_state *st);
 
 struct alloc_usage *alloc_state_usage(struct alloc_state *st, const char *key);
 void alloc_usage_add(struct alloc_usage *u, const struct alloc_result *r, int sign);

@@ -11,6 +11,18 @@
 
 #include "alloc/alloc-internal.h"
 
+static int64_t value_of(__int128 n)
+{
+    __int128 v = n / ALLOC_NANO;
+    if (n % ALLOC_NANO > 0)
+        v++;
+    if (v > INT64_MAX)
+        return INT64_MAX;
+    if (v < INT64_MIN)
+        return INT64_MIN;
+    return (int64_t)v;
+}
+
 int alloc_qty_parse(const char *s, struct alloc_qty *out, struct gs_error *err)
 {
     struct gs_quantity q;
@@ -29,6 +41,7 @@ int alloc_qty_parse(const char *s, struct alloc_qty *out, struct gs_error *err)
         e++;
     }
     out->n = n;
+    out->v = value_of(n);
     out->fmt = q.format;
     return 0;
 }
@@ -72,19 +85,12 @@ void alloc_qty_format(const struct alloc_qty *q, char *buf, size_t len)
 
 int64_t alloc_qty_value(const struct alloc_qty *q)
 {
-    __int128 v = q->n / ALLOC_NANO;
-    if (q->n % ALLOC_NANO > 0)
-        v++;
-    if (v > INT64_MAX)
-        return INT64_MAX;
-    if (v < INT64_MIN)
-        return INT64_MIN;
-    return (int64_t)v;
+    return q->v;
 }
 
 struct alloc_qty alloc_qty_from_int(int64_t v, enum gs_quantity_format fmt)
 {
-    return (struct alloc_qty){.n = (__int128)v * ALLOC_NANO, .fmt = fmt};
+    return (struct alloc_qty){.n = (__int128)v * ALLOC_NANO, .v = v, .fmt = fmt};
 }
 
 static int cmpq(const struct alloc_qty *a, const struct alloc_qty *b)

@@ -12,16 +12,34 @@
 
 #include "alloc/alloc-internal.h"
 
+/* Random bytes from getrandom(), read 4 KiB at a time per thread (one syscall per 256 IDs). */
+static size_t random_bytes(unsigned char *out, size_t len)
+{
+    static __thread unsigned char buf[4096];
+    static __thread size_t have, pos;
+    size_t got = 0;
+    while (got < len) {
+        if (pos == have) {
+            ssize_t r = getrandom(buf, sizeof(buf), 0);
+            if (r <= 0)
+                break;
+            have = (size_t)r;
+            pos = 0;
+        }
+        size_t take = GS_MIN(len - got, have - pos);
+        memcpy(out + got, buf + pos, take);
+        /* Never hand the same bytes out twice. */
+        memset(buf + pos, 0, take);
+        pos += take;
+        got += take;
+    }
+    return got;
+}
+
 void alloc_new_share_id(char out[37])
 {
     unsigned char b[16];
-    size_t got = 0;
-    while (got < sizeof(b)) {
-        ssize_t r = getrandom(b + got, sizeof(b) - got, 0);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
+    size_t got = random_bytes(b, sizeof(b));
     if (got < sizeof(b)) { /* no entropy source: still unique per process and call */
         static unsigned long counter;
         struct timespec ts;

@@ -308,23 +308,11 @@ static int allocate_one(struct search *s, size_t ri, size_t si, size_t di, bool 
 
 static void search_fini(struct search *s)
 {
-    for (size_t i = 0; i < s->n_req; i++) {
-        for (size_t k = 0; k < s->reqs[i].n_rd; k++) {
-            free(s->reqs[i].rd[k].all);
-            free(s->reqs[i].rd[k].match);
-        }
-        free(s->reqs[i].rd);
-    }
-    free(s->reqs);
     for (size_t i = 0; i < s->claim->n_con && s->cons; i++)
         free(s->cons[i].vals);
-    free(s->cons);
     for (size_t i = 0; s->pc && i < s->np->n; i++)
         alloc_counters_fini(&s->pc[i]);
-    free(s->pc);
-    free(s->cands);
-    free(s->qbuf);
-    free(s->best_q);
+    alloc_scratch_reset(s->st); /* everything else came from the scratch */
 }
 
 static int setup_request(struct search *s, const struct alloc_request *rq,
@@ -338,7 +326,7 @@ static int setup_request(struct search *s, const struct alloc_request *rq,
         return gs_error_set(s->err, -ENOENT,
                             "claim %s/%s, request %s: could not retrieve device class %s",
                             s->claim->ns, s->claim->name, rq->name, rq->class_name);
-    rd->match = malloc(s->n_cand + 1);
+    rd->match = alloc_scratch_get(s->st, s->n_cand + 1);
     if (!rd->match)
         return -ENOMEM;
     memset(rd->match, -1, s->n_cand + 1);
@@ -360,7 +348,7 @@ static int setup_request(struct search *s, const struct alloc_request *rq,
                                 s->claim->ns, s->claim->name, rq->name, np->pools[i].driver,
                                 np->pools[i].pool);
     }
-    rd->all = calloc(s->n_cand + 1, sizeof(size_t));
+    rd->all = alloc_scratch_get(s->st, (s->n_cand + 1) * sizeof(size_t));
     if (!rd->all)
         return -ENOMEM;
     for (size_t ci = 0; ci < s->n_cand; ci++) {
@@ -510,7 +498,7 @@ int alloc_search(struct alloc_state *st, const struct alloc_claim_spec *claim,
     for (size_t i = 0; i < np->n; i++)
         for (size_t k = 0; k < np->pools[i].n_slices; k++)
             s.n_cand += np->pools[i].slices[k]->n_dev;
-    s.cands = calloc(s.n_cand + 1, sizeof(*s.cands));
+    s.cands = alloc_scratch_get(st, (s.n_cand + 1) * sizeof(*s.cands));
     if (!s.cands)
         goto out;
     size_t ci = 0;
@@ -529,7 +517,7 @@ int alloc_search(struct alloc_state *st, const struct alloc_claim_spec *claim,
             }
         }
     if (counters) {
-        s.pc = calloc(np->n + 1, sizeof(*s.pc));
+        s.pc = alloc_scratch_get(st, (np->n + 1) * sizeof(*s.pc));
         if (!s.pc)
             goto out;
         for (size_t i = 0; i < np->n; i++)
@@ -537,18 +525,18 @@ int alloc_search(struct alloc_state *st, const struct alloc_claim_spec *claim,
                 goto out;
     }
     size_t mc = s.max_cap ? s.max_cap : 1;
-    s.qbuf = calloc((ALLOC_MAX_RESULTS + s.n_cand) * mc, sizeof(struct alloc_qty));
+    s.qbuf = alloc_scratch_get(st, (ALLOC_MAX_RESULTS + s.n_cand) * mc * sizeof(struct alloc_qty));
     if (!s.qbuf)
         goto out;
     for (size_t i = 0; i < s.n_cand; i++)
         s.cands[i].pending = s.qbuf + (ALLOC_MAX_RESULTS + i) * mc;
     if (s.policy != ALLOC_POLICY_FIRST_FIT) {
-        s.best_q = calloc(ALLOC_MAX_RESULTS * mc, sizeof(struct alloc_qty));
+        s.best_q = alloc_scratch_get(st, ALLOC_MAX_RESULTS * mc * sizeof(struct alloc_qty));
         if (!s.best_q)
             goto out;
     }
-    s.cons = calloc(claim->n_con + 1, sizeof(*s.cons));
-    s.reqs = calloc(claim->n_req + 1, sizeof(*s.reqs));
+    s.cons = alloc_scratch_get(st, (claim->n_con + 1) * sizeof(*s.cons));
+    s.reqs = alloc_scratch_get(st, (claim->n_req + 1) * sizeof(*s.reqs));
     if (!s.cons || !s.reqs)
         goto out;
     for (size_t i = 0; i < claim->n_con; i++)
@@ -558,7 +546,7 @@ int alloc_search(struct alloc_state *st, const struct alloc_claim_spec *claim,
         const struct alloc_request *rq = &claim->req[i];
         struct req_entry *re = &s.reqs[i];
         size_t cnt = rq->n_sub ? rq->n_sub : 1;
-        re->rd = calloc(cnt, sizeof(*re->rd));
+        re->rd = alloc_scratch_get(st, cnt * sizeof(*re->rd));
         if (!re->rd)
             goto out;
         re->n_rd = cnt;

@@ -80,6 +80,7 @@ void alloc_state_free(struct alloc_state *st)
     alloc_map_fini(&st->claims, claim_free);
     alloc_map_fini(&st->usage, usage_free);
     cel_cache_free(st->cel);
+    alloc_scratch_free(st);
     free(st);
 }
 
