@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "alloc/alloc-internal.h"
 
@@ -17,7 +18,12 @@ static size_t random_bytes(unsigned char *out, size_t len)
 {
     static __thread unsigned char buf[4096];
     static __thread size_t have, pos;
+    static __thread pid_t owner;
     size_t got = 0;
+    if (owner != getpid()) { /* a forked child must not reuse its parent's bytes */
+        owner = getpid();
+        have = pos = 0;
+    }
     while (got < len) {
         if (pos == have) {
             ssize_t r = getrandom(buf, sizeof(buf), 0);
