@@ -6,6 +6,7 @@
  *   cuMemFree_v2 with 50,000 live allocations (alloc+free pair, minus nothing)
  *   cuMemGetInfo_v2                          vs clock_gettime
  *   cuStreamQuery                            vs clock_gettime
+ * Each figure is the best of 5 runs of 200,000 calls (the least disturbed on a shared host).
  * Not a test of thresholds: it prints figures (TAP "ok" lines carry them).
  */
 #include <dlfcn.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/cuda_abi.h"
+#include "common/macros.h"
 #include "tap.h"
 
 #define SYMS(X)                                                                                    \
@@ -41,27 +43,59 @@ static double now_ns(void)
 }
 
 static volatile unsigned long long sink;
+static CUfunction fn;
+static CUdeviceptr live_ptr;
 
-static double bench_clock(int n)
+#define N    200000
+#define REPS 5
+
+static void op_clock(void)
 {
-    double t = now_ns();
     struct timespec ts;
-    for (int i = 0; i < n; i++) {
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        sink += (unsigned long long)ts.tv_nsec;
-    }
-    return (now_ns() - t) / n;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    sink += (unsigned long long)ts.tv_nsec;
 }
 
-static double bench_malloc(int n)
+static void op_malloc(void)
 {
-    double t = now_ns();
-    for (int i = 0; i < n; i++) {
-        void *p = malloc(4096);
-        sink += (uintptr_t)p;
-        free(p);
+    void *p = malloc(4096);
+    sink += (uintptr_t)p;
+    free(p);
+}
+
+static void op_launch(void)
+{
+    p_cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+}
+
+static void op_alloc_free(void)
+{
+    p_cuMemAlloc_v2(&live_ptr, 4096);
+    p_cuMemFree_v2(live_ptr);
+}
+
+static void op_info(void)
+{
+    size_t fr, tot;
+    p_cuMemGetInfo_v2(&fr, &tot);
+}
+
+static void op_query(void)
+{
+    p_cuStreamQuery(NULL);
+}
+
+/* Best of REPS runs of N calls, ns per call: the least disturbed figure on a shared host. */
+static double bench(void (*op)(void))
+{
+    double best = 1e30;
+    for (int r = 0; r < REPS; r++) {
+        double t = now_ns();
+        for (int i = 0; i < N; i++)
+            op();
+        best = GS_MIN(best, (now_ns() - t) / N);
     }
-    return (now_ns() - t) / n;
+    return best;
 }
 
 int main(void)
@@ -91,46 +125,20 @@ int main(void)
     p_cuModuleLoadData(&m, "bench");
     p_cuModuleGetFunction(&f, m, "sim_busy_0");
 
-    const int N = 1000000;
-    double base_clock = bench_clock(N);
-    double base_malloc = bench_malloc(N);
-
-    double t = now_ns();
-    for (int i = 0; i < N; i++)
-        p_cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
-    double launch = (now_ns() - t) / N;
-
-    CUdeviceptr p;
-    t = now_ns();
-    for (int i = 0; i < N; i++) {
-        p_cuMemAlloc_v2(&p, 4096);
-        p_cuMemFree_v2(p);
-    }
-    double pair = (now_ns() - t) / N;
-
+    fn = f;
+    double base_clock = bench(op_clock);
+    double base_malloc = bench(op_malloc);
+    double launch = bench(op_launch);
+    double pair = bench(op_alloc_free);
     enum { LIVE = 50000 };
     static CUdeviceptr live[LIVE];
     for (int i = 0; i < LIVE; i++)
         p_cuMemAlloc_v2(&live[i], 4096);
-    t = now_ns();
-    for (int i = 0; i < N; i++) {
-        p_cuMemAlloc_v2(&p, 4096);
-        p_cuMemFree_v2(p);
-    }
-    double pair_live = (now_ns() - t) / N;
+    double pair_live = bench(op_alloc_free);
     for (int i = 0; i < LIVE; i++)
         p_cuMemFree_v2(live[i]);
-
-    size_t fr, tot;
-    t = now_ns();
-    for (int i = 0; i < N; i++)
-        p_cuMemGetInfo_v2(&fr, &tot);
-    double info = (now_ns() - t) / N;
-
-    t = now_ns();
-    for (int i = 0; i < N; i++)
-        p_cuStreamQuery(NULL);
-    double query = (now_ns() - t) / N;
+    double info = bench(op_info);
+    double query = bench(op_query);
 
     ok(1, "baseline clock_gettime: %.1f ns", base_clock);
     ok(1, "baseline malloc+free 4 KiB: %.1f ns", base_malloc);
