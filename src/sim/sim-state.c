@@ -474,7 +474,9 @@ int sim_procs_on_device(struct sim_state *st, int dev, struct sim_proc_info *out
 {
     int n = 0;
     sim_lock(st);
-    sim_sweep_locked(st, true);
+    /* Byte locks every time (a dead process disappears at once); start times at most every
+     * 100 ms (the lock is shared with every launch). */
+    sim_sweep_locked(st, sim_now_ns() - st->sh->last_sweep_ns > SWEEP_PERIOD_NS / 10);
     for (int i = 0; i < SIM_MAX_PROCS; i++) {
         const struct sim_proc *p = &st->sh->procs[i];
         if (p->state != SIM_PROC_LIVE || (p->ctx[dev] == 0 && p->mem[dev] == 0))
