@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Prepare / unprepare / reconcile. Order of a prepare batch (crash-safe at every step):
+ * Prepare and unprepare (reconcile.c makes state agree at start-up). Order of a prepare batch
+ * (crash-safe at every step):
  *   1. fetch each claim that is not already PrepareCompleted (no lock held), build its plan;
  *   2. lock; checkpoint PrepareStarted for every new plan (one atomic write);
  *   3. per claim: claim dir + region dir, limits file (0444), CDI spec (atomic);
@@ -9,8 +10,8 @@
  * them back. Unprepare: remove CDI spec, claim dir, then the entry (one write for the batch).
  */
 #include "plugin/driver.h"
+#include "plugin/driver-internal.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <inttypes.h>
@@ -99,8 +100,7 @@ void prepare_result_fini(struct prepare_result *r)
 
 /* ---- files of one claim ----------------------------------------------------------------- */
 
-/* `fault_points`: crash-test points fire only on kubelet's prepare path, not in reconcile. */
-static int write_claim_files(struct driver *d, const struct claim_plan *p, bool fault_points,
+int driver_write_claim_files(struct driver *d, const struct claim_plan *p, bool fault_points,
                              struct gs_error *err)
 {
     char dir[PATH_MAX], path[PATH_MAX], region[PATH_MAX];
@@ -168,7 +168,7 @@ static int write_claim_files(struct driver *d, const struct claim_plan *p, bool 
     return 0;
 }
 
-static int remove_claim_files(struct driver *d, const char *uid, bool fault_points,
+int driver_remove_claim_files(struct driver *d, const char *uid, bool fault_points,
                               struct gs_error *err)
 {
     char dir[PATH_MAX];
@@ -186,7 +186,7 @@ static int remove_claim_files(struct driver *d, const char *uid, bool fault_poin
     return 0;
 }
 
-static bool claim_files_present(struct driver *d, const struct claim_plan *p)
+bool driver_claim_files_present(struct driver *d, const struct claim_plan *p)
 {
     char path[PATH_MAX];
     cdi_spec_path(&d->cfg.cdi, p->uid, path, sizeof(path));
@@ -335,15 +335,15 @@ void driver_prepare(struct driver *d, size_t n, const struct claim_ref *refs,
     for (size_t i = 0; i < n; i++) {
         if (!out[i].plan)
             continue;
-        if (cached[i] && claim_files_present(d, out[i].plan))
+        if (cached[i] && driver_claim_files_present(d, out[i].plan))
             continue;
         if (cached[i])
             gs_info("re-creating missing files of a prepared claim", "claim=%s/%s uid=%s",
                     refs[i].ns, refs[i].name, refs[i].uid);
         struct gs_error ferr = {0};
-        if (write_claim_files(d, out[i].plan, true, &ferr) < 0) {
+        if (driver_write_claim_files(d, out[i].plan, true, &ferr) < 0) {
             struct gs_error rerr = {0};
-            remove_claim_files(d, out[i].plan->uid, false, &rerr);
+            driver_remove_claim_files(d, out[i].plan->uid, false, &rerr);
             if (!cached[i])
                 ckpt_remove(&d->ckpt, out[i].plan->uid);
             set_error(&out[i], "claim %s/%s: %s", refs[i].ns, refs[i].name, ferr.msg);
@@ -359,7 +359,7 @@ void driver_prepare(struct driver *d, size_t n, const struct claim_ref *refs,
                 if (!out[i].plan || cached[i])
                     continue;
                 struct gs_error rerr = {0};
-                remove_claim_files(d, out[i].plan->uid, false, &rerr);
+                driver_remove_claim_files(d, out[i].plan->uid, false, &rerr);
                 ckpt_remove(&d->ckpt, out[i].plan->uid);
                 set_error(&out[i], "claim %s/%s: cannot write the checkpoint: %s", refs[i].ns,
                           refs[i].name, err.msg);
@@ -414,7 +414,7 @@ void driver_unprepare(struct driver *d, size_t n, const struct claim_ref *refs,
             continue;
         }
         struct gs_error err = {0};
-        if (remove_claim_files(d, refs[i].uid, true, &err) < 0) {
+        if (driver_remove_claim_files(d, refs[i].uid, true, &err) < 0) {
             snprintf(errors[i], CLAIM_ERROR_MAX, "claim %s/%s: %s", refs[i].ns, refs[i].name,
                      err.msg);
             continue;
@@ -446,182 +446,4 @@ void driver_unprepare(struct driver *d, size_t n, const struct claim_ref *refs,
                     refs[i].name ? refs[i].name : "", refs[i].uid);
         }
     }
-}
-
-/* ---- reconcile ---------------------------------------------------------------------------- */
-
-static void count_cleaned(struct driver *d, int n)
-{
-    if (d->metrics && n > 0)
-        atomic_fetch_add(&d->metrics->reconcile_cleaned, (unsigned long long)n);
-}
-
-int driver_reconcile_local(struct driver *d)
-{
-    int fixed = 0;
-    struct gs_error err = {0};
-    pthread_mutex_lock(&d->lock);
-    /* 1. Entries of the checkpoint. */
-    json_t *uids = json_array();
-    const char *uid;
-    json_t *e;
-    json_object_foreach(d->ckpt.claims, uid, e) json_array_append_new(uids, json_string(uid));
-    size_t i;
-    json_t *u;
-    bool changed = false;
-    struct claim_plan *plan = malloc(sizeof(*plan));
-    json_array_foreach(uids, i, u)
-    {
-        const char *id = json_string_value(u);
-        enum ckpt_state st = plan ? ckpt_get(&d->ckpt, id, plan) : CKPT_NONE;
-        if (st == CKPT_PREPARE_COMPLETED) {
-            /* Claim files are written without fsync: after a power loss they may be missing or
-             * stale, so every prepared claim's files are rewritten from the checkpoint. */
-            bool present = claim_files_present(d, plan);
-            if (!present)
-                gs_info("reconcile: re-creating files of a prepared claim", "uid=%s", id);
-            if (write_claim_files(d, plan, false, &err) < 0)
-                gs_warn("reconcile: cannot re-create claim files", "uid=%s error=\"%s\"", id,
-                        err.msg);
-            if (!present)
-                fixed++;
-            continue;
-        }
-        gs_info("reconcile: rolling back an unfinished prepare", "uid=%s state=%s", id,
-                ckpt_state_name(st));
-        remove_claim_files(d, id, false, &err);
-        ckpt_remove(&d->ckpt, id);
-        changed = true;
-        fixed++;
-    }
-    free(plan);
-    json_decref(uids);
-
-    /* 2. CDI specs nobody accounts for. */
-    DIR *dir = opendir(d->cfg.cdi.cdi_root);
-    if (dir) {
-        struct dirent *de;
-        char id[CLAIM_UID_MAX];
-        while ((de = readdir(dir))) {
-            if (cdi_spec_uid_from_filename(&d->cfg.cdi, de->d_name, id, sizeof(id)) < 0 ||
-                json_object_get(d->ckpt.claims, id))
-                continue;
-            gs_info("reconcile: removing orphan CDI spec", "uid=%s", id);
-            cdi_spec_remove(&d->cfg.cdi, id, &err);
-            fixed++;
-        }
-        closedir(dir);
-    }
-    /* 3. Claim directories nobody accounts for. */
-    char claims[PATH_MAX];
-    snprintf(claims, sizeof(claims), "%s/claims", d->cfg.cdi.host_dir);
-    dir = opendir(claims);
-    if (dir) {
-        struct dirent *de;
-        while ((de = readdir(dir))) {
-            if (de->d_name[0] == '.' || json_object_get(d->ckpt.claims, de->d_name))
-                continue;
-            char path[PATH_MAX];
-            snprintf(path, sizeof(path), "%s/%s", claims, de->d_name);
-            gs_info("reconcile: removing orphan claim directory", "path=%s", path);
-            files_remove_tree(path, &err);
-            fixed++;
-        }
-        closedir(dir);
-    }
-    /* Writers' temporary files left by a crash in the middle of an atomic write. */
-    dir = opendir(d->cfg.cdi.cdi_root);
-    if (dir) {
-        struct dirent *de;
-        char prefix[300];
-        snprintf(prefix, sizeof(prefix), ".k8s.%s-claim_", d->cfg.driver_name);
-        while ((de = readdir(dir))) {
-            if (strncmp(de->d_name, prefix, strlen(prefix)) != 0 || !strstr(de->d_name, ".tmp."))
-                continue;
-            char path[PATH_MAX];
-            snprintf(path, sizeof(path), "%s/%s", d->cfg.cdi.cdi_root, de->d_name);
-            unlink(path);
-            fixed++;
-        }
-        closedir(dir);
-    }
-    if (changed && ckpt_save(&d->ckpt, true, &err) < 0)
-        gs_error_log("reconcile: cannot write the checkpoint", "error=\"%s\"", err.msg);
-    pthread_mutex_unlock(&d->lock);
-    count_cleaned(d, fixed);
-    return fixed;
-}
-
-/* Does the claim still have an allocation result of our driver in this node's pool? */
-static bool allocated_here(const struct driver *d, const json_t *claim)
-{
-    const json_t *results = json_object_get(
-        json_object_get(json_object_get(json_object_get(claim, "status"), "allocation"), "devices"),
-        "results");
-    size_t i;
-    const json_t *r;
-    json_array_foreach(results, i, r)
-    {
-        const char *drv = json_string_value(json_object_get(r, "driver"));
-        const char *pool = json_string_value(json_object_get(r, "pool"));
-        if (drv && pool && strcmp(drv, d->cfg.driver_name) == 0 &&
-            strcmp(pool, d->cfg.node_name) == 0)
-            return true;
-    }
-    return false;
-}
-
-int driver_reconcile_api(struct driver *d, int64_t now_s)
-{
-    int cleaned = 0;
-    pthread_mutex_lock(&d->lock);
-    json_t *snapshot = json_deep_copy(d->ckpt.claims);
-    pthread_mutex_unlock(&d->lock);
-    const char *uid;
-    json_t *e;
-    json_object_foreach(snapshot, uid, e)
-    {
-        json_t *plan = json_object_get(e, "plan");
-        const char *ns = json_string_value(json_object_get(plan, "namespace"));
-        const char *name = json_string_value(json_object_get(plan, "name"));
-        if (!ns || !name)
-            continue;
-        json_t *obj = NULL;
-        struct gs_error err = {0};
-        int r = gs_k8s_get(d->k8s, &gs_k8s_resourceclaims, ns, name, &obj, &err);
-        bool gone = r == -ENOENT;
-        if (r == 0) {
-            const char *api_uid =
-                json_string_value(json_object_get(json_object_get(obj, "metadata"), "uid"));
-            gone = !api_uid || strcmp(api_uid, uid) != 0 || !allocated_here(d, obj);
-        }
-        json_decref(obj);
-        if (r < 0 && !gone)
-            continue; /* API trouble: decide nothing */
-        pthread_mutex_lock(&d->lock);
-        if (ckpt_get(&d->ckpt, uid, NULL) == CKPT_PREPARE_COMPLETED) {
-            if (!gone) {
-                if (ckpt_set_missing(&d->ckpt, uid, 0) != 0)
-                    ckpt_save(&d->ckpt, false, &err);
-            } else {
-                int64_t since = ckpt_set_missing(&d->ckpt, uid, now_s);
-                if (since == 0)
-                    since = now_s;
-                else
-                    ckpt_set_missing(&d->ckpt, uid, since);
-                if (now_s - since >= d->cfg.reconcile_grace_s) {
-                    gs_info("reconcile: claim gone from the API, cleaning up", "claim=%s/%s uid=%s",
-                            ns, name, uid);
-                    remove_claim_files(d, uid, false, &err);
-                    ckpt_remove(&d->ckpt, uid);
-                    cleaned++;
-                }
-                ckpt_save(&d->ckpt, true, &err);
-            }
-        }
-        pthread_mutex_unlock(&d->lock);
-    }
-    json_decref(snapshot);
-    count_cleaned(d, cleaned);
-    return cleaned;
 }
