@@ -5,6 +5,7 @@ A helper process (test_multiproc in "hold" mode) keeps 1024 MiB on the simulated
 must show it, then show the device empty once the helper is SIGKILLed."""
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -74,6 +75,21 @@ def main():
         env['GPUSIM_STATE'] = os.path.join(tmp, 'state2')
         rc, out, err = smi(env)
         t.is_eq(len(re.findall(r'0MiB / 143771MiB', out)), 2, 'h200x2: two H200 rows')
+
+        # Found by soname through LD_LIBRARY_PATH (a copy elsewhere has nothing next to it).
+        copy = os.path.join(tmp, 'gpusim-smi')
+        shutil.copy(env_paths()['GS_GPUSIM_SMI'], copy)
+        ldconfig = subprocess.run(['/sbin/ldconfig', '-p'], capture_output=True, text=True)
+        if 'libnvidia-ml.so.1' in ldconfig.stdout:
+            t.skip('no NVML anywhere: exit 1', 'this machine has a real libnvidia-ml.so.1')
+        else:
+            r = subprocess.run([copy], env=env, capture_output=True, text=True, timeout=30)
+            t.is_eq(r.returncode, 1, 'no NVML anywhere: exit 1')
+            t.like(r.stderr, 'cannot load libnvidia-ml.so.1', 'and says so')
+        env2 = dict(env)
+        env2['LD_LIBRARY_PATH'] = env_paths()['GS_SIM_DIR']
+        r = subprocess.run([copy], env=env2, capture_output=True, text=True, timeout=30)
+        t.like(r.stdout, '0MiB / 143771MiB', 'libnvidia-ml.so.1 found through LD_LIBRARY_PATH')
 
         r = subprocess.run([env_paths()['GS_GPUSIM_SMI'], '--bogus'], env=env,
                            capture_output=True, text=True, timeout=30)
