@@ -12,8 +12,10 @@ interfaces.
   in a private mount namespace (`unshare -rm`, tests/integration/plugin/cdi_exec.py) when the
   machine allows it, else env + libvgpu and the limits directory by their host paths.
 """
+import atexit
 import copy
 import json
+import shutil
 import os
 import subprocess
 import sys
@@ -31,6 +33,19 @@ import whlib  # noqa: E402,F401 - re-exported for the webhook scenario
 from gstest import env_paths, sanitizer_runtime  # noqa: E402
 
 DRIVER = pl.DRIVER
+
+
+def _load_protos():
+    """pluginlib.protos() compiles the .proto files into a temporary directory it keeps; remove
+    it when the test exits (the modules are loaded by then)."""
+    before = set(sys.path)
+    pl.protos()
+    for d in set(sys.path) - before:
+        if os.path.basename(d).startswith('gs-proto-'):
+            atexit.register(shutil.rmtree, d, True)
+
+
+_load_protos()
 GROUP = '/apis/resource.k8s.io/v1'
 CDI_EXEC = os.path.join(TESTS, 'plugin', 'cdi_exec.py')
 PATHS = env_paths()
