@@ -505,7 +505,7 @@ uint64_t sim_enqueue_locked(struct sim_state *st, int dev, uint64_t now, uint64_
     uint64_t c = d->ring_count;
     if (c > 0) {
         struct sim_interval *last = &d->ring[(c - 1) % SIM_RING];
-        if (last->pid == st->pid && last->end_ns == start) {
+        if (last->pid == st->pid && last->slot == (uint32_t)st->slot && last->end_ns == start) {
             last->end_ns = end;
             d->tail_ns = end;
             return end;
@@ -562,14 +562,17 @@ int sim_busy_by_pid_locked(struct sim_state *st, int dev, uint64_t a, uint64_t b
         uint64_t o = overlap(e, a, b);
         if (o == 0)
             continue;
+        /* One entry per process: pid and slot (processes in different pid namespaces can
+         * share a pid number). */
         int k;
         for (k = 0; k < n; k++)
-            if (out[k].pid == e->pid)
+            if (out[k].pid == e->pid && out[k].slot == e->slot)
                 break;
         if (k == n) {
             if (n == max)
                 continue;
             out[n].pid = e->pid;
+            out[n].slot = e->slot;
             out[n].busy_ns = 0;
             n++;
         }

@@ -142,6 +142,7 @@ uint64_t sim_busy_total_locked(struct sim_state *st, int dev, uint64_t a, uint64
 
 struct sim_pid_busy {
     uint32_t pid;
+    uint32_t slot;
     uint64_t busy_ns;
 };
 /* Busy time per pid in [a, b) (lock held); fills at most max entries, returns the count. */
