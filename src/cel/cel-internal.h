@@ -263,6 +263,7 @@ struct cel_node {
     uint8_t macro;    /* COMPREHENSION */
     bool test_only;   /* SELECT inside has() */
     bool optional;    /* SELECT written a.?b, INDEX written a[?b] */
+    bool absolute;    /* IDENT written .name: resolved from the root, not the container */
     bool receiver;    /* CALL written as a.f(...) */
     int32_t pos;      /* byte offset of the operator / name, for messages */
     uint32_t nargs;   /* CALL, LIST: children; MAP: entries */
@@ -389,7 +390,8 @@ struct cel_program {
     size_t nvars;
     char **var_names;
     bool checked;
-    bool dra; /* compiled for the DRA environment (var 0 = device) */
+    bool dra;        /* compiled for the DRA environment (var 0 = device) */
+    char *container; /* namespace for name resolution ("com.example"), NULL = none */
 };
 
 struct cel_eval {
@@ -436,6 +438,10 @@ struct cel_value cel_eval_node(struct cel_eval *ev, const struct cel_node *n);
  * then become run-time errors). */
 struct cel_program *cel_compile_env(const char *expr, size_t len, const struct cel_decl *decls,
                                     size_t ndecls, bool check, struct gs_error *err);
+/* Same, resolving names inside `container` first (x in container "a.b": a.b.x, a.x, x). */
+struct cel_program *cel_compile_ex(const char *expr, size_t len, const struct cel_decl *decls,
+                                   size_t ndecls, bool check, const char *container,
+                                   struct gs_error *err);
 /* Evaluate with variable values in declaration order. The result may point into `arena`.
  * Returns 0 (result may be an error value: *out kind CEL_K_ERROR), or <0 when evaluation was
  * aborted (cost limit, out of memory) with err set. */

@@ -289,6 +289,33 @@ static int find_decl(struct checker *c, const char *name, size_t len)
     return -1;
 }
 
+/* A declaration for `name` as seen from the container: "a.b" tries a.b.name, a.name, name. */
+static int find_decl_scoped(struct checker *c, const char *name, size_t len, bool absolute)
+{
+    const char *cont = c->p->container;
+    if (absolute || !cont)
+        return find_decl(c, name, len);
+    char buf[768];
+    size_t cl = strlen(cont);
+    for (;;) {
+        if (cl + 1 + len < sizeof(buf)) {
+            memcpy(buf, cont, cl);
+            buf[cl] = '.';
+            memcpy(buf + cl + 1, name, len);
+            buf[cl + 1 + len] = '\0';
+            int d = find_decl(c, buf, cl + 1 + len);
+            if (d >= 0)
+                return d;
+        }
+        while (cl > 0 && cont[cl - 1] != '.')
+            cl--;
+        if (cl == 0)
+            break;
+        cl--; /* drop the '.' */
+    }
+    return find_decl(c, name, len);
+}
+
 static const struct scope_var *find_local(struct checker *c, const char *name, size_t len)
 {
     for (int i = c->nscope - 1; i >= 0; i--)
@@ -319,7 +346,8 @@ static bool resolve_qualified(struct checker *c, struct cel_node *n)
         chain[depth++] = cur;
         cur = cur->a;
     }
-    if (cur->kind != CEL_N_IDENT || cur->index >= 0 || find_local(c, cur->name, cur->name_len))
+    if (cur->kind != CEL_N_IDENT || cur->index >= 0 ||
+        (!cur->absolute && find_local(c, cur->name, cur->name_len)))
         return false;
     chain[depth] = cur; /* chain[depth] = root ident, chain[0] = n */
     char name[512];
@@ -340,7 +368,7 @@ static bool resolve_qualified(struct checker *c, struct cel_node *n)
         }
         if (!fits)
             continue;
-        int d = find_decl(c, name, o);
+        int d = find_decl_scoped(c, name, o, cur->absolute);
         if (d < 0)
             continue;
         struct cel_node *target = chain[depth - i];
@@ -357,14 +385,14 @@ static bool resolve_qualified(struct checker *c, struct cel_node *n)
 
 static void resolve_ident(struct checker *c, struct cel_node *n)
 {
-    const struct scope_var *v = find_local(c, n->name, n->name_len);
+    const struct scope_var *v = n->absolute ? NULL : find_local(c, n->name, n->name_len);
     if (v) {
         n->kind = CEL_N_SLOT;
         n->index = v->slot;
         n->type = v->type;
         return;
     }
-    int d = find_decl(c, n->name, n->name_len);
+    int d = find_decl_scoped(c, n->name, n->name_len, n->absolute);
     if (d >= 0) {
         n->index = d;
         n->type = c->decls[d].type;

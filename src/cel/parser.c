@@ -465,6 +465,7 @@ static struct cel_node *parse_primary(struct parser *p)
             return fail(p, p->tok.pos, "message construction is not supported");
         if (!(n = node_new(p, CEL_N_IDENT, t.pos)))
             return NULL;
+        n->absolute = leading_dot;
         n->name = cel_arena_strndup(p->pc->arena, t.s, t.len);
         if (!n->name)
             return fail(p, t.pos, "out of memory");

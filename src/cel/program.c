@@ -61,6 +61,7 @@ void cel_program_free(struct cel_program *p)
     if (!p)
         return;
     cel_arena_fini(&p->arena);
+    free(p->container);
     free(p->source);
     free(p);
 }
@@ -72,6 +73,13 @@ const char *cel_program_source(const struct cel_program *p)
 
 struct cel_program *cel_compile_env(const char *expr, size_t len, const struct cel_decl *decls,
                                     size_t ndecls, bool check, struct gs_error *err)
+{
+    return cel_compile_ex(expr, len, decls, ndecls, check, NULL, err);
+}
+
+struct cel_program *cel_compile_ex(const char *expr, size_t len, const struct cel_decl *decls,
+                                   size_t ndecls, bool check, const char *container,
+                                   struct gs_error *err)
 {
     if (!expr) {
         gs_error_set(err, -EINVAL, "expression: missing");
@@ -94,6 +102,11 @@ struct cel_program *cel_compile_env(const char *expr, size_t len, const struct c
     }
     cel_arena_init(&p->arena, NULL, 0);
     p->nvars = ndecls;
+    if (container && *container && !(p->container = strdup(container))) {
+        cel_program_free(p);
+        gs_error_set(err, -ENOMEM, "out of memory compiling expression");
+        return NULL;
+    }
     struct cel_parse_ctx pc = {.src = p->source, .len = len, .arena = &p->arena, .err = err};
     p->root = cel_parse(&pc);
     if (!p->root) {

@@ -3,7 +3,7 @@
  * Line-oriented front end to the CEL library for the conformance runner (conformance.py).
  * Each stdin line is a JSON request:
  *   {"expr": "...", "check": true, "decls": [{"name": "x", "type": "map(string,int)"}],
- *    "bindings": {"x": <typed value>}}
+ *    "bindings": {"x": <typed value>}, "container": "com.example"}
  * and each stdout line the answer: {"value": <typed value>} or {"error": "...", "phase": "compile"|
  * "eval"}. Typed values: {"int": "12"} {"uint": "12"} {"double": 1.5 | "NaN" | "Infinity" |
  * "-Infinity"} {"string": "s"} {"bytes": "<hex>"} {"bool": true} {"null": null} {"list": [...]}
@@ -202,7 +202,8 @@ static json_t *handle(const json_t *req)
     }
     struct gs_error err = {0};
     size_t len = json_string_length(json_object_get(req, "expr"));
-    struct cel_program *p = cel_compile_env(expr, len, decls, nd, check, &err);
+    const char *container = json_string_value(json_object_get(req, "container"));
+    struct cel_program *p = cel_compile_ex(expr, len, decls, nd, check, container, &err);
     if (!p) {
         resp = json_pack("{s:s,s:s}", "error", err.msg, "phase", "compile");
         goto out;

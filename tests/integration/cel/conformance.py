@@ -312,8 +312,6 @@ _FEATURES = [
 
 def skip_reason(test):
     expr = first(test, "expr", b"").decode("utf-8", "replace")
-    if first(test, "container"):
-        return "containers (namespaced names)"
     if first(test, "check_only") or "typed_result" in test or "deduced_type" in test:
         return "type deduction results"
     if "unknown" in test or "any_unknowns" in test:
@@ -380,6 +378,9 @@ def run_test(tool, test):
     expr = first(test, "expr").decode("utf-8")
     req = {"expr": expr, "check": not first(test, "disable_check", ("ident", "false"))[1] == "true",
            "decls": decls, "bindings": bindings}
+    container = first(test, "container")
+    if container:
+        req["container"] = container.decode()
     got = tool.ask(req)
     if want == "error":
         if "error" in got and got.get("phase") != "tool":

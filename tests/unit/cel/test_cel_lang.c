@@ -369,6 +369,22 @@ static void test_variables(void)
     e = "m['k'] + 1";
     p = cel_compile_env(e, strlen(e), d, 2, true, &err);
     ok(!p && strstr(err.msg, "'(list(int), int)'"), "checker knows variable types: %s", err.msg);
+    /* containers: "y" in container "com.example" is com.example.y; ".y" is the root y */
+    const struct cel_type *ti = cel_type_parse(&types, "int");
+    struct cel_decl cd[] = {{"com.example.y", ti}, {"y", ti}};
+    struct cel_value cv[2] = {cel_int(1), cel_int(2)};
+    const char *names[] = {"y", ".y", "[5].exists(y, y == 5)"};
+    const int64_t want[] = {1, 2, 1};
+    for (int q = 0; q < 3; q++) {
+        p = cel_compile_ex(names[q], strlen(names[q]), cd, 2, true, "com.example", &err);
+        cel_arena_init(&arena, NULL, 0);
+        int rc = p ? cel_eval_program(p, cv, &arena, CEL_COST_LIMIT, &v, &err) : -1;
+        int64_t got = v.kind == CEL_K_BOOL ? v.b : v.kind == CEL_K_INT ? v.i : -1;
+        ok(rc == 0 && got == want[q], "container com.example: %s -> %lld", names[q],
+           (long long)want[q]);
+        cel_arena_fini(&arena);
+        cel_program_free(p);
+    }
     cel_arena_fini(&types);
 }
 
