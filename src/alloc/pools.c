@@ -334,12 +334,41 @@ const struct alloc_node_pools *alloc_pools_for_node(struct alloc_state *st, cons
             alloc_node_pools_free(np);
             return NULL;
         }
+    /* Completeness counts every slice of the pool, also those for other nodes; a pool whose
+     * driver already publishes a newer generation elsewhere is obsolete and ignored. */
+    size_t kept = 0;
+    for (size_t i = 0; i < np->n; i++) {
+        struct alloc_pool *p = &np->pools[i];
+        int64_t gen = p->slices[0]->generation, count = (int64_t)p->n_slices;
+        bool obsolete = false;
+        if (count != p->slices[0]->slice_count) {
+            const struct alloc_slice_list *all = NULL;
+            char *pk = NULL;
+            if (asprintf(&pk, "%s\x1f%s", p->driver, p->pool) >= 0) {
+                all = alloc_map_get(&st->by_pool, pk);
+                free(pk);
+            }
+            count = 0;
+            for (size_t k = 0; all && k < all->n && !obsolete; k++) {
+                if (all->v[k]->generation > gen)
+                    obsolete = true;
+                else if (all->v[k]->generation == gen)
+                    count++;
+            }
+        }
+        if (obsolete) {
+            free(p->slices);
+            continue;
+        }
+        p->incomplete = count != p->slices[0]->slice_count;
+        np->pools[kept++] = *p;
+    }
+    np->n = kept;
     if (np->n)
         qsort(np->pools, np->n, sizeof(*np->pools), cmp_pool);
     for (size_t i = 0; i < np->n; i++) {
         struct alloc_pool *p = &np->pools[i];
         qsort(p->slices, p->n_slices, sizeof(struct alloc_slice *), cmp_slice);
-        p->incomplete = (int64_t)p->n_slices != p->slices[0]->slice_count;
         /* Invalid: a device name appears twice in the pool. */
         for (size_t a = 0; a < p->n_slices && !p->invalid; a++)
             for (size_t da = 0; da < p->slices[a]->n_dev && !p->invalid; da++)

@@ -685,6 +685,39 @@ static void test_state_and_spec(void)
     alloc_state_free(st);
 }
 
+static void test_pool_across_nodes(void)
+{
+    /* Pool "wide" has one slice per node: complete although n1 sees only its own slice. Pool
+     * "moving" has a newer generation published for another node: obsolete, ignored. */
+    const char *fx = CLASS "kind: ResourceSlice\nmetadata: {name: wide-n1}\n"
+                           "spec: {driver: gpu.example.com, nodeName: n1, pool: {name: wide, "
+                           "generation: 1, resourceSliceCount: 2},"
+                           " devices: [{name: w1}]}\n---\n"
+                           "kind: ResourceSlice\nmetadata: {name: wide-n2}\n"
+                           "spec: {driver: gpu.example.com, nodeName: n2, pool: {name: wide, "
+                           "generation: 1, resourceSliceCount: 2},"
+                           " devices: [{name: w2}]}\n---\n"
+                           "kind: ResourceSlice\nmetadata: {name: moving-old}\n"
+                           "spec: {driver: gpu.example.com, nodeName: n1, pool: {name: a-moving, "
+                           "generation: 1, resourceSliceCount: 2},"
+                           " devices: [{name: m-old}]}\n---\n"
+                           "kind: ResourceSlice\nmetadata: {name: moving-new}\n"
+                           "spec: {driver: gpu.example.com, nodeName: n2, pool: {name: a-moving, "
+                           "generation: 2, resourceSliceCount: 2},"
+                           " devices: [{name: m-new}]}\n";
+    struct alloc_state *st = state_from(fx);
+    struct outcome o;
+    is_int(claim_on(st, ONE_REQ("w"), "n1", ALLOC_POLICY_FIRST_FIT, &o), 0,
+           "a pool spread over nodes is complete");
+    is_str(res_str(o.allocation, 0, "device"), "w1", "w1 (a-moving's old generation is ignored)");
+    outcome_fini(&o);
+    is_int(claim_on(st, ONE_REQ("x"), "n1", ALLOC_POLICY_FIRST_FIT, &o), ALLOC_UNSCHEDULABLE,
+           "nothing else on n1");
+    ok(strstr(o.why, "m-old") == NULL, "the obsolete pool is not even a candidate");
+    outcome_fini(&o);
+    alloc_state_free(st);
+}
+
 static void test_counters(void)
 {
     /* A MIG-like GPU: the counter set lives in its own slice of the pool. */
@@ -739,5 +772,6 @@ int main(void)
     test_selector_operators();
     test_state_and_spec();
     test_counters();
+    test_pool_across_nodes();
     return tap_done();
 }
