@@ -255,12 +255,16 @@ static int init_shared(int fd, const struct sim_config *cfg, struct sim_shared *
     return 0;
 }
 
-static bool nobody_registered(int fd)
+/* Byte SIM_LOCK_BASE - 1: every process that has the file open (NVML readers included) holds a
+ * shared lock on it; bytes SIM_LOCK_BASE + slot: the registered processes. If we can write-lock
+ * them all, nobody has the file mapped and it may be re-initialised. */
+#define USERS_BYTE (SIM_LOCK_BASE - 1)
+
+static bool nobody_uses(int fd)
 {
-    /* Every live process holds its slot's byte lock: if we can lock them all, nobody lives. */
-    if (byte_lock(fd, F_OFD_SETLK, F_WRLCK, SIM_LOCK_BASE, SIM_MAX_PROCS) < 0)
+    if (byte_lock(fd, F_OFD_SETLK, F_WRLCK, USERS_BYTE, SIM_MAX_PROCS + 1) < 0)
         return false;
-    byte_lock(fd, F_OFD_SETLK, F_UNLCK, SIM_LOCK_BASE, SIM_MAX_PROCS);
+    byte_lock(fd, F_OFD_SETLK, F_UNLCK, USERS_BYTE, SIM_MAX_PROCS + 1);
     return true;
 }
 
@@ -312,7 +316,7 @@ int sim_state_open(const struct sim_config *cfg, struct sim_state **out, struct 
         }
     }
     if (fresh) {
-        if (sb.st_size != 0 && !nobody_registered(st->fd)) {
+        if (sb.st_size != 0 && !nobody_uses(st->fd)) {
             r = gs_error_set(err, -EBUSY,
                              "GPUSIM_STATE=%s: in use by processes simulating another machine "
                              "(or another gpusim version); set GPUSIM_STATE to another file",
@@ -321,6 +325,14 @@ int sim_state_open(const struct sim_config *cfg, struct sim_state **out, struct 
         }
         if ((r = init_shared(st->fd, cfg, &st->sh, err, st->path)) < 0)
             goto unlock_fail;
+    }
+    /* We use it from now on: nobody may re-initialise it under our mapping. */
+    if (byte_lock(st->fd, F_OFD_SETLK, F_RDLCK, USERS_BYTE, 1) < 0) {
+        r = gs_error_set(err, -errno, "GPUSIM_STATE=%s: cannot lock: %s", st->path,
+                         strerror(errno));
+        munmap(st->sh, sizeof(struct sim_shared));
+        st->sh = NULL;
+        goto unlock_fail;
     }
     flock(st->fd, LOCK_UN);
     char self[16];

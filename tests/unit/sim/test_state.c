@@ -161,6 +161,21 @@ static void test_dead_work(void)
     sim_state_close(st);
 }
 
+/* A process that only reads the file (NVML) also keeps it from being re-initialised under it. */
+static void test_reader_blocks(void)
+{
+    struct gs_error err = {0};
+    struct sim_state *reader = open_state("t4", &err);
+    ok(reader != NULL && reader->slot < 0, "an unregistered reader (%s)", err.msg);
+    struct sim_state *other = open_state("h200x2", &err);
+    ok(other == NULL && err.code == -EBUSY, "another model is refused while it reads");
+    sim_state_close(other);
+    sim_state_close(reader);
+    other = open_state("h200x2", &err);
+    ok(other != NULL, "and accepted once it has closed");
+    sim_state_close(other);
+}
+
 /* A damaged or foreign file at GPUSIM_STATE is re-initialised when nobody uses it. */
 static void test_garbage(void)
 {
@@ -201,6 +216,7 @@ int main(void)
     test_reclaim();
     test_owner_dead();
     test_dead_work();
+    test_reader_blocks();
     test_garbage();
     unlink(path);
     rmdir(dir);
