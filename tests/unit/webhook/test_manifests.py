@@ -66,6 +66,8 @@ def main():
                 and e['operator'] == 'NotIn' for v in e['values']]
     t.ok('kube-system' in excluded and ns in excluded,
          f'namespaceSelector excludes kube-system and {ns}', diag=excluded)
+    t.ok({'key': 'gpuslice.io/webhook', 'operator': 'NotIn', 'values': ['disabled']} in exprs,
+         'namespaces labelled gpuslice.io/webhook=disabled opt out')
     svc = by_kind['Service'][0]
     cs = wh['clientConfig']['service']
     t.is_eq((cs['name'], cs['namespace'], cs['path'], cs['port']),
