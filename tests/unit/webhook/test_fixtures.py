@@ -64,6 +64,9 @@ def cel_literals(expr):
 def keys_within(got, sample, where, t):
     extra = set(got) - set(sample)
     t.ok(not extra, f"{where}: only fields the v1.36 Pod has", diag=f"unknown fields {extra}")
+    wrong = {k: type(v).__name__ for k, v in got.items()
+             if k in sample and type(v) is not type(sample[k])}
+    t.ok(not wrong, f"{where}: field types as in the v1.36 Pod", diag=wrong)
 
 
 def run_case(t, tool, path, schema, sample_pod):
