@@ -359,6 +359,20 @@ users:
         except FileNotFoundError:
             return None
 
+    def cdi_spec_errors(self):
+        """Schema errors of every CDI spec this plugin wrote (CDI schema + defs.json)."""
+        v = cdi_validator()
+        errs = []
+        for path in sorted(glob.glob(os.path.join(self.dirs['cdi'], f'k8s.{DRIVER}-claim_*.json'))):
+            with open(path) as f:
+                errs += [f'{os.path.basename(path)}: {e}' for e in schema_errors(v, json.load(f))]
+        return errs
+
+    def slice_errors(self):
+        """Strict-schema errors of every ResourceSlice of this node."""
+        v = slice_validator()
+        return [f"{s['metadata']['name']}: {e}" for s in self.slices() for e in schema_errors(v, s)]
+
     def slices(self):
         return [s for s in self.api.list('resourceslices')
                 if s['spec'].get('nodeName') == NODE and s['spec'].get('driver') == DRIVER]

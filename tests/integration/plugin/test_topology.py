@@ -77,6 +77,8 @@ def main():
         posts = env.api.requests(method='POST', match='/resourceslices')
         t.ok(len(posts) >= 2 and s, 'slice published after injected 500s',
              diag=f'{len(posts)} POSTs')
+        errs = env.slice_errors()
+        t.ok(not errs, 't4x2 slice valid against the strict schema', diag=errs)
 
     # Devices change: the config grows from one T4 to two; re-discovery updates the slice.
     with pl.PluginEnv(t) as env:
