@@ -310,6 +310,12 @@ int vgpu_region_sweep(struct vgpu_region *vr, enum vgpu_sweep_mode mode)
         for (int i = 0; i < n_dead; i++)
             pids[i] = atomic_load(&r->procs[dead[i]].pid);
         driver_holds(pids, holds, n_dead);
+        /* A listed pid that now belongs to another live process (pid reuse) is that process: the
+         * driver has already let go of the dead one (a driver frees a process's memory before
+         * its pid can be reused; gpusim reclaims it in the very listing call). */
+        for (int i = 0; i < n_dead; i++)
+            if (holds[i] && vgpu_proc_start_time(pids[i]) != 0)
+                holds[i] = false;
     }
     int reclaimed = 0;
     region_lock(r);
