@@ -339,6 +339,10 @@ const struct alloc_node_pools *alloc_pools_for_node(struct alloc_state *st, cons
     size_t kept = 0;
     for (size_t i = 0; i < np->n; i++) {
         struct alloc_pool *p = &np->pools[i];
+        if (!p->slices || !p->n_slices) { /* cannot happen: a pool starts with a slice */
+            free(p->slices);
+            continue;
+        }
         int64_t gen = p->slices[0]->generation, count = (int64_t)p->n_slices;
         bool obsolete = false;
         if (count != p->slices[0]->slice_count) {
