@@ -16,5 +16,7 @@ int driver_write_claim_files(struct driver *d, const struct claim_plan *p, bool 
 int driver_remove_claim_files(struct driver *d, const char *uid, bool fault_points,
                               struct gs_error *err);
 bool driver_claim_files_present(struct driver *d, const struct claim_plan *p);
+/* Publish the checkpoint's size as gpuslice_plugin_claims_prepared. */
+void driver_count_claims(struct driver *d);
 
 #endif /* GS_PLUGIN_DRIVER_INTERNAL_H */

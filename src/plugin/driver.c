@@ -92,6 +92,12 @@ void driver_set_inventory(struct driver *d, const struct gpu_inventory *inv)
     pthread_mutex_unlock(&d->lock);
 }
 
+void driver_count_claims(struct driver *d)
+{
+    if (d->metrics)
+        atomic_store(&d->metrics->claims_prepared, (long long)ckpt_count(&d->ckpt));
+}
+
 void prepare_result_fini(struct prepare_result *r)
 {
     free(r->plan);
@@ -368,6 +374,7 @@ void driver_prepare(struct driver *d, size_t n, const struct claim_ref *refs,
             driver_fault_point(d, "prepare-after-completed");
         }
     }
+    driver_count_claims(d);
     pthread_mutex_unlock(&d->lock);
 
     uint64_t t_end = now_ns();
@@ -432,6 +439,7 @@ void driver_unprepare(struct driver *d, size_t n, const struct claim_ref *refs,
                 snprintf(errors[i], CLAIM_ERROR_MAX, "claim %s/%s: cannot write the checkpoint: %s",
                          refs[i].ns, refs[i].name, err.msg);
     }
+    driver_count_claims(d);
     pthread_mutex_unlock(&d->lock);
     for (size_t i = 0; i < n; i++) {
         if (d->metrics)

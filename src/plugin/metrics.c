@@ -110,6 +110,8 @@ char *metrics_render(struct metrics *m, const char *driver, const char *node)
               "gpuslice_plugin_consumable_capacity_gate_off{driver=\"%s\",gate="
               "\"DRAConsumableCapacity\"} %d\n",
               driver, atomic_load(&m->gate_off));
+    GAUGE("gpuslice_plugin_claims_prepared", "Claims prepared on this node (checkpoint entries).",
+          atomic_load(&m->claims_prepared));
     COUNTER("gpuslice_plugin_reconcile_cleaned_total", "Claims or files cleaned by reconcile.",
             atomic_load(&m->reconcile_cleaned));
     GAUGE("gpuslice_plugin_registered", "1 when kubelet accepted the registration.",

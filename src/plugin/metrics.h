@@ -30,8 +30,9 @@ struct metrics {
     atomic_ullong slice_errors;
     atomic_int gate_off; /* 1: API server dropped consumable-capacity fields */
     atomic_ullong reconcile_cleaned;
-    atomic_int registered; /* kubelet accepted the registration */
-    atomic_int serving;    /* gRPC servers up */
+    atomic_llong claims_prepared; /* claims in the checkpoint */
+    atomic_int registered;        /* kubelet accepted the registration */
+    atomic_int serving;           /* gRPC servers up */
     atomic_int published_once;
 };
 

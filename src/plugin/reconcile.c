@@ -111,6 +111,7 @@ int driver_reconcile_local(struct driver *d)
     }
     if (changed && ckpt_save(&d->ckpt, true, &err) < 0)
         gs_error_log("reconcile: cannot write the checkpoint", "error=\"%s\"", err.msg);
+    driver_count_claims(d);
     pthread_mutex_unlock(&d->lock);
     count_cleaned(d, fixed);
     return fixed;
@@ -183,6 +184,7 @@ int driver_reconcile_api(struct driver *d, int64_t now_s)
                 ckpt_save(&d->ckpt, true, &err);
             }
         }
+        driver_count_claims(d);
         pthread_mutex_unlock(&d->lock);
     }
     json_decref(snapshot);

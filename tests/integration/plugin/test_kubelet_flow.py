@@ -172,6 +172,8 @@ def main():
         keys = []
         c1, p1 = t.run('prepare v1', check_prepare, t, env, 'v1', keys) or (None, None)
         c2, p2 = t.run('prepare v1beta1', check_prepare, t, env, 'v1beta1', keys) or (None, None)
+        t.like(env.metrics(), f'gpuslice_plugin_claims_prepared{{driver="{pl.DRIVER}"}} 2\n',
+               'metrics: two claims prepared')
 
         t.run('multi-request claim', check_multi_request, t, env)
 
@@ -247,6 +249,8 @@ def main():
                + '",gate="DRAConsumableCapacity"} 0', 'metrics: gate on')
         t.like(m, 'gpuslice_plugin_registered{driver="' + pl.DRIVER + '"} 1',
                'metrics: registered')
+        t.like(m, f'gpuslice_plugin_claims_prepared{{driver="{pl.DRIVER}"}} 0\n',
+               'metrics: no claim prepared after all unprepares')
         t.is_eq(env.stop(), 0, 'plugin exits 0 on SIGTERM')
         t.ok(not os.path.exists(os.path.join(env.dirs['registrar'], f'{pl.DRIVER}-reg.sock')),
              'registration socket removed on exit')
