@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/k8s.h"
 #include "common/kubeconfig.h"
@@ -133,6 +134,14 @@ static int serve(const struct wh_options *opts)
     int sig = 0;
     while (sigwait(&sigs, &sig) != 0)
         ;
+    /* Rolling updates: endpoints drop this replica while it still answers, so the API server
+     * never meets a closed port (failurePolicy Fail would refuse pods). */
+    wh_server_drain(server);
+    gs_info("draining", "signal=%d delay_ms=%lld", sig, (long long)(o.shutdown_delay_ns / 1000000));
+    struct timespec delay = {.tv_sec = (time_t)(o.shutdown_delay_ns / 1000000000),
+                             .tv_nsec = (long)(o.shutdown_delay_ns % 1000000000)};
+    if (o.shutdown_delay_ns > 0 && sigtimedwait(&sigs, NULL, &delay) > 0)
+        gs_info("second signal, stopping now", "signal=%d", sig);
     gs_info("stopping", "signal=%d", sig);
     wh_server_stop(server);
     wh_tls_free(tls);

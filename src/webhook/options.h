@@ -29,6 +29,7 @@ struct wh_options {
     int64_t class_cache_ttl_ns;
     int64_t template_cache_ttl_ns;
     int64_t api_timeout_ns;
+    int64_t shutdown_delay_ns;
     int64_t kube_qps;
     int64_t kube_burst;
     int64_t max_connections;

@@ -284,6 +284,12 @@ struct wh_server *wh_server_start(const struct wh_server_config *cfg, struct gs_
     return s;
 }
 
+void wh_server_drain(struct wh_server *s)
+{
+    if (s)
+        atomic_store(&s->draining, true);
+}
+
 void wh_server_stop(struct wh_server *s)
 {
     if (!s)

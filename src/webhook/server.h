@@ -37,6 +37,8 @@ struct wh_server;
 int wh_parse_listen(const char *listen, struct sockaddr_storage *out, struct gs_error *err);
 
 struct wh_server *wh_server_start(const struct wh_server_config *cfg, struct gs_error *err);
+/* Keep serving, but answer /readyz with 500 so endpoints drop this replica before it stops. */
+void wh_server_drain(struct wh_server *s);
 void wh_server_stop(struct wh_server *s);
 
 #endif /* GS_WEBHOOK_SERVER_H */

@@ -5,6 +5,7 @@ alternatives, API failures -> denial, plain HTTP and TLS 1.1 refused, 413/400/40
 certificate rotation picked up, metrics, clean SIGTERM exit (ASan leak check)."""
 import json
 import os
+import signal
 import socket
 import ssl
 import subprocess
@@ -322,6 +323,31 @@ def check_concurrency(t, api, wh):
          'the slow request completes too, allowed')
 
 
+def check_drain(t, binary, tmp, kubeconfig):
+    """SIGTERM: /readyz fails while /mutate still answers (endpoints drop the replica before the
+    port closes); a second signal stops it at once, cleanly."""
+    cert, key = make_cert(tmp, 'drain')
+    wh = Webhook(binary, cert, key, kubeconfig, workdir=tmp, extra=['--shutdown-delay', '5m'])
+    try:
+        wh.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and wh.request('GET', '/readyz')[0] != 500:
+            time.sleep(0.05)
+        t.is_eq(wh.request('GET', '/readyz')[:3:2], (500, b'shutting down\n'),
+                'after SIGTERM: /readyz 500')
+        status, resp = wh.mutate(review(pod({'nvidia.com/gpu': '1'}), uid='draining'))
+        t.ok(status == 200 and resp['response']['allowed'], 'after SIGTERM: /mutate still served')
+        wh.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = wh.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            rc = None
+        t.is_eq(rc, 0, 'second SIGTERM: stops without waiting out the delay, exit 0')
+        t.like(wh.output(), 'msg="second signal, stopping now"', 'second signal logged')
+    finally:
+        wh.stop()
+
+
 def check_incluster(t, binary, tmp):
     """No --kubeconfig: the in-cluster service account, against an https:// API server whose CA
     is the service account's ca.crt."""
@@ -379,6 +405,7 @@ def main():
             if rc != 0:
                 t.diag(wh.output()[-4000:])
         t.run('in-cluster', check_incluster, t, binary, tmp)
+        t.run('drain', check_drain, t, binary, tmp, kubeconfig)
         # Startup errors are clear and name the option or file.
         r = subprocess.run([binary, '--listen', 'nope'], capture_output=True, text=True)
         t.is_eq((r.returncode, r.stderr.strip()),

@@ -81,7 +81,8 @@ class Webhook:
         self.log_path = os.path.join(workdir or tempfile.gettempdir(), f'webhook-{self.port}.log')
         self.log = open(self.log_path, 'w')
         args = [binary, '--listen', f'127.0.0.1:{self.port}', '--tls-cert-file', cert,
-                '--tls-key-file', key, '--cert-check-interval', '100ms'] + (extra or [])
+                '--tls-key-file', key, '--cert-check-interval', '100ms',
+                '--shutdown-delay', '0s'] + (extra or [])
         if kubeconfig:
             args += ['--kubeconfig', kubeconfig]
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=env)
