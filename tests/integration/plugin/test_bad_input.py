@@ -4,6 +4,8 @@ allocation, results of other drivers only, malformed API responses, API errors, 
 oversize gRPC messages."""
 import os
 import sys
+import urllib.error
+import urllib.request
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -124,6 +126,23 @@ def main():
         t.is_eq(r.claims[good['metadata']['uid']].error, '', 'plugin still serves afterwards')
         t.ok(env.proc.poll() is None, 'plugin process alive')
         t.is_eq(env.stop(), 0, 'clean exit')
+    # The API server is down: the plugin still starts and registers, answers prepares with a
+    # clear per-claim error, and is live but not ready (nothing published).
+    with pl.PluginEnv(t) as env:
+        env.api.stop()
+        hport = pl.free_port()
+        env.start(extra=['--healthcheck-port', str(hport)])
+        err, _ = prep_error(env, ('test-dra', 'x', str(uuid.uuid4())))
+        t.like(err, 'claim test-dra/x: cannot fetch it from the API server', 'API down: clear error')
+        with urllib.request.urlopen(f'http://127.0.0.1:{hport}/healthz', timeout=5) as r:
+            t.is_eq(r.status, 200, 'API down: live')
+        try:
+            urllib.request.urlopen(f'http://127.0.0.1:{hport}/readyz', timeout=5)
+            t.ok(False, 'API down: not ready')
+        except urllib.error.HTTPError as e:
+            t.is_eq((e.code, e.read()), (503, b'not ready: serving=1 registered=1 published=0\n'),
+                    'API down: not ready, and says why')
+        t.is_eq(env.stop(), 0, 'API down: clean exit')
     # Option errors name the option and the value.
     with pl.PluginEnv(t) as env:
         env.start(wait=False, extra=['--grpc-threads', 'lots'])
