@@ -175,6 +175,11 @@ struct vgpu_device *vgpu_device_current(void)
      * context the driver call that follows fails and the charge is rolled back. */
     if (only_device >= 0)
         return &devices[only_device];
+    return vgpu_device_current_strict();
+}
+
+struct vgpu_device *vgpu_device_current_strict(void)
+{
     CUdevice dev;
     if (!gs_real_cu.cuCtxGetDevice || gs_real_cu.cuCtxGetDevice(&dev) != CUDA_SUCCESS)
         return NULL;

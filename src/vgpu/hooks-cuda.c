@@ -615,7 +615,8 @@ GS_EXPORT CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
     if (vgpu_depth)
         return REAL(cuMemGetInfo_v2)(free, total);
     vgpu_devices_init();
-    struct vgpu_device *d = tracked(vgpu_device_current());
+    /* strict: without a current context the driver's own error comes back */
+    struct vgpu_device *d = tracked(vgpu_device_current_strict());
     if (!d || !d->cfg.memory_limit || !free || !total)
         return REAL(cuMemGetInfo_v2)(free, total); /* unlimited: the physical truth */
     struct vgpu_mem_view v;

@@ -147,6 +147,8 @@ void vgpu_devices_init(void);
 /* Device for a CUdevice / for the current context / by UUID; NULL if unknown or untracked. */
 struct vgpu_device *vgpu_device_of(CUdevice dev);
 struct vgpu_device *vgpu_device_current(void);
+/* Same, but always asks the driver (NULL without a current context). */
+struct vgpu_device *vgpu_device_current_strict(void);
 struct vgpu_device *vgpu_device_by_uuid(const char *uuid);
 int vgpu_device_index(const struct vgpu_device *d);
 struct vgpu_device *vgpu_device_at(int index);
