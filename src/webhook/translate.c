@@ -297,6 +297,13 @@ int wh_translate_pod(const struct wh_names *names, const struct wh_cluster_ops *
         if (!known)
             json_array_append_new(out->templates, wh_template_object(tpl, ns, cspec));
         json_decref(cspec);
+        if (json_array_size(out->templates) > WH_MAX_TEMPLATES_PER_POD) {
+            r = gs_error_set(err, -EINVAL,
+                             "%s: the pod needs more than %d distinct GPU claim shapes; give "
+                             "containers the same resources or split the pod",
+                             what, WH_MAX_TEMPLATES_PER_POD);
+            break;
+        }
 
         pod_claim_name(cn ? cn : "", cname, sizeof(cname));
         if (name_taken(claims, added, cname)) {

@@ -20,6 +20,8 @@
 #include "common/error.h"
 #include "webhook/shape.h"
 
+/* Distinct claim shapes (templates) one pod may need: bounds the API writes of one admission. */
+#define WH_MAX_TEMPLATES_PER_POD 32
 /* Upper bound on distinct memory sizes asked from the cluster (more is an error anyway). */
 #define WH_MEM_SIZES_MAX 64
 
