@@ -5,11 +5,14 @@
  * Reads Kubernetes objects (YAML, multi-document, or JSON; `kind: List` is expanded), builds
  * the allocator state from ResourceSlices, DeviceClasses, Nodes and already-allocated
  * ResourceClaims, then allocates every unallocated ResourceClaim in order, as kube-scheduler
- * would, each committed before the next. Exit status: 0 every claim allocated, 1 at least one
+ * would, each committed before the next. With Pods in the input, each pod's claims (named, or
+ * generated from ResourceClaimTemplates) are allocated together on one node, in pod order, and
+ * claims no pod uses stay pending. Exit status: 0 every claim allocated, 1 at least one
  * claim could not be allocated, 2 usage error or bad input (the message names file, object and
  * field).
  */
 #include <dirent.h>
+#include <stdint.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -425,6 +428,339 @@ static void table_rows(const char *claim, const char *node, const json_t *alloca
     }
 }
 
+/* ---- scheduling groups: a pod's claims land on one node; without pods, each claim alone -- */
+
+struct member {
+    json_t *obj; /* the claim (borrowed, or owned when generated from a template) */
+    const char *where;
+    bool generated;
+    char key[600]; /* namespace/name */
+    json_t *allocation;
+    const char *placed;
+    const char *reason; /* why not placed (table) */
+    size_t n_whys;
+    struct alloc_explanation **whys; /* one per node tried where this claim failed */
+};
+
+struct sched {
+    struct alloc_state *st;
+    struct alloc_options aopt;
+    char **nodes;
+    size_t n_nodes;
+    enum out_format fmt;
+    json_t *items;
+    char **done; /* claims allocated so far (namespace/name) */
+    size_t n_done;
+    int status;
+};
+
+static bool is_done(const struct sched *s, const char *key)
+{
+    for (size_t i = 0; i < s->n_done; i++)
+        if (strcmp(s->done[i], key) == 0)
+            return true;
+    return false;
+}
+
+static void member_fini(struct member *m)
+{
+    json_decref(m->allocation);
+    for (size_t w = 0; w < m->n_whys; w++)
+        alloc_explanation_free(m->whys[w]);
+    free(m->whys);
+    if (m->generated)
+        json_decref(m->obj);
+}
+
+static void emit(struct sched *s, struct member *m)
+{
+    if (s->fmt == OUT_TABLE) {
+        if (s->aopt.explain) {
+            for (size_t w = 0; w < m->n_whys; w++)
+                alloc_explanation_print(m->whys[w], stdout);
+        } else
+            table_rows(m->key, m->placed, m->allocation, m->reason ? m->reason : "Error");
+        return;
+    }
+    json_t *item = json_pack("{s:s,s:s,s:{s:s,s:s}}", "apiVersion", "resource.k8s.io/v1", "kind",
+                             "ResourceClaim", "metadata", "name", meta_str(m->obj, "name", ""),
+                             "namespace", meta_str(m->obj, "namespace", "default"));
+    if (!item)
+        return;
+    if (m->generated) {
+        json_t *meta = json_object_get(m->obj, "metadata");
+        json_object_set(item, "metadata", meta);
+        json_object_set(item, "spec", json_object_get(m->obj, "spec"));
+    }
+    if (m->allocation)
+        json_object_set_new(item, "status", json_pack("{s:O}", "allocation", m->allocation));
+    if (s->aopt.explain) {
+        json_t *arr = json_array();
+        for (size_t w = 0; w < m->n_whys; w++)
+            json_array_append_new(arr, alloc_explanation_json(m->whys[w]));
+        json_object_set_new(item, "explanations", arr);
+    }
+    json_array_append_new(s->items, item);
+}
+
+/* Allocate every member on one node, trying nodes in order. 0, or 2 for invalid input. */
+static int schedule_group(struct sched *s, const char *pod, struct member *m, size_t n)
+{
+    struct gs_error err = {0};
+    struct alloc_claim_spec **spec = calloc(n + 1, sizeof(struct alloc_claim_spec *));
+    int ret = 0;
+    if (!spec)
+        return 2;
+    for (size_t j = 0; j < n; j++) {
+        m[j].whys = calloc(s->n_nodes + 1, sizeof(struct alloc_explanation *));
+        spec[j] = m[j].whys ? alloc_claim_spec_new(m[j].obj, &err) : NULL;
+        if (!spec[j]) {
+            fprintf(stderr, "gpuslice schedule: %s: %s\n", m[j].where, err.msg);
+            ret = 2;
+            goto out;
+        }
+    }
+    char failure[GS_ERROR_MSG_MAX] = "";
+    bool placed = false;
+    for (size_t k = 0; k < s->n_nodes && !placed; k++) {
+        size_t j;
+        s->aopt.node = s->nodes[k];
+        for (j = 0; j < n; j++) {
+            struct alloc_explanation *why = NULL;
+            int r =
+                alloc_claim_spec_allocate(s->st, spec[j], &s->aopt, &m[j].allocation, &why, &err);
+            if (r != 0) {
+                if (why)
+                    m[j].whys[m[j].n_whys++] = why;
+                snprintf(failure, sizeof(failure), "%s", err.msg);
+                break;
+            }
+            if (why && s->aopt.explain) {
+                for (size_t w = 0; w < m[j].n_whys; w++)
+                    alloc_explanation_free(m[j].whys[w]);
+                m[j].whys[0] = why;
+                m[j].n_whys = 1;
+            } else
+                alloc_explanation_free(why);
+        }
+        if (j == n) {
+            placed = true;
+            for (size_t i = 0; i < n; i++) {
+                m[i].placed = s->nodes[k];
+                /* Explanations of nodes that did not work out stay with --explain only. */
+                if (!s->aopt.explain) {
+                    for (size_t w = 0; w < m[i].n_whys; w++)
+                        alloc_explanation_free(m[i].whys[w]);
+                    m[i].n_whys = 0;
+                }
+            }
+            break;
+        }
+        /* Roll the pod's earlier claims back before the next node. */
+        for (size_t i = 0; i < j; i++) {
+            alloc_state_release_claim(s->st, meta_str(m[i].obj, "namespace", "default"),
+                                      meta_str(m[i].obj, "name", ""));
+            json_decref(m[i].allocation);
+            m[i].allocation = NULL;
+            for (size_t w = 0; w < m[i].n_whys; w++)
+                alloc_explanation_free(m[i].whys[w]);
+            m[i].n_whys = 0;
+        }
+    }
+    if (placed) {
+        for (size_t i = 0; i < n; i++) {
+            char **nd = realloc(s->done, (s->n_done + 1) * sizeof(char *));
+            if (nd) {
+                s->done = nd;
+                s->done[s->n_done] = strdup(m[i].key);
+                if (s->done[s->n_done])
+                    s->n_done++;
+            }
+        }
+    } else {
+        s->status = 1;
+        for (size_t i = 0; i < n; i++) {
+            m[i].reason = m[i].n_whys ? alloc_explanation_reason(m[i].whys[m[i].n_whys - 1])
+                          : pod       ? "PodUnschedulable"
+                                      : "Error";
+            if (s->aopt.explain)
+                continue;
+            for (size_t w = 0; w < m[i].n_whys; w++)
+                alloc_explanation_print(m[i].whys[w], stderr);
+        }
+        if (pod)
+            fprintf(stderr,
+                    "gpuslice schedule: pod %s: its claims do not fit together on any "
+                    "node\n",
+                    pod);
+        else if (n && !m[0].n_whys)
+            fprintf(stderr, "gpuslice schedule: claim %s: %s\n", m[0].key, failure);
+    }
+    for (size_t i = 0; i < n; i++)
+        emit(s, &m[i]);
+out:
+    for (size_t j = 0; j < n; j++)
+        alloc_claim_spec_release(spec[j]);
+    free(spec);
+    return ret;
+}
+
+static const json_t *find_object(const struct inputs *in, const char *kind, const char *ns,
+                                 const char *name, const char **where)
+{
+    for (size_t i = 0; i < in->n; i++) {
+        const json_t *o = in->v[i].obj;
+        if (strcmp(kind_of(o), kind) == 0 && strcmp(meta_str(o, "name", ""), name) == 0 &&
+            strcmp(meta_str(o, "namespace", "default"), ns) == 0) {
+            if (where)
+                *where = in->v[i].where;
+            return o;
+        }
+    }
+    return NULL;
+}
+
+/* Kubernetes names a pod's claim from a template "<pod>-<entry>-<5 random characters>"; here
+ * the 5 characters come from a hash of namespace, pod and entry so runs are reproducible. */
+static void generated_name(const char *ns, const char *pod, const char *entry, char *out,
+                           size_t len)
+{
+    static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
+    uint64_t h = 1469598103934665603ULL;
+    const char *parts[] = {ns, "/", pod, "/", entry};
+    for (size_t p = 0; p < GS_ARRAY_SIZE(parts); p++)
+        for (const char *c = parts[p]; *c; c++) {
+            h ^= (unsigned char)*c;
+            h *= 1099511628211ULL;
+        }
+    char suffix[6];
+    for (int i = 0; i < 5; i++) {
+        suffix[i] = alphabet[h % (sizeof(alphabet) - 1)];
+        h /= sizeof(alphabet) - 1;
+    }
+    suffix[5] = 0;
+    snprintf(out, len, "%.28s-%.28s-%s", pod, entry, suffix);
+}
+
+/* Pods present: allocate each pod's claims together (existing ones by name, new ones from
+ * templates); claims no pod uses stay pending, as in a cluster. */
+static int schedule_pods(struct sched *s, const struct inputs *in)
+{
+    for (size_t i = 0; i < in->n; i++) {
+        const json_t *pod = in->v[i].obj;
+        if (strcmp(kind_of(pod), "Pod") != 0)
+            continue;
+        const char *ns = meta_str(pod, "namespace", "default"), *pname = meta_str(pod, "name", "");
+        char pkey[600];
+        snprintf(pkey, sizeof(pkey), "%s/%s", ns, pname);
+        const json_t *rcs = json_object_get(json_object_get(pod, "spec"), "resourceClaims");
+        size_t n = json_is_array(rcs) ? json_array_size(rcs) : 0;
+        struct member *m = calloc(n + 1, sizeof(*m));
+        size_t nm = 0;
+        int ret = 0;
+        if (!m)
+            return 2;
+        for (size_t k = 0; k < n && ret == 0; k++) {
+            const json_t *rc = json_array_get(rcs, k);
+            const char *entry = json_string_value(json_object_get(rc, "name"));
+            const char *cname = json_string_value(json_object_get(rc, "resourceClaimName"));
+            const char *tname = json_string_value(json_object_get(rc, "resourceClaimTemplateName"));
+            const char *where = in->v[i].where;
+            struct member *x = &m[nm];
+            if (!entry || (!cname == !tname)) {
+                fprintf(stderr,
+                        "gpuslice schedule: %s: Pod %s: spec.resourceClaims[%zu]: needs "
+                        "name and one of resourceClaimName, resourceClaimTemplateName\n",
+                        where, pname, k);
+                ret = 2;
+                break;
+            }
+            if (cname) {
+                const json_t *c = find_object(in, "ResourceClaim", ns, cname, &where);
+                if (!c) {
+                    fprintf(stderr,
+                            "gpuslice schedule: %s: Pod %s: spec.resourceClaims[%zu]: "
+                            "ResourceClaim %s/%s not found\n",
+                            in->v[i].where, pname, k, ns, cname);
+                    ret = 2;
+                    break;
+                }
+                snprintf(x->key, sizeof(x->key), "%s/%s", ns, cname);
+                if (is_allocated(c) || is_done(s, x->key))
+                    continue; /* allocated already (shared with another pod) */
+                x->obj = (json_t *)c;
+                x->where = where;
+            } else {
+                const json_t *t = find_object(in, "ResourceClaimTemplate", ns, tname, &where);
+                const json_t *tspec =
+                    t ? json_object_get(json_object_get(t, "spec"), "spec") : NULL;
+                if (!tspec) {
+                    fprintf(stderr,
+                            "gpuslice schedule: %s: Pod %s: spec.resourceClaims[%zu]: "
+                            "ResourceClaimTemplate %s/%s not found (or has no spec.spec)\n",
+                            in->v[i].where, pname, k, ns, tname);
+                    ret = 2;
+                    break;
+                }
+                char gname[80];
+                generated_name(ns, pname, entry, gname, sizeof(gname));
+                x->obj = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}},s:O}", "apiVersion",
+                                   "resource.k8s.io/v1", "kind", "ResourceClaim", "metadata",
+                                   "name", gname, "namespace", ns, "annotations",
+                                   "resource.kubernetes.io/pod-claim-name", entry, "spec", tspec);
+                if (!x->obj) {
+                    ret = 2;
+                    break;
+                }
+                x->generated = true;
+                x->where = where;
+                snprintf(x->key, sizeof(x->key), "%s/%s", ns, gname);
+            }
+            nm++;
+        }
+        if (ret == 0 && nm)
+            ret = schedule_group(s, pkey, m, nm);
+        for (size_t k = 0; k < nm; k++)
+            member_fini(&m[k]);
+        free(m);
+        if (ret)
+            return ret;
+    }
+    /* Claims no pod uses: pending, not a failure. */
+    for (size_t i = 0; i < in->n; i++) {
+        json_t *o = in->v[i].obj;
+        if (strcmp(kind_of(o), "ResourceClaim") != 0 || is_allocated(o))
+            continue;
+        struct member x = {.obj = o, .where = in->v[i].where, .reason = "Pending (no pod uses it)"};
+        snprintf(x.key, sizeof(x.key), "%s/%s", meta_str(o, "namespace", "default"),
+                 meta_str(o, "name", ""));
+        if (is_done(s, x.key))
+            continue;
+        if (s->fmt == OUT_TABLE && s->aopt.explain)
+            printf("claim %s: Pending: no pod uses it\n", x.key);
+        else
+            emit(s, &x);
+    }
+    return 0;
+}
+
+static int schedule_claims(struct sched *s, const struct inputs *in)
+{
+    for (size_t i = 0; i < in->n; i++) {
+        json_t *o = in->v[i].obj;
+        if (strcmp(kind_of(o), "ResourceClaim") != 0 || is_allocated(o))
+            continue;
+        struct member x = {.obj = o, .where = in->v[i].where};
+        snprintf(x.key, sizeof(x.key), "%s/%s", meta_str(o, "namespace", "default"),
+                 meta_str(o, "name", "(unnamed)"));
+        int r = schedule_group(s, NULL, &x, 1);
+        member_fini(&x);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
 int cmd_schedule(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -497,22 +833,19 @@ int cmd_schedule(int argc, char **argv)
     }
 
     struct inputs in = {0};
-    struct alloc_state *st = alloc_state_new();
-    char **nodes = NULL;
-    size_t n_nodes = 0;
-    json_t *items = json_array();
-    int status = 0;
-    if (!st || !items) {
+    struct sched sc = {.aopt = aopt, .fmt = fmt, .st = alloc_state_new(), .items = json_array()};
+    if (!sc.st || !sc.items) {
         fprintf(stderr, "gpuslice schedule: out of memory\n");
-        status = 2;
+        sc.status = 2;
         goto out;
     }
     for (size_t i = 0; i < n_files; i++)
         if (load_path(&in, files[i]) < 0) {
-            status = 2;
+            sc.status = 2;
             goto out;
         }
     /* Devices, classes and nodes first, then claims that are already allocated. */
+    bool pods = false;
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < in.n; i++) {
             const json_t *o = in.v[i].obj;
@@ -520,115 +853,45 @@ int cmd_schedule(int argc, char **argv)
             bool claim = strcmp(kind, "ResourceClaim") == 0;
             bool known = claim || strcmp(kind, "ResourceSlice") == 0 ||
                          strcmp(kind, "DeviceClass") == 0 || strcmp(kind, "Node") == 0;
+            pods |= strcmp(kind, "Pod") == 0;
             if (!known || (pass == 0) == claim || (claim && !is_allocated(o)))
                 continue;
-            if (alloc_state_add_object(st, o, &err) < 0) {
+            if (alloc_state_add_object(sc.st, o, &err) < 0) {
                 fprintf(stderr, "gpuslice schedule: %s: %s\n", in.v[i].where, err.msg);
-                status = 2;
+                sc.status = 2;
                 goto out;
             }
         }
     if (node) {
-        if (add_name(&nodes, &n_nodes, node) < 0)
+        if (add_name(&sc.nodes, &sc.n_nodes, node) < 0)
             goto oom;
-    } else if (candidate_nodes(&in, &nodes, &n_nodes) < 0)
+    } else if (candidate_nodes(&in, &sc.nodes, &sc.n_nodes) < 0)
         goto oom;
-    if (n_nodes == 0) {
+    if (sc.n_nodes == 0) {
         fprintf(stderr, "gpuslice schedule: no node named by the objects (no Node, no "
                         "ResourceSlice with nodeName): use --node NAME\n");
-        status = 2;
+        sc.status = 2;
         goto out;
     }
     if (fmt == OUT_TABLE && !aopt.explain)
         table_header();
-    for (size_t i = 0; i < in.n; i++) {
-        json_t *o = in.v[i].obj;
-        if (strcmp(kind_of(o), "ResourceClaim") != 0 || is_allocated(o))
-            continue;
-        char key[600];
-        snprintf(key, sizeof(key), "%s/%s", meta_str(o, "namespace", "default"),
-                 meta_str(o, "name", "(unnamed)"));
-        json_t *allocation = NULL;
-        /* One explanation per node tried; on success only the node that took the claim. */
-        struct alloc_explanation **whys = calloc(n_nodes, sizeof(struct alloc_explanation *));
-        size_t n_whys = 0;
-        const char *placed = NULL;
-        int r = ALLOC_UNSCHEDULABLE;
-        char failure[GS_ERROR_MSG_MAX] = "";
-        struct alloc_claim_spec *spec = whys ? alloc_claim_spec_new(o, &err) : NULL;
-        if (!spec) {
-            if (whys)
-                fprintf(stderr, "gpuslice schedule: %s: %s\n", in.v[i].where, err.msg);
-            free(whys);
-            status = 2;
-            goto out;
-        }
-        for (size_t k = 0; k < n_nodes; k++) {
-            struct alloc_explanation *why = NULL;
-            aopt.node = nodes[k];
-            r = alloc_claim_spec_allocate(st, spec, &aopt, &allocation, &why, &err);
-            if (r == 0) {
-                for (size_t w = 0; w < n_whys; w++)
-                    alloc_explanation_free(whys[w]);
-                n_whys = 0;
-                placed = nodes[k];
-            }
-            if (why)
-                whys[n_whys++] = why;
-            if (r == 0)
-                break;
-            snprintf(failure, sizeof(failure), "%s", err.msg);
-        }
-        alloc_claim_spec_release(spec);
-        if (r != 0) {
-            status = 1;
-            if (!aopt.explain) {
-                for (size_t w = 0; w < n_whys; w++)
-                    alloc_explanation_print(whys[w], stderr);
-                if (!n_whys)
-                    fprintf(stderr, "gpuslice schedule: claim %s: %s\n", key, failure);
-            }
-        }
-        if (fmt == OUT_TABLE) {
-            if (aopt.explain) {
-                for (size_t w = 0; w < n_whys; w++)
-                    alloc_explanation_print(whys[w], stdout);
-            } else
-                table_rows(key, placed, allocation,
-                           n_whys ? alloc_explanation_reason(whys[n_whys - 1]) : "Error");
-        } else {
-            json_t *item =
-                json_pack("{s:s,s:s,s:{s:s,s:s}}", "apiVersion", "resource.k8s.io/v1", "kind",
-                          "ResourceClaim", "metadata", "name", meta_str(o, "name", ""), "namespace",
-                          meta_str(o, "namespace", "default"));
-            if (item && allocation)
-                json_object_set_new(item, "status", json_pack("{s:O}", "allocation", allocation));
-            if (item && aopt.explain) {
-                json_t *arr = json_array();
-                for (size_t w = 0; w < n_whys; w++)
-                    json_array_append_new(arr, alloc_explanation_json(whys[w]));
-                json_object_set_new(item, "explanations", arr);
-            }
-            if (item)
-                json_array_append_new(items, item);
-        }
-        json_decref(allocation);
-        for (size_t w = 0; w < n_whys; w++)
-            alloc_explanation_free(whys[w]);
-        free(whys);
+    int r = pods ? schedule_pods(&sc, &in) : schedule_claims(&sc, &in);
+    if (r) {
+        sc.status = r;
+        goto out;
     }
     if (fmt == OUT_JSON) {
         json_t *list =
-            json_pack("{s:s,s:s,s:O}", "apiVersion", "v1", "kind", "List", "items", items);
-        char *s = list ? json_dumps(list, JSON_INDENT(2)) : NULL;
-        if (s)
-            printf("%s\n", s);
-        free(s);
+            json_pack("{s:s,s:s,s:O}", "apiVersion", "v1", "kind", "List", "items", sc.items);
+        char *str = list ? json_dumps(list, JSON_INDENT(2)) : NULL;
+        if (str)
+            printf("%s\n", str);
+        free(str);
         json_decref(list);
     } else if (fmt == OUT_YAML) {
         size_t i;
         json_t *it;
-        json_array_foreach(items, i, it)
+        json_array_foreach(sc.items, i, it)
         {
             printf("---\n");
             yaml_value(stdout, it, 0);
@@ -637,15 +900,18 @@ int cmd_schedule(int argc, char **argv)
     goto out;
 oom:
     fprintf(stderr, "gpuslice schedule: out of memory\n");
-    status = 2;
+    sc.status = 2;
 out:
     for (size_t i = 0; i < in.n; i++)
         json_decref(in.v[i].obj);
     free(in.v);
-    for (size_t i = 0; i < n_nodes; i++)
-        free(nodes[i]);
-    free(nodes);
-    json_decref(items);
-    alloc_state_free(st);
-    return status;
+    for (size_t i = 0; i < sc.n_nodes; i++)
+        free(sc.nodes[i]);
+    free(sc.nodes);
+    for (size_t i = 0; i < sc.n_done; i++)
+        free(sc.done[i]);
+    free(sc.done);
+    json_decref(sc.items);
+    alloc_state_free(sc.st);
+    return sc.status;
 }

@@ -214,6 +214,39 @@ def main():
             'adminAccess All takes every A100 even when in use')
     t.is_eq(got['t4']['devices']['results'][0]['device'], 'gpu-3', 'a tolerated taint')
 
+    # Pods: each pod's claims together on one node, templates make claims, unused claims wait.
+    dc, sl = os.path.join(LAB, '00-deviceclass.yaml'), os.path.join(LAB, '01-resourceslice.yaml')
+    rc, out, err = run('-f', dc, '-f', sl, '-f', os.path.join(HERE, 'pods'), '-o', 'json')
+    items = {i['metadata']['name']: i for i in json.loads(out)['items']}
+    t.is_eq(rc, 1, 'pods: pod-pair does not fit, exit 1')
+    t.is_eq(sorted(items), ['double-gpu-0', 'pod-pair-a-v6rkq', 'pod-pair-b-7kvgv',
+                            'pod-tpl-1-gpu-xffnb', 'single-gpu-0'],
+            'claims of the pods, named <pod>-<entry>-<5 characters> when made from a template')
+    gen = items['pod-tpl-1-gpu-xffnb']
+    t.is_eq(gen['metadata'].get('annotations'), {'resource.kubernetes.io/pod-claim-name': 'gpu'},
+            'a generated claim carries the pod claim name annotation')
+    t.is_eq(gen['status']['allocation']['devices']['results'][0]['consumedCapacity'],
+            {'cores': '30', 'memory': '4Gi'}, 'the template\'s claim is allocated like the lab')
+    t.is_eq([e.message for e in validator.iter_errors(gen)], [],
+            'the generated claim is a valid v1 ResourceClaim')
+    t.ok('status' not in items['double-gpu-0'], 'a claim no pod uses stays pending')
+    t.ok('status' not in items['pod-pair-a-v6rkq'] and 'status' not in items['pod-pair-b-7kvgv'],
+         'a pod is all or nothing: its first claim is rolled back when the second does not fit')
+    t.like(err, 'pod test-dra/pod-pair: its claims do not fit together on any node',
+           'stderr names the pod')
+    examples = os.path.join(P['GS_SOURCE_ROOT'], 'deploy', 'examples')
+    dclass = os.path.join(P['GS_SOURCE_ROOT'], 'deploy', 'base', 'deviceclass.yaml')
+    if os.path.isdir(examples) and os.path.isfile(dclass):
+        rc, out, err = run('-f', dclass, '-f', sl, '-f', examples, '-o', 'json')
+        items = {i['metadata']['name']: i for i in json.loads(out)['items']}
+        t.is_eq(rc, 0, 'deploy/examples: every claim a pod uses is allocated')
+        allocated = sorted(n for n, i in items.items() if 'status' in i)
+        t.is_eq(len(allocated), 2, 'deploy/examples: two claims allocated (pod-0, pod-tpl-1)')
+        t.ok('status' not in items.get('double-gpu-0', {}),
+             'deploy/examples: double-gpu-0 stays pending because no pod uses it')
+    else:
+        t.skip('deploy/examples', 'deploy/examples or deploy/base/deviceclass.yaml missing')
+
     rc, out, err = run('-f', LAB, '--policy', 'best')
     t.is_eq(rc, 2, 'unknown policy: exit 2')
     t.like(err, '"best" is not one of first-fit, binpack, spread, topology', 'lists the policies')
