@@ -76,17 +76,27 @@ class Webhook:
     """The gpuslice-webhook process on 127.0.0.1:<free port>."""
 
     def __init__(self, binary, cert, key, kubeconfig, extra=None, workdir=None, env=None):
-        self.port = free_port()
         self.cert = cert
-        self.log_path = os.path.join(workdir or tempfile.gettempdir(), f'webhook-{self.port}.log')
-        self.log = open(self.log_path, 'w')
-        args = [binary, '--listen', f'127.0.0.1:{self.port}', '--tls-cert-file', cert,
-                '--tls-key-file', key, '--cert-check-interval', '100ms',
-                '--shutdown-delay', '0s'] + (extra or [])
-        if kubeconfig:
-            args += ['--kubeconfig', kubeconfig]
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=env)
-        self.wait_ready()
+        for attempt in range(3):
+            # The free port can be taken by someone else before the webhook binds it: retry.
+            self.port = free_port()
+            self.log_path = os.path.join(workdir or tempfile.gettempdir(),
+                                         f'webhook-{self.port}.log')
+            self.log = open(self.log_path, 'w')
+            args = [binary, '--listen', f'127.0.0.1:{self.port}', '--tls-cert-file', cert,
+                    '--tls-key-file', key, '--cert-check-interval', '100ms',
+                    '--shutdown-delay', '0s'] + (extra or [])
+            if kubeconfig:
+                args += ['--kubeconfig', kubeconfig]
+            self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
+                                         env=env)
+            try:
+                self.wait_ready()
+                return
+            except RuntimeError:
+                if attempt == 2 or 'cannot serve HTTPS' not in self.output():
+                    raise
+                self.stop()
 
     def context(self, cafile=None):
         ctx = ssl.create_default_context(cafile=cafile or self.cert)
