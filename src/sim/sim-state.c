@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/proc.h"
 #include "common/macros.h"
 
 static_assert(sizeof(struct sim_interval) == 24, "sim_interval layout");
@@ -56,38 +57,6 @@ int sim_state_path(const struct sim_config *cfg, char *buf, size_t len, struct g
 }
 
 /* ------------------------------------------------------------------ process identity */
-int sim_proc_start_time(uint32_t pid, uint64_t *out)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%u/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    int saved = errno;
-    close(fd);
-    if (n <= 0)
-        return n < 0 ? -saved : -EIO;
-    buf[n] = '\0';
-    /* comm may hold spaces and parentheses: fields restart after the last ')'. */
-    char *p = strrchr(buf, ')');
-    if (!p)
-        return -EIO;
-    p++;
-    /* p points at " S ppid ...": field 3 is the state; field 22 is 19 fields later. */
-    for (int field = 2; field < 21; field++) {
-        p = strchr(p + 1, ' ');
-        if (!p)
-            return -EIO;
-    }
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(p + 1, &end, 10);
-    if (errno || end == p + 1)
-        return -EIO;
-    *out = v;
-    return 0;
-}
 
 static uint64_t pidns_of(const char *pid)
 {
@@ -116,7 +85,7 @@ static bool slot_alive(struct sim_state *st, int i, bool full)
         return false;
     if (full && p->pidns != 0 && p->pidns == st->pidns) {
         uint64_t t;
-        if (sim_proc_start_time(p->pid, &t) < 0 || t != p->start_time)
+        if (gs_proc_start_time((pid_t)p->pid, &t) < 0 || t != p->start_time)
             return false;
     }
     return true;
@@ -389,7 +358,7 @@ int sim_proc_register(struct sim_state *st, struct gs_error *err)
         return 0;
     uint32_t pid = (uint32_t)getpid();
     uint64_t start = 0;
-    sim_proc_start_time(pid, &start);
+    gs_proc_start_time((pid_t)pid, &start);
     char comm[SIM_COMM_MAX];
     ssize_t n = readlink("/proc/self/exe", comm, sizeof(comm) - 1);
     comm[n > 0 ? n : 0] = '\0';

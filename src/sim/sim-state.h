@@ -158,6 +158,5 @@ struct sim_proc_info {
 int sim_procs_on_device(struct sim_state *st, int dev, struct sim_proc_info *out, int max);
 
 /* Start time (field 22 of /proc/<pid>/stat): 0 or -errno. */
-int sim_proc_start_time(uint32_t pid, uint64_t *out);
 
 #endif /* GS_SIM_SIM_STATE_H */
