@@ -291,6 +291,35 @@ static void *fetch_worker(void *arg)
     return NULL;
 }
 
+struct files_job {
+    struct driver *d;
+    size_t n;
+    const struct claim_ref *refs;
+    struct prepare_result *out;
+    const bool *cached;
+    struct gs_error *err; /* per claim; code 0 = written (or nothing to do) */
+    atomic_size_t next;
+};
+
+static void *files_worker(void *arg)
+{
+    struct files_job *j = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&j->next, 1);
+        if (i >= j->n)
+            break;
+        const struct claim_plan *p = j->out[i].plan;
+        if (!p || (j->cached[i] && driver_claim_files_present(j->d, p)))
+            continue;
+        if (j->cached[i])
+            gs_info("re-creating missing files of a prepared claim", "claim=%s/%s uid=%s",
+                    j->refs[i].ns, j->refs[i].name, j->refs[i].uid);
+        if (driver_write_claim_files(j->d, p, true, &j->err[i]) < 0 && j->err[i].code == 0)
+            j->err[i].code = -EIO;
+    }
+    return NULL;
+}
+
 void driver_prepare(struct driver *d, size_t n, const struct claim_ref *refs,
                     struct prepare_result *out)
 {
@@ -338,23 +367,31 @@ void driver_prepare(struct driver *d, size_t n, const struct claim_ref *refs,
     if (fresh)
         driver_fault_point(d, "prepare-after-started");
     uint64_t t_started = now_ns();
-    for (size_t i = 0; i < n; i++) {
-        if (!out[i].plan)
-            continue;
-        if (cached[i] && driver_claim_files_present(d, out[i].plan))
-            continue;
-        if (cached[i])
-            gs_info("re-creating missing files of a prepared claim", "claim=%s/%s uid=%s",
-                    refs[i].ns, refs[i].name, refs[i].uid);
-        struct gs_error ferr = {0};
-        if (driver_write_claim_files(d, out[i].plan, true, &ferr) < 0) {
-            struct gs_error rerr = {0};
-            driver_remove_claim_files(d, out[i].plan->uid, false, &rerr);
-            if (!cached[i])
-                ckpt_remove(&d->ckpt, out[i].plan->uid);
-            set_error(&out[i], "claim %s/%s: %s", refs[i].ns, refs[i].name, ferr.msg);
-        }
+    /* Each claim's files are independent paths: written by up to FETCH_THREADS threads (the
+     * driver lock stays held by this thread; nothing else touches claim files meanwhile). */
+    struct gs_error *ferr = calloc(n ? n : 1, sizeof(*ferr));
+    struct files_job fj = {.d = d, .n = n, .refs = refs, .out = out, .cached = cached, .err = ferr};
+    atomic_init(&fj.next, 0);
+    started = 0;
+    for (size_t k = 0; ferr && n > 1 && k < GS_MIN((size_t)FETCH_THREADS, n) - 1; k++) {
+        if (pthread_create(&threads[started], NULL, files_worker, &fj) == 0)
+            started++;
     }
+    if (ferr)
+        files_worker(&fj);
+    for (size_t k = 0; k < started; k++)
+        pthread_join(threads[k], NULL);
+    for (size_t i = 0; i < n; i++) {
+        if (!out[i].plan || (ferr && ferr[i].code == 0))
+            continue;
+        struct gs_error rerr = {0};
+        driver_remove_claim_files(d, out[i].plan->uid, false, &rerr);
+        if (!cached[i])
+            ckpt_remove(&d->ckpt, out[i].plan->uid);
+        set_error(&out[i], "claim %s/%s: %s", refs[i].ns, refs[i].name,
+                  ferr ? ferr[i].msg : "out of memory");
+    }
+    free(ferr);
     if (fresh) {
         for (size_t i = 0; i < n; i++)
             if (out[i].plan && !cached[i])
