@@ -3,6 +3,7 @@
 allocation, results of other drivers only, malformed API responses, API errors, garbled and
 oversize gRPC messages."""
 import os
+import subprocess
 import sys
 import urllib.error
 import urllib.request
@@ -13,7 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import grpc  # noqa: E402
 
 import pluginlib as pl  # noqa: E402
-from gstest import Tap  # noqa: E402
+from gstest import Tap, env_paths  # noqa: E402
 
 
 def prep_error(env, c_ref, version='v1'):
@@ -143,6 +144,14 @@ def main():
             t.is_eq((e.code, e.read()), (503, b'not ready: serving=1 registered=1 published=0\n'),
                     'API down: not ready, and says why')
         t.is_eq(env.stop(), 0, 'API down: clean exit')
+    # --print-config: the effective configuration, flags over environment over defaults.
+    e = dict(os.environ, NODE_NAME='node-from-env', GPUSLICE_GRPC_THREADS='7')
+    out = subprocess.run([env_paths()['GS_PLUGIN'], '--print-config', '--cdi-root', '/flag/cdi',
+                          '--grpc-threads', '9'], capture_output=True, text=True, env=e)
+    t.is_eq(out.returncode, 0, '--print-config exits 0')
+    for line in ('node-name: "node-from-env"', 'cdi-root: "/flag/cdi"', 'grpc-threads: 9',
+                 'driver-name: "hami-core-gpu.project-hami.io"', 'reconcile-grace: "5m0s"'):
+        t.ok(line in out.stdout.splitlines(), f'--print-config shows {line}', diag=out.stdout)
     # Option errors name the option and the value.
     with pl.PluginEnv(t) as env:
         env.start(wait=False, extra=['--grpc-threads', 'lots'])
