@@ -12,6 +12,7 @@
 
 #include "common/macros.h"
 #include "common/quantity.h"
+#include "webhook/shape.h"
 
 #define TEMPLATE_SLOTS 4096 /* power of two; cleared when half full */
 #define KEY_MAX        320  /* namespace (63) + '/' + name (253) + NUL */
@@ -325,9 +326,28 @@ int wh_cluster_ensure_template(struct wh_cluster *c, const json_t *tpl, struct g
     int r =
         gs_k8s_create(c->client, &gs_k8s_resourceclaimtemplates, ns, (json_t *)tpl, 0, NULL, err);
     if (r == -EEXIST) {
-        atomic_fetch_add(&c->existing, 1);
+        /* Same name, so the same shape — if the webhook made it: check the spec hash. */
+        const char *want = json_string_value(
+            json_object_get(json_object_get(meta, "annotations"), WH_ANN_SPEC_HASH));
+        json_t *have = NULL;
         gs_error_clear(err);
-        r = 0;
+        r = gs_k8s_get(c->client, &gs_k8s_resourceclaimtemplates, ns, name, &have, err);
+        if (r < 0) {
+            atomic_fetch_add(&c->api_errors, 1);
+            return gs_error_prefix(
+                err, "ResourceClaimTemplate %s/%s exists but cannot be read: ", ns, name);
+        }
+        const char *got = json_string_value(json_object_get(
+            json_object_get(json_object_get(have, "metadata"), "annotations"), WH_ANN_SPEC_HASH));
+        bool same = want && got && strcmp(want, got) == 0;
+        json_decref(have);
+        if (!same)
+            return gs_error_set(err, -EEXIST,
+                                "ResourceClaimTemplate %s/%s exists but was not made by "
+                                "gpuslice-webhook for this claim shape (annotation %s differs); "
+                                "delete it",
+                                ns, name, WH_ANN_SPEC_HASH);
+        atomic_fetch_add(&c->existing, 1);
     } else if (r == 0) {
         atomic_fetch_add(&c->created, 1);
     } else {

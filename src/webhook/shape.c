@@ -295,7 +295,7 @@ out:
     return r;
 }
 
-int wh_template_name(const json_t *claim_spec, char *buf, size_t len)
+int wh_claim_spec_hash(const json_t *claim_spec, char hex[65])
 {
     char *text = json_dumps(claim_spec, JSON_COMPACT | JSON_SORT_KEYS);
     unsigned char digest[32];
@@ -305,18 +305,31 @@ int wh_template_name(const json_t *claim_spec, char *buf, size_t len)
     free(text);
     if (r < 0)
         return -EIO;
+    for (size_t i = 0; i < sizeof(digest); i++)
+        snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+    return 0;
+}
+
+int wh_template_name(const json_t *claim_spec, char *buf, size_t len)
+{
+    char hex[65];
+    int r = wh_claim_spec_hash(claim_spec, hex);
+    if (r < 0)
+        return r;
     if (len < sizeof(WH_TEMPLATE_PREFIX) + 20)
         return -ENOSPC;
-    size_t off = (size_t)snprintf(buf, len, "%s", WH_TEMPLATE_PREFIX);
-    for (size_t i = 0; i < 10; i++)
-        snprintf(buf + off + 2 * i, len - off - 2 * i, "%02x", digest[i]);
+    snprintf(buf, len, "%s%.20s", WH_TEMPLATE_PREFIX, hex);
     return 0;
 }
 
 json_t *wh_template_object(const char *name, const char *ns, const json_t *claim_spec)
 {
-    return json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}},s:{s:O}}", "apiVersion", "resource.k8s.io/v1",
-                     "kind", "ResourceClaimTemplate", "metadata", "name", name, "namespace", ns,
-                     "labels", "app.kubernetes.io/managed-by", "gpuslice-webhook", "spec", "spec",
+    char hex[65];
+    if (wh_claim_spec_hash(claim_spec, hex) < 0)
+        return NULL;
+    return json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s},s:{s:s}},s:{s:O}}", "apiVersion",
+                     "resource.k8s.io/v1", "kind", "ResourceClaimTemplate", "metadata", "name",
+                     name, "namespace", ns, "labels", "app.kubernetes.io/managed-by",
+                     "gpuslice-webhook", "annotations", WH_ANN_SPEC_HASH, hex, "spec", "spec",
                      claim_spec);
 }

@@ -3,6 +3,7 @@
 template creation (201, 409 idempotent, dryRun writes nothing), slices -> percentage
 alternatives, API failures -> denial, plain HTTP and TLS 1.1 refused, 413/400/404/405,
 certificate rotation picked up, metrics, clean SIGTERM exit (ASan leak check)."""
+import hashlib
 import json
 import os
 import signal
@@ -56,16 +57,37 @@ def check_admission(t, api, wh):
     name2 = patch_of(dry)[0]['value'][0]['resourceClaimTemplateName']
     t.is_eq(len(template_posts(api)), 1, 'dryRun: no create request sent')
     t.ok(api.get('resourceclaimtemplates', 'team-a', name2) is None, 'dryRun: nothing written')
+    spec2 = {'devices': {'requests': [{'name': 'gpu', 'exactly': {
+        'deviceClassName': DRIVER, 'allocationMode': 'ExactCount', 'count': 1,
+        'capacity': {'requests': {'cores': '0', 'memory': '2Gi'}}}}]}}
+    digest = hashlib.sha256(json.dumps(spec2, sort_keys=True, separators=(',', ':'))
+                            .encode()).hexdigest()
+    t.is_eq(name2, 'gpuslice-' + digest[:20], 'template name = hash of the expected spec')
     api.put({'apiVersion': 'resource.k8s.io/v1', 'kind': 'ResourceClaimTemplate',
-             'metadata': {'name': name2, 'namespace': 'team-a'},
-             'spec': {'spec': {'devices': {'requests': [{'name': 'gpu', 'exactly': {
-                 'deviceClassName': DRIVER, 'allocationMode': 'ExactCount', 'count': 1,
-                 'capacity': {'requests': {'memory': '2Gi'}}}}]}}}})
+             'metadata': {'name': name2, 'namespace': 'team-a',
+                          'annotations': {'gpuslice.io/claim-spec-sha256': digest}},
+             'spec': {'spec': spec2}})
     status, resp3 = wh.mutate(review(other, uid='conflict'))
     posts = template_posts(api)
     t.is_eq([p['status'] for p in posts], [201, 409], 'existing template: create answered 409')
     t.ok(status == 200 and resp3['response']['allowed'], '409 AlreadyExists is success')
     t.is_eq(patch_of(resp3), patch_of(dry), 'dryRun and real request give the same patch')
+    t.is_eq(len(api.requests(method='GET', match=name2)), 1,
+            '409: the existing template is read once to check its spec hash')
+
+    # A template of that name the webhook did not make (no hash annotation): denied, not used.
+    squat = pod({'nvidia.com/gpumem': '3072'})
+    _, dry3 = wh.mutate(review(squat, uid='dry3', dry=True))
+    name3 = patch_of(dry3)[0]['value'][0]['resourceClaimTemplateName']
+    api.put({'apiVersion': 'resource.k8s.io/v1', 'kind': 'ResourceClaimTemplate',
+             'metadata': {'name': name3, 'namespace': 'team-a'},
+             'spec': {'spec': {'devices': {'requests': [{'name': 'gpu', 'exactly': {
+                 'deviceClassName': DRIVER, 'allocationMode': 'All'}}]}}}})
+    _, resp_sq = wh.mutate(review(squat, uid='squat'))
+    r_sq = resp_sq['response']
+    t.ok(not r_sq['allowed'], 'a foreign template under our name: denied')
+    t.like(r_sq['status']['message'], f'ResourceClaimTemplate team-a/{name3} exists but was not '
+           'made by gpuslice-webhook for this claim shape', 'denial says why')
 
     # Percentage: alternatives from our driver's slices only.
     pct = pod({'nvidia.com/gpumem-percentage': '25'})
@@ -392,8 +414,8 @@ def main():
             t.run('admission', check_admission, t, api, wh)
             t.run('transport', check_transport, t, wh, tmp)
             t.run('concurrency', check_concurrency, t, api, wh)
-            t.is_eq(wh.metric('gpuslice_webhook_admissions_total{outcome="denied"}'), 1.0,
-                    'metrics: one denial counted')
+            t.is_eq(wh.metric('gpuslice_webhook_admissions_total{outcome="denied"}'), 2.0,
+                    'metrics: both denials counted')
             t.ok(wh.metric('gpuslice_webhook_admissions_total{outcome="mutated"}') >= 7,
                  'metrics: mutations counted')
             t.ok(wh.metric('gpuslice_webhook_mutate_duration_seconds_count') >= 9,

@@ -150,8 +150,11 @@ def run_case(t, tool, path, schema, sample_pod):
                 f"{name}: template in the pod's namespace")
         text = json.dumps(tp['spec']['spec'], sort_keys=True, separators=(',', ':'),
                           ensure_ascii=False)
-        t.is_eq(tn, 'gpuslice-' + hashlib.sha256(text.encode()).hexdigest()[:20],
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        t.is_eq(tn, 'gpuslice-' + digest[:20],
                 f"{name}: template named by the SHA-256 of its claim spec")
+        t.is_eq(tp['metadata'].get('annotations', {}).get('gpuslice.io/claim-spec-sha256'),
+                digest, f"{name}: template annotated with the full SHA-256")
     for cn, want in exp.get('claims', {}).items():
         c = ctrs[cn]
         names = [cl['name'] for cl in c.get('resources', {}).get('claims', [])]
