@@ -413,11 +413,12 @@ struct alloc_pick {
 /* Score of a complete solution under `policy`; higher is better. */
 double alloc_policy_score(enum alloc_policy policy, const struct alloc_pick *picks, size_t n);
 
-/* Search for an allocation on opt->node. 0: *res and *n hold the results (owned by the caller) and
- * *allocation the status.allocation JSON; ALLOC_UNSCHEDULABLE; or a negative error. */
-int alloc_search(struct alloc_state *st, const struct alloc_claim_spec *claim,
-                 const struct alloc_options *opt, struct alloc_result **res, size_t *n,
-                 json_t **allocation, struct gs_error *err);
+/* Search for an allocation of all `claims` together on opt->node. 0: res[i] and n[i] hold claim
+ * i's results (owned by the caller) and allocation[i] its status.allocation JSON;
+ * ALLOC_UNSCHEDULABLE; or a negative error. */
+int alloc_search(struct alloc_state *st, const struct alloc_claim_spec *const *claims,
+                 size_t n_claims, const struct alloc_options *opt, struct alloc_result **res,
+                 size_t *n, json_t **allocation, struct gs_error *err);
 
 /* Explain, per request and per device, why a claim does (not) fit on `node`. `outcome` is what
  * the search returned (0, ALLOC_UNSCHEDULABLE, or an error). */

@@ -114,6 +114,17 @@ int alloc_claim_spec_allocate(struct alloc_state *st, const struct alloc_claim_s
                               const struct alloc_options *opt, json_t **allocation,
                               struct alloc_explanation **explanation, struct gs_error *err);
 
+/*
+ * A pod's claims, allocated together on one node as kube-scheduler does (one search over all
+ * their requests; a device taken by one claim is not free for another unless shareable).
+ * All or nothing: on 0 every claim is committed and allocations[i] is claim i's
+ * status.allocation; otherwise nothing changes. explanations[i] as for alloc_claim().
+ * `allocations` and `explanations` (arrays of n) may be NULL.
+ */
+int alloc_claims_allocate(struct alloc_state *st, const struct alloc_claim_spec *const *claims,
+                          size_t n, const struct alloc_options *opt, json_t **allocations,
+                          struct alloc_explanation **explanations, struct gs_error *err);
+
 void alloc_explanation_free(struct alloc_explanation *e);
 /* Text, one line per request and per device:
  *   claim test-dra/big on node n1: Unschedulable

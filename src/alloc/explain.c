@@ -337,7 +337,8 @@ static void explain_request(struct alloc_state *st, const struct alloc_claim_spe
     }
     rr->reason = "RequestsConflict";
     snprintf(rr->message, sizeof(rr->message),
-             "%zu of %zu devices usable on their own, but the claim's other requests need them",
+             "%zu of %zu devices usable on their own, but not together with the other requests "
+             "allocated with it (this claim's or its pod's)",
              usable, total);
 }
 

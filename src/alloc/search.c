@@ -25,6 +25,7 @@ struct cand {
 };
 
 struct req_data {
+    size_t claim;                   /* index in search->claims */
     const struct alloc_request *rq; /* request or subrequest */
     const struct alloc_request *parent;
     const struct alloc_class *cls;
@@ -49,27 +50,31 @@ struct cur {
 
 struct search {
     struct alloc_state *st;
-    const struct alloc_claim_spec *claim;
+    const struct alloc_claim_spec *const *claims; /* a pod's claims, searched together */
+    size_t n_claims;
     const char *node;
     enum alloc_policy policy;
     size_t n_cand;
     struct cand *cands;
     const struct alloc_node_pools *np;
     struct alloc_pool_counters *pc; /* per pool of np, NULL when no device consumes counters */
-    size_t n_req;
+    size_t n_req;                   /* requests of every claim, in claim order */
     struct req_entry *reqs;
     struct alloc_constraint_state *cons;
+    size_t *con_off;   /* claim i's constraints: cons[con_off[i] .. con_off[i + 1]) */
+    size_t *claim_res; /* results per claim so far (32 at most each) */
     size_t max_cap;
-    struct alloc_qty *qbuf; /* (ALLOC_MAX_RESULTS + n_cand) * max_cap */
+    size_t max_res;         /* ALLOC_MAX_RESULTS * n_claims */
+    struct alloc_qty *qbuf; /* (max_res + n_cand) * max_cap */
     size_t n_res;
-    struct cur res[ALLOC_MAX_RESULTS];
+    struct cur *res; /* max_res */
     /* scoring */
     bool have_best;
-    int best_sub[ALLOC_MAX_REQUESTS];
+    int *best_sub; /* n_req */
     double best_score;
     size_t best_n;
-    struct cur best[ALLOC_MAX_RESULTS];
-    struct alloc_qty *best_q; /* ALLOC_MAX_RESULTS * max_cap */
+    struct cur *best;         /* max_res */
+    struct alloc_qty *best_q; /* max_res * max_cap */
     unsigned solutions, max_solutions;
     unsigned long steps, max_steps;
     struct gs_error *err;
@@ -100,12 +105,12 @@ static int selectable(struct search *s, struct req_data *rd, size_t ci)
     size_t failed = 0;
     r = alloc_selectors_match(s->st, rd->rq->sel, rd->rq->n_sel, d, &failed, s->err);
     if (r < 0) {
+        const struct alloc_claim_spec *cl = s->claims[rd->claim];
         if (strncmp(s->err->msg, "CEL compile error", 17) == 0)
-            gs_error_prefix(s->err, "claim %s/%s: selector #%zu: ", s->claim->ns, s->claim->name,
-                            failed);
+            gs_error_prefix(s->err, "claim %s/%s: selector #%zu: ", cl->ns, cl->name, failed);
         else
-            gs_error_prefix(s->err, "claim %s/%s: selector #%zu on device %s/%s/%s: ", s->claim->ns,
-                            s->claim->name, failed, d->slice->driver, d->slice->pool, d->name);
+            gs_error_prefix(s->err, "claim %s/%s: selector #%zu on device %s/%s/%s: ", cl->ns,
+                            cl->name, failed, d->slice->driver, d->slice->pool, d->name);
         return r;
     }
     if (r == 0)
@@ -136,21 +141,30 @@ static void sub_names(const struct req_data *rd, const char **req, const char **
 }
 
 /* 1 allocated (pushed onto s->res), 0 not usable, <0 error. */
+/* Does claim `claim` already hold candidate `ci` in this search? */
+static bool allocating_for_claim(const struct search *s, size_t ci, size_t claim)
+{
+    for (size_t i = 0; i < s->n_res; i++)
+        if (s->res[i].cand == ci && s->res[i].rd->claim == claim)
+            return true;
+    return false;
+}
+
 static int allocate_device(struct search *s, struct req_data *rd, size_t ci, bool must)
 {
     struct cand *c = &s->cands[ci];
     const struct alloc_request *rq = rd->rq;
+    const struct alloc_claim_spec *cl = s->claims[rd->claim];
     if (in_use(s, c, rq->admin))
         return 0;
-    if (rq->admin && c->allocating > 0)
+    if (rq->admin && c->allocating > 0 && allocating_for_claim(s, ci, rd->claim))
         return 0;
     struct cur *cur = &s->res[s->n_res];
     cur->consumed = s->qbuf + s->n_res * s->max_cap;
     struct alloc_cap_check chk;
     int r = alloc_capacity_check(rq, c->dev, c->pending, cur->consumed, &chk, s->err);
     if (r < 0) {
-        gs_error_prefix(s->err, "claim %s/%s, request %s: ", s->claim->ns, s->claim->name,
-                        rq->name);
+        gs_error_prefix(s->err, "claim %s/%s, request %s: ", cl->ns, cl->name, rq->name);
         return r;
     }
     if (chk.verdict != ALLOC_CAP_OK)
@@ -168,9 +182,10 @@ static int allocate_device(struct search *s, struct req_data *rd, size_t ci, boo
     }
     const char *req, *sub;
     sub_names(rd, &req, &sub);
-    for (size_t i = 0; i < s->claim->n_con; i++)
+    size_t c0 = s->con_off[rd->claim], c1 = s->con_off[rd->claim + 1];
+    for (size_t i = c0; i < c1; i++)
         if (!alloc_constraint_add(&s->cons[i], req, sub, c->dev)) {
-            for (size_t e = 0; e < i; e++)
+            for (size_t e = c0; e < i; e++)
                 alloc_constraint_remove(&s->cons[e], req, sub, c->dev);
             if (counted)
                 alloc_counters_give(pc, c->dev);
@@ -178,7 +193,7 @@ static int allocate_device(struct search *s, struct req_data *rd, size_t ci, boo
                 return gs_error_set(s->err, -EINVAL,
                                     "claim %s/%s, request %s: cannot add device %s because a claim "
                                     "constraint would not be satisfied",
-                                    s->claim->ns, s->claim->name, rq->name, c->dev->name);
+                                    cl->ns, cl->name, rq->name, c->dev->name);
             return 0;
         }
     cur->cand = ci;
@@ -189,6 +204,7 @@ static int allocate_device(struct search *s, struct req_data *rd, size_t ci, boo
         for (size_t i = 0; i < c->dev->n_cap; i++)
             c->pending[i].n += cur->consumed[i].n;
     s->n_res++;
+    s->claim_res[rd->claim]++;
     return 1;
 }
 
@@ -198,7 +214,8 @@ static void deallocate(struct search *s)
     struct cand *c = &s->cands[cur->cand];
     const char *req, *sub;
     sub_names(cur->rd, &req, &sub);
-    for (size_t i = 0; i < s->claim->n_con; i++)
+    s->claim_res[cur->rd->claim]--;
+    for (size_t i = s->con_off[cur->rd->claim]; i < s->con_off[cur->rd->claim + 1]; i++)
         alloc_constraint_remove(&s->cons[i], req, sub, c->dev);
     if (cur->counted)
         alloc_counters_give(&s->pc[c->pool - s->np->pools], c->dev);
@@ -213,22 +230,26 @@ static int solution(struct search *s)
 {
     if (s->policy == ALLOC_POLICY_FIRST_FIT)
         return 1;
+    /* Each claim's devices are scored; a pod's claims add up to one score. */
     struct alloc_pick picks[ALLOC_MAX_RESULTS];
-    for (size_t i = 0; i < s->n_res; i++) {
-        picks[i].dev = s->cands[s->res[i].cand].dev;
-        picks[i].pending = s->cands[s->res[i].cand].pending;
+    double score = 0;
+    for (size_t c = 0; c < s->n_claims; c++) {
+        size_t k = 0;
+        for (size_t i = 0; i < s->n_res && k < ALLOC_MAX_RESULTS; i++)
+            if (s->res[i].rd->claim == c) {
+                picks[k].dev = s->cands[s->res[i].cand].dev;
+                picks[k].pending = s->cands[s->res[i].cand].pending;
+                k++;
+            }
+        score += alloc_policy_score(s->policy, picks, k);
     }
-    double score = alloc_policy_score(s->policy, picks, s->n_res);
-    int sub[ALLOC_MAX_REQUESTS];
-    for (size_t i = 0; i < s->n_req; i++)
-        sub[i] = s->reqs[i].selected;
     int better = !s->have_best;
     if (!better) {
         /* Earlier firstAvailable subrequests stay preferred whatever the score. */
         int c = 0;
         for (size_t i = 0; i < s->n_req; i++)
-            if (sub[i] != s->best_sub[i]) {
-                c = sub[i] < s->best_sub[i] ? -1 : 1;
+            if (s->reqs[i].selected != s->best_sub[i]) {
+                c = s->reqs[i].selected < s->best_sub[i] ? -1 : 1;
                 break;
             }
         better = c < 0 || (c == 0 && score > s->best_score);
@@ -236,7 +257,8 @@ static int solution(struct search *s)
     if (better) {
         s->have_best = true;
         s->best_score = score;
-        memcpy(s->best_sub, sub, s->n_req * sizeof(int));
+        for (size_t i = 0; i < s->n_req; i++)
+            s->best_sub[i] = s->reqs[i].selected;
         s->best_n = s->n_res;
         for (size_t i = 0; i < s->n_res; i++) {
             s->best[i] = s->res[i];
@@ -268,7 +290,7 @@ static int allocate_one(struct search *s, size_t ri, size_t si, size_t di, bool 
         return 0;
     if (di >= rd->num_devices)
         return allocate_one(s, ri + 1, 0, 0, false);
-    if (s->n_res + rd->num_devices - di > ALLOC_MAX_RESULTS)
+    if (s->claim_res[rd->claim] + rd->num_devices - di > ALLOC_MAX_RESULTS)
         return 0;
     if (rd->rq->mode == ALLOC_MODE_ALL) {
         int r = allocate_device(s, rd, rd->all[di], true);
@@ -308,7 +330,7 @@ static int allocate_one(struct search *s, size_t ri, size_t si, size_t di, bool 
 
 static void search_fini(struct search *s)
 {
-    for (size_t i = 0; i < s->claim->n_con && s->cons; i++)
+    for (size_t i = 0; s->cons && s->con_off && i < s->con_off[s->n_claims]; i++)
         free(s->cons[i].vals);
     for (size_t i = 0; s->pc && i < s->np->n; i++)
         alloc_counters_fini(&s->pc[i]);
@@ -319,13 +341,14 @@ static int setup_request(struct search *s, const struct alloc_request *rq,
                          const struct alloc_request *parent, const struct alloc_node_pools *np,
                          struct req_data *rd)
 {
+    const struct alloc_claim_spec *cl = s->claims[rd->claim];
     rd->rq = rq;
     rd->parent = parent;
     rd->cls = alloc_map_get(&s->st->classes, rq->class_name);
     if (!rd->cls)
         return gs_error_set(s->err, -ENOENT,
-                            "claim %s/%s, request %s: could not retrieve device class %s",
-                            s->claim->ns, s->claim->name, rq->name, rq->class_name);
+                            "claim %s/%s, request %s: could not retrieve device class %s", cl->ns,
+                            cl->name, rq->name, rq->class_name);
     rd->match = alloc_scratch_get(s->st, s->n_cand + 1);
     if (!rd->match)
         return -ENOMEM;
@@ -339,14 +362,12 @@ static int setup_request(struct search *s, const struct alloc_request *rq,
             return gs_error_set(s->err, ALLOC_UNSCHEDULABLE,
                                 "claim %s/%s, request %s: asks for all devices, but resource pool "
                                 "%s/%s is currently being updated",
-                                s->claim->ns, s->claim->name, rq->name, np->pools[i].driver,
-                                np->pools[i].pool);
+                                cl->ns, cl->name, rq->name, np->pools[i].driver, np->pools[i].pool);
         if (np->pools[i].invalid)
             return gs_error_set(s->err, -EINVAL,
                                 "claim %s/%s, request %s: asks for all devices, but resource pool "
                                 "%s/%s is currently invalid",
-                                s->claim->ns, s->claim->name, rq->name, np->pools[i].driver,
-                                np->pools[i].pool);
+                                cl->ns, cl->name, rq->name, np->pools[i].driver, np->pools[i].pool);
     }
     rd->all = alloc_scratch_get(s->st, (s->n_cand + 1) * sizeof(size_t));
     if (!rd->all)
@@ -362,9 +383,16 @@ static int setup_request(struct search *s, const struct alloc_request *rq,
     return 0;
 }
 
-static int build_results(struct search *s, const struct cur *res, size_t n,
-                         struct alloc_result **out, json_t **allocation)
+/* Results and status.allocation of claim `c` from the solution `res` (n entries). */
+static int build_results(struct search *s, size_t c, const struct cur *all, size_t n_all,
+                         struct alloc_result **out, size_t *n_out, json_t **allocation)
 {
+    const struct alloc_claim_spec *cl = s->claims[c];
+    struct cur res[ALLOC_MAX_RESULTS];
+    size_t n = 0;
+    for (size_t i = 0; i < n_all && n < ALLOC_MAX_RESULTS; i++)
+        if (all[i].rd->claim == c)
+            res[n++] = all[i];
     struct alloc_result *r = calloc(n + 1, sizeof(*r));
     struct alloc_chosen ch[ALLOC_MAX_RESULTS];
     const struct alloc_class *sel_class[ALLOC_MAX_REQUESTS];
@@ -372,9 +400,13 @@ static int build_results(struct search *s, const struct cur *res, size_t n,
     if (!r)
         return -ENOMEM;
     int e = -ENOMEM;
-    for (size_t i = 0; i < s->n_req; i++) {
-        selected[i] = s->reqs[i].rd[0].parent ? 0 : -1;
-        sel_class[i] = s->reqs[i].rd[0].cls;
+    /* This claim's requests are reqs[first .. first + cl->n_req). */
+    size_t first = 0;
+    while (first < s->n_req && s->reqs[first].rd[0].claim != c)
+        first++;
+    for (size_t i = 0; i < cl->n_req; i++) {
+        selected[i] = s->reqs[first + i].rd[0].parent ? 0 : -1;
+        sel_class[i] = s->reqs[first + i].rd[0].cls;
     }
     for (size_t i = 0; i < n; i++) {
         const struct alloc_device *d = s->cands[res[i].cand].dev;
@@ -382,10 +414,10 @@ static int build_results(struct search *s, const struct cur *res, size_t n,
         struct alloc_result *x = &r[i];
         if (rd->parent) {
             size_t ri = 0;
-            while (ri < s->n_req && s->reqs[ri].rd[0].parent != rd->parent)
+            while (ri < cl->n_req && s->reqs[first + ri].rd[0].parent != rd->parent)
                 ri++;
-            if (ri < s->n_req) {
-                selected[ri] = (int)(rd - s->reqs[ri].rd);
+            if (ri < cl->n_req) {
+                selected[ri] = (int)(rd - s->reqs[first + ri].rd);
                 sel_class[ri] = rd->cls;
             }
             if (asprintf(&x->request, "%s/%s", rd->parent->name, rd->rq->name) < 0)
@@ -418,18 +450,39 @@ static int build_results(struct search *s, const struct cur *res, size_t n,
         ch[i].dev = d;
         ch[i].res = x;
     }
-    *allocation = alloc_allocation_json(s->claim, s->node, sel_class, selected, ch, n, s->err);
+    *allocation = alloc_allocation_json(cl, s->node, sel_class, selected, ch, n, s->err);
     if (!*allocation) {
         e = s->err && s->err->code ? s->err->code : -ENOMEM;
         goto fail;
     }
     *out = r;
+    *n_out = n;
     return 0;
 fail:
     for (size_t i = 0; i < n; i++)
         alloc_result_fini(&r[i]);
     free(r);
     return e;
+}
+
+static int build_all(struct search *s, const struct cur *all, size_t n_all,
+                     struct alloc_result **res, size_t *n, json_t **allocation)
+{
+    for (size_t c = 0; c < s->n_claims; c++) {
+        int r = build_results(s, c, all, n_all, &res[c], &n[c], &allocation[c]);
+        if (r < 0) {
+            for (size_t k = 0; k < c; k++) {
+                for (size_t i = 0; i < n[k]; i++)
+                    alloc_result_fini(&res[k][i]);
+                free(res[k]);
+                res[k] = NULL;
+                json_decref(allocation[k]);
+                allocation[k] = NULL;
+            }
+            return r;
+        }
+    }
+    return 0;
 }
 
 /* Can some device on the node hold `rq` on its own? A necessary condition only: it looks at
@@ -474,26 +527,29 @@ static bool classes_known(struct alloc_state *st, const struct alloc_claim_spec 
     return true;
 }
 
-int alloc_search(struct alloc_state *st, const struct alloc_claim_spec *claim,
-                 const struct alloc_options *opt, struct alloc_result **res, size_t *n,
-                 json_t **allocation, struct gs_error *err)
+int alloc_search(struct alloc_state *st, const struct alloc_claim_spec *const *claims,
+                 size_t n_claims, const struct alloc_options *opt, struct alloc_result **res,
+                 size_t *n, json_t **allocation, struct gs_error *err)
 {
     struct search s = {
         .st = st,
-        .claim = claim,
+        .claims = claims,
+        .n_claims = n_claims,
         .node = opt->node,
         .policy = opt->policy,
         .err = err,
         .max_solutions = opt->max_solutions ? opt->max_solutions : DEFAULT_MAX_SOLUTIONS,
         .max_steps = opt->max_steps ? opt->max_steps : DEFAULT_MAX_STEPS,
+        .max_res = ALLOC_MAX_RESULTS * n_claims,
     };
     const struct alloc_node_pools *np = alloc_pools_for_node(st, opt->node, err);
     if (!np)
         return err && err->code ? err->code : -ENOMEM;
-    if (classes_known(st, claim))
-        for (size_t i = 0; i < claim->n_req; i++)
-            if (!request_may_fit(&claim->req[i], np))
-                return ALLOC_UNSCHEDULABLE;
+    for (size_t c = 0; c < n_claims; c++)
+        if (classes_known(st, claims[c]))
+            for (size_t i = 0; i < claims[c]->n_req; i++)
+                if (!request_may_fit(&claims[c]->req[i], np))
+                    return ALLOC_UNSCHEDULABLE;
     int r = -ENOMEM;
     for (size_t i = 0; i < np->n; i++)
         for (size_t k = 0; k < np->pools[i].n_slices; k++)
@@ -525,37 +581,53 @@ int alloc_search(struct alloc_state *st, const struct alloc_claim_spec *claim,
                 goto out;
     }
     size_t mc = s.max_cap ? s.max_cap : 1;
-    s.qbuf = alloc_scratch_get(st, (ALLOC_MAX_RESULTS + s.n_cand) * mc * sizeof(struct alloc_qty));
-    if (!s.qbuf)
+    s.qbuf = alloc_scratch_get(st, (s.max_res + s.n_cand) * mc * sizeof(struct alloc_qty));
+    s.res = alloc_scratch_get(st, (s.max_res + 1) * sizeof(*s.res));
+    s.claim_res = alloc_scratch_get(st, (n_claims + 1) * sizeof(size_t));
+    s.con_off = alloc_scratch_get(st, (n_claims + 1) * sizeof(size_t));
+    if (!s.qbuf || !s.res || !s.claim_res || !s.con_off)
         goto out;
     for (size_t i = 0; i < s.n_cand; i++)
-        s.cands[i].pending = s.qbuf + (ALLOC_MAX_RESULTS + i) * mc;
-    if (s.policy != ALLOC_POLICY_FIRST_FIT) {
-        s.best_q = alloc_scratch_get(st, ALLOC_MAX_RESULTS * mc * sizeof(struct alloc_qty));
-        if (!s.best_q)
-            goto out;
+        s.cands[i].pending = s.qbuf + (s.max_res + i) * mc;
+    size_t n_con = 0;
+    for (size_t c = 0; c < n_claims; c++) {
+        s.con_off[c] = n_con;
+        n_con += claims[c]->n_con;
+        s.n_req += claims[c]->n_req;
     }
-    s.cons = alloc_scratch_get(st, (claim->n_con + 1) * sizeof(*s.cons));
-    s.reqs = alloc_scratch_get(st, (claim->n_req + 1) * sizeof(*s.reqs));
+    s.con_off[n_claims] = n_con;
+    s.cons = alloc_scratch_get(st, (n_con + 1) * sizeof(*s.cons));
+    s.reqs = alloc_scratch_get(st, (s.n_req + 1) * sizeof(*s.reqs));
     if (!s.cons || !s.reqs)
         goto out;
-    for (size_t i = 0; i < claim->n_con; i++)
-        s.cons[i].c = &claim->con[i];
-    s.n_req = claim->n_req;
-    for (size_t i = 0; i < claim->n_req; i++) {
-        const struct alloc_request *rq = &claim->req[i];
-        struct req_entry *re = &s.reqs[i];
-        size_t cnt = rq->n_sub ? rq->n_sub : 1;
-        re->rd = alloc_scratch_get(st, cnt * sizeof(*re->rd));
-        if (!re->rd)
+    if (s.policy != ALLOC_POLICY_FIRST_FIT) {
+        s.best_q = alloc_scratch_get(st, s.max_res * mc * sizeof(struct alloc_qty));
+        s.best = alloc_scratch_get(st, (s.max_res + 1) * sizeof(*s.best));
+        s.best_sub = alloc_scratch_get(st, (s.n_req + 1) * sizeof(int));
+        if (!s.best_q || !s.best || !s.best_sub)
             goto out;
-        re->n_rd = cnt;
-        re->selected = -1;
-        for (size_t k = 0; k < cnt; k++) {
-            r = setup_request(&s, rq->n_sub ? &rq->sub[k] : rq, rq->n_sub ? rq : NULL, np,
-                              &re->rd[k]);
-            if (r < 0)
+    }
+    size_t ri = 0;
+    for (size_t c = 0; c < n_claims; c++) {
+        const struct alloc_claim_spec *claim = claims[c];
+        for (size_t i = 0; i < claim->n_con; i++)
+            s.cons[s.con_off[c] + i].c = &claim->con[i];
+        for (size_t i = 0; i < claim->n_req; i++, ri++) {
+            const struct alloc_request *rq = &claim->req[i];
+            struct req_entry *re = &s.reqs[ri];
+            size_t cnt = rq->n_sub ? rq->n_sub : 1;
+            re->rd = alloc_scratch_get(st, cnt * sizeof(*re->rd));
+            if (!re->rd)
                 goto out;
+            re->n_rd = cnt;
+            re->selected = -1;
+            for (size_t k = 0; k < cnt; k++) {
+                re->rd[k].claim = c;
+                r = setup_request(&s, rq->n_sub ? &rq->sub[k] : rq, rq->n_sub ? rq : NULL, np,
+                                  &re->rd[k]);
+                if (r < 0)
+                    goto out;
+            }
         }
     }
     r = allocate_one(&s, 0, 0, 0, false);
@@ -564,14 +636,10 @@ int alloc_search(struct alloc_state *st, const struct alloc_claim_spec *claim,
     if (s.policy != ALLOC_POLICY_FIRST_FIT && s.have_best) {
         for (size_t i = 0; i < s.n_req; i++)
             s.reqs[i].selected = s.best_sub[i];
-        r = build_results(&s, s.best, s.best_n, res, allocation);
-        if (r == 0)
-            *n = s.best_n;
-    } else if (r == 1) {
-        r = build_results(&s, s.res, s.n_res, res, allocation);
-        if (r == 0)
-            *n = s.n_res;
-    } else
+        r = build_all(&s, s.best, s.best_n, res, n, allocation);
+    } else if (r == 1)
+        r = build_all(&s, s.res, s.n_res, res, n, allocation);
+    else
         r = ALLOC_UNSCHEDULABLE;
 out:
     if (r == -ENOMEM && err && !err->code)

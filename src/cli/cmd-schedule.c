@@ -522,51 +522,39 @@ static int schedule_group(struct sched *s, const char *pod, struct member *m, si
     }
     char failure[GS_ERROR_MSG_MAX] = "";
     bool placed = false;
+    json_t **al = calloc(n + 1, sizeof(json_t *));
+    struct alloc_explanation **why = calloc(n + 1, sizeof(struct alloc_explanation *));
+    if (!al || !why) {
+        free(al);
+        free(why);
+        ret = 2;
+        goto out;
+    }
+    /* All of a group's claims are searched together on each node, first node that fits wins. */
     for (size_t k = 0; k < s->n_nodes && !placed; k++) {
-        size_t j;
         s->aopt.node = s->nodes[k];
-        for (j = 0; j < n; j++) {
-            struct alloc_explanation *why = NULL;
-            int r =
-                alloc_claim_spec_allocate(s->st, spec[j], &s->aopt, &m[j].allocation, &why, &err);
-            if (r != 0) {
-                if (why)
-                    m[j].whys[m[j].n_whys++] = why;
-                snprintf(failure, sizeof(failure), "%s", err.msg);
-                break;
-            }
-            if (why && s->aopt.explain) {
-                for (size_t w = 0; w < m[j].n_whys; w++)
-                    alloc_explanation_free(m[j].whys[w]);
-                m[j].whys[0] = why;
-                m[j].n_whys = 1;
-            } else
-                alloc_explanation_free(why);
-        }
-        if (j == n) {
+        int r = alloc_claims_allocate(s->st, (const struct alloc_claim_spec *const *)spec, n,
+                                      &s->aopt, al, why, &err);
+        if (r == 0) {
             placed = true;
             for (size_t i = 0; i < n; i++) {
+                m[i].allocation = al[i];
                 m[i].placed = s->nodes[k];
-                /* Explanations of nodes that did not work out stay with --explain only. */
-                if (!s->aopt.explain) {
-                    for (size_t w = 0; w < m[i].n_whys; w++)
-                        alloc_explanation_free(m[i].whys[w]);
-                    m[i].n_whys = 0;
-                }
+                for (size_t w = 0; w < m[i].n_whys; w++)
+                    alloc_explanation_free(m[i].whys[w]);
+                m[i].n_whys = 0;
+                if (why[i])
+                    m[i].whys[m[i].n_whys++] = why[i];
             }
             break;
         }
-        /* Roll the pod's earlier claims back before the next node. */
-        for (size_t i = 0; i < j; i++) {
-            alloc_state_release_claim(s->st, meta_str(m[i].obj, "namespace", "default"),
-                                      meta_str(m[i].obj, "name", ""));
-            json_decref(m[i].allocation);
-            m[i].allocation = NULL;
-            for (size_t w = 0; w < m[i].n_whys; w++)
-                alloc_explanation_free(m[i].whys[w]);
-            m[i].n_whys = 0;
-        }
+        snprintf(failure, sizeof(failure), "%s", err.msg);
+        for (size_t i = 0; i < n; i++)
+            if (why[i])
+                m[i].whys[m[i].n_whys++] = why[i];
     }
+    free(al);
+    free(why);
     if (placed) {
         for (size_t i = 0; i < n; i++) {
             char **nd = realloc(s->done, (s->n_done + 1) * sizeof(char *));
@@ -580,9 +568,8 @@ static int schedule_group(struct sched *s, const char *pod, struct member *m, si
     } else {
         s->status = 1;
         for (size_t i = 0; i < n; i++) {
-            m[i].reason = m[i].n_whys ? alloc_explanation_reason(m[i].whys[m[i].n_whys - 1])
-                          : pod       ? "PodUnschedulable"
-                                      : "Error";
+            m[i].reason =
+                m[i].n_whys ? alloc_explanation_reason(m[i].whys[m[i].n_whys - 1]) : "Error";
             if (s->aopt.explain)
                 continue;
             for (size_t w = 0; w < m[i].n_whys; w++)

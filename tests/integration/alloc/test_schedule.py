@@ -231,7 +231,9 @@ def main():
             'the generated claim is a valid v1 ResourceClaim')
     t.ok('status' not in items['double-gpu-0'], 'a claim no pod uses stays pending')
     t.ok('status' not in items['pod-pair-a-v6rkq'] and 'status' not in items['pod-pair-b-7kvgv'],
-         'a pod is all or nothing: its first claim is rolled back when the second does not fit')
+         'a pod is all or nothing: neither claim is allocated when both do not fit together')
+    t.like(err, 'claims test-dra/pod-pair-a-v6rkq and 1 more: cannot allocate them together on '
+                'node lab-node', 'the pod\'s claims are searched together')
     t.like(err, 'pod test-dra/pod-pair: its claims do not fit together on any node',
            'stderr names the pod')
     examples = os.path.join(P['GS_SOURCE_ROOT'], 'deploy', 'examples')

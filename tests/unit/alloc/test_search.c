@@ -718,6 +718,67 @@ static void test_pool_across_nodes(void)
     alloc_state_free(st);
 }
 
+static void test_pod_claims_together(void)
+{
+    /* Sequentially, "any" takes d0 and "feature" finds nothing; searched together, "any"
+     * backtracks to d1 and "feature" gets d0 - as kube-scheduler does for a pod's claims. */
+    const char *fx = CLASS
+        "kind: ResourceSlice\nmetadata: {name: s}\n"
+        "spec: {driver: gpu.example.com, nodeName: n1, pool: {name: p, resourceSliceCount: 1},"
+        " devices: [{name: d0, attributes: {x: {bool: true}}}, {name: d1}]}\n";
+    struct alloc_state *st = state_from(fx);
+    json_t *a = obj_from(ONE_REQ("any"));
+    json_t *b = obj_from(CLAIM_HEAD(
+        "feature") "    requests:\n    - name: r\n      exactly:\n"
+                   "        deviceClassName: gpu\n        selectors: "
+                   "[{cel: {expression: '\"x\" in device.attributes[\"gpu.example.com\"]'}}]\n");
+    struct gs_error err = {0};
+    struct alloc_claim_spec *specs[2] = {alloc_claim_spec_new(a, &err),
+                                         alloc_claim_spec_new(b, &err)};
+    json_t *al[2] = {NULL, NULL};
+    struct alloc_explanation *why[2] = {NULL, NULL};
+    struct alloc_options opt = {.node = "n1"};
+    is_int(alloc_claims_allocate(st, (const struct alloc_claim_spec *const *)specs, 2, &opt, al,
+                                 why, &err),
+           0, "a pod's two claims fit together");
+    is_str(res_str(al[0], 0, "device"), "d1", "the first claim backtracks to d1");
+    is_str(res_str(al[1], 0, "device"), "d0", "the second gets d0, the only one with x");
+    is_uint(alloc_state_claim_count(st), 2, "both committed");
+    json_decref(al[0]);
+    json_decref(al[1]);
+    /* All or nothing: a third claim with the second again cannot fit; nothing is committed. */
+    json_t *c = obj_from(ONE_REQ("third"));
+    struct alloc_claim_spec *more[2] = {alloc_claim_spec_new(c, &err), specs[1]};
+    is_int(alloc_state_release_claim(st, "ns", "any"), 0, "free d1");
+    is_int(alloc_claims_allocate(st, (const struct alloc_claim_spec *const *)more, 2, &opt, al, why,
+                                 &err),
+           0, "re-allocating 'feature' together with 'third'");
+    is_str(res_str(al[0], 0, "device"), "d1", "third: d1");
+    is_str(res_str(al[1], 0, "device"), "d0", "feature keeps d0 (its own old allocation is free)");
+    json_decref(al[0]);
+    json_decref(al[1]);
+    json_t *d = obj_from(ONE_REQ("fourth"));
+    struct alloc_claim_spec *none[2] = {alloc_claim_spec_new(d, &err), specs[0]};
+    is_int(alloc_claims_allocate(st, (const struct alloc_claim_spec *const *)none, 2, &opt, al, why,
+                                 &err),
+           ALLOC_UNSCHEDULABLE, "no room for two more claims");
+    like_str(err.msg, "claims ns/fourth and 1 more: cannot allocate them together on node n1",
+             "message names the group");
+    ok(why[0] && why[1], "each claim is explained");
+    is_uint(alloc_state_claim_count(st), 2, "nothing committed");
+    alloc_explanation_free(why[0]);
+    alloc_explanation_free(why[1]);
+    alloc_claim_spec_release(none[0]);
+    alloc_claim_spec_release(more[0]);
+    alloc_claim_spec_release(specs[0]);
+    alloc_claim_spec_release(specs[1]);
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+    json_decref(d);
+    alloc_state_free(st);
+}
+
 static void test_counters(void)
 {
     /* A MIG-like GPU: the counter set lives in its own slice of the pool. */
@@ -773,5 +834,6 @@ int main(void)
     test_state_and_spec();
     test_counters();
     test_pool_across_nodes();
+    test_pod_claims_together();
     return tap_done();
 }
