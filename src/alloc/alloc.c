@@ -108,15 +108,24 @@ int alloc_claims_allocate(struct alloc_state *st, const struct alloc_claim_spec 
         return gs_error_set(err, -EINVAL, "alloc_claim: a node name is required");
     if (n_specs == 0)
         return 0;
-    struct alloc_result **res = calloc(n_specs, sizeof(struct alloc_result *));
-    size_t *n = calloc(n_specs, sizeof(*n));
-    json_t **al = calloc(n_specs, sizeof(json_t *));
-    struct alloc_allocated_claim **old = calloc(n_specs, sizeof(struct alloc_allocated_claim *));
+    /* Small groups (a claim, a pod's few claims) use the stack. */
+    struct alloc_result *res_s[8] = {0};
+    size_t n_s[8] = {0};
+    json_t *al_s[8] = {0};
+    struct alloc_allocated_claim *old_s[8] = {0};
+    bool heap = n_specs > 8;
+    struct alloc_result **res = heap ? calloc(n_specs, sizeof(struct alloc_result *)) : res_s;
+    size_t *n = heap ? calloc(n_specs, sizeof(size_t)) : n_s;
+    json_t **al = heap ? calloc(n_specs, sizeof(json_t *)) : al_s;
+    struct alloc_allocated_claim **old =
+        heap ? calloc(n_specs, sizeof(struct alloc_allocated_claim *)) : old_s;
     if (!res || !n || !al || !old) {
-        free(res);
-        free(n);
-        free(al);
-        free(old);
+        if (heap) {
+            free(res);
+            free(n);
+            free(al);
+            free(old);
+        }
         return gs_error_set(err, -ENOMEM, "out of memory");
     }
     /* Claims the state already holds are allocated afresh: their devices count as free during
@@ -175,9 +184,11 @@ int alloc_claims_allocate(struct alloc_state *st, const struct alloc_claim_spec 
         else
             json_decref(al[i]);
     }
-    free(res);
-    free(n);
-    free(al);
-    free(old);
+    if (heap) {
+        free(res);
+        free(n);
+        free(al);
+        free(old);
+    }
     return r;
 }

@@ -197,11 +197,16 @@ static void usage_apply(struct alloc_state *st, const struct alloc_allocated_cla
 struct alloc_allocated_claim *alloc_state_take_claim(struct alloc_state *st, const char *ns,
                                                      const char *name)
 {
-    char *key;
-    if (asprintf(&key, "%s/%s", ns, name) < 0)
+    char buf[512];
+    char *key = buf;
+    if (st->claims.len == 0)
+        return NULL;
+    if ((size_t)snprintf(buf, sizeof(buf), "%s/%s", ns, name) >= sizeof(buf) &&
+        asprintf(&key, "%s/%s", ns, name) < 0)
         return NULL;
     struct alloc_allocated_claim *c = alloc_map_remove(&st->claims, key);
-    free(key);
+    if (key != buf)
+        free(key);
     if (c)
         usage_apply(st, c, -1);
     return c;
