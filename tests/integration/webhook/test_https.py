@@ -124,10 +124,16 @@ def check_admission(t, api, wh):
          'pod with its own claim for our class: unchanged')
     t.like(' '.join(resp7['response'].get('warnings', [])), 'already has claim "mine"',
            'warning says why')
-    # extendedResourceName DeviceClass -> warning.
+    # A DeviceClass mapping nvidia.com/gpu through extendedResourceName: translated + warning.
     api.put({'apiVersion': 'resource.k8s.io/v1', 'kind': 'DeviceClass',
              'metadata': {'name': 'gpu.nvidia.com'},
              'spec': {'extendedResourceName': 'nvidia.com/gpu'}})
+    _, resp8 = wh.mutate(review(pod({'nvidia.com/gpu': '1'}), uid='ern'))
+    t.ok(resp8['response']['allowed'] and 'patch' in resp8['response'],
+         'extendedResourceName class present: still translated')
+    t.like(' '.join(resp8['response'].get('warnings', [])),
+           'DeviceClass gpu.nvidia.com maps nvidia.com/gpu through extendedResourceName',
+           'admission warning names the DeviceClass')
     return resp
 
 
@@ -409,7 +415,8 @@ def main():
         api.put(slice_obj('other-vendor', 'gpu.example.com', ['24Gi'], node='node-3'))
         cert, key = make_cert(tmp)
         kubeconfig = write_kubeconfig(tmp, api.url, TOKEN)
-        wh = Webhook(binary, cert, key, kubeconfig, workdir=tmp, extra=['--api-timeout', '10s'])
+        wh = Webhook(binary, cert, key, kubeconfig, workdir=tmp,
+                     extra=['--api-timeout', '10s', '--class-cache-ttl', '1ms'])
         try:
             t.run('admission', check_admission, t, api, wh)
             t.run('transport', check_transport, t, wh, tmp)
