@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/log.h"
 #include "common/macros.h"
 #include "common/quantity.h"
 #include "webhook/shape.h"
@@ -350,6 +351,7 @@ int wh_cluster_ensure_template(struct wh_cluster *c, const json_t *tpl, struct g
         atomic_fetch_add(&c->existing, 1);
     } else if (r == 0) {
         atomic_fetch_add(&c->created, 1);
+        gs_info("claim template created", "template=%s/%s", ns, name);
     } else {
         atomic_fetch_add(&c->api_errors, 1);
         return gs_error_prefix(err, "cannot create ResourceClaimTemplate %s/%s: ", ns, name);

@@ -46,6 +46,8 @@ def check_admission(t, api, wh):
                  'capacity': {'requests': {'cores': '50', 'memory': '10Gi'}}},
                 'created template carries the seed mapping')
     t.is_eq(len(template_posts(api)), 1, 'one create for the first pod of a shape')
+    t.like(wh.output(), f'msg="claim template created" template=team-a/{tpl_name}',
+           'creation logged')
     status, resp2 = wh.mutate(review(seed, uid='second'))
     t.is_eq(patch_of(resp2), patch_of(resp), 'same shape, same patch (same template name)')
     t.is_eq(len(template_posts(api)), 1, 'second pod of a known shape: no API call (cached)')
