@@ -37,6 +37,9 @@ int gs_proc_start_time(pid_t pid, uint64_t *out)
     char *p = strrchr(buf, ')');
     if (!p)
         return -EIO;
+    /* A zombie (or dead) process has exited: its resources are gone, only its pid remains. */
+    if (p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'))
+        return -ESRCH;
     /* After ')' come " S ppid ...": field 3 is the state, field 22 nineteen fields later. */
     for (int field = 2; field < 22; field++) {
         p = strchr(p + 1, ' ');

@@ -12,7 +12,8 @@
 
 /* Start time of `pid` in clock ticks after boot (field 22 of /proc/<pid>/stat; the command name
  * may hold spaces and parentheses, so fields are counted from the last ')').
- * 0, -ESRCH/-ENOENT when the process does not exist, -EIO when the file cannot be parsed. */
+ * 0, -ESRCH when the process does not exist or has exited (zombie), -EIO when the file cannot be
+ * parsed. */
 int gs_proc_start_time(pid_t pid, uint64_t *out);
 
 /* /proc/sys/kernel/random/boot_id without the newline; "unknown" if unreadable. Returns 0. */

@@ -25,6 +25,11 @@ int main(void)
     is_int(gs_proc_start_time(child, &child_t), 0, "child start time");
     ok(child_t >= self, "child started after us");
     kill(child, SIGKILL);
+    uint64_t z;
+    int zrc = 0;
+    for (int i = 0; i < 200 && (zrc = gs_proc_start_time(child, &z)) == 0; i++)
+        usleep(5000);
+    is_int(zrc, -ESRCH, "killed but unreaped child (zombie): -ESRCH");
     waitpid(child, NULL, 0);
     uint64_t gone;
     is_int(gs_proc_start_time(child, &gone), -ESRCH, "reaped child: -ESRCH");
