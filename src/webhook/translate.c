@@ -367,6 +367,12 @@ int wh_translate_pod(const struct wh_names *names, const struct wh_cluster_ops *
                             "translated to ResourceClaimTemplates by gpuslice-webhook anyway",
                             cls, used[u]);
         }
+        const char *node = json_string_value(json_object_get(spec, "nodeName"));
+        if (node && *node)
+            add_warning(out,
+                        "spec.nodeName is set (%.64s): the scheduler does not run for this pod, "
+                        "so its GPU claims will not be allocated",
+                        node);
         out->patch = TAKE_PTR(patch);
     }
     json_decref(patch);
