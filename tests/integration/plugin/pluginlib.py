@@ -8,9 +8,11 @@ gpusim, schema validators, and allocated-claim fixtures.
         env.api.put(claim(...))
         resp = env.kubelet.prepare('v1', [claim_ref])
 """
+import atexit
 import glob
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -49,6 +51,7 @@ def protos():
         return _protos
     src = os.path.join(env_paths()['GS_SOURCE_ROOT'], 'proto')
     out = tempfile.mkdtemp(prefix='gs-proto-')
+    atexit.register(shutil.rmtree, out, True)
     from grpc_tools import protoc  # noqa: PLC0415 - only needed here
     files = sorted(glob.glob(os.path.join(src, '*.proto')))
     rc = protoc.main(['protoc', f'-I{src}', f'--python_out={out}', f'--grpc_python_out={out}']

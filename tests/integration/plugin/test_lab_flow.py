@@ -142,12 +142,19 @@ def main():
 
         dc, c0, c1 = load_examples(p)
         allocs, why = schedule(t, p, env.tmp, slices, dc, [c0, c1])
+        t.ok(allocs is not None, 'gpuslice schedule (playing kube-scheduler) allocated both claims',
+             diag=why)
         if allocs is None:
-            t.diag(f'allocating with a fixture: {why}')
-        else:
-            t.diag('allocated by gpuslice schedule')
+            # Keep checking the plugin's side with a hand-made allocation.
             allocs = {c0['metadata']['name']: fixture_allocation(),
                       c1['metadata']['name']: fixture_allocation()}
+        else:
+            res = [allocs[c['metadata']['name']]['devices']['results'][0] for c in (c0, c1)]
+            t.is_eq([r['consumedCapacity'] for r in res], [{'cores': '30', 'memory': '4Gi'}] * 2,
+                    'scheduler: each claim consumes 30 cores / 4Gi')
+            t.is_eq({r['device'] for r in res}, {'hami-gpu-0'}, 'scheduler: both on hami-gpu-0')
+            t.ok(res[0].get('shareID') and res[0].get('shareID') != res[1].get('shareID'),
+                 'scheduler: distinct shareIDs', diag=res)
         claims = []
         for c in (c0, c1):
             c = json.loads(json.dumps(c))
