@@ -460,6 +460,11 @@ class FakeAPI:
 
 
 class _Server(ThreadingHTTPServer):
+    # A real listen backlog: socketserver's default of 5 drops the SYNs of a client that opens
+    # several connections at once (the plugin fetches 8 claims in parallel), each costing a 1 s
+    # retransmission.
+    request_queue_size = 128
+
     def handle_error(self, request, client_address):
         if isinstance(sys.exc_info()[1], (ConnectionError, ssl.SSLError, TimeoutError)):
             return  # a client that went away is not our problem

@@ -29,13 +29,6 @@ import fakeapi
 from fakeapi import FakeAPI
 from gstest import env_paths
 
-# Answer like a real API server (Go sets TCP_NODELAY on every connection): without it the fake
-# server's header and body writes meet the client's delayed ACK and each keep-alive request costs
-# ~40 ms on loopback.
-fakeapi._Handler.disable_nagle_algorithm = True
-# ... and with a real listen backlog: socketserver's default of 5 drops the SYNs of a plugin that
-# opens 8 connections at once, and each dropped SYN costs a 1 s retransmission.
-fakeapi.ThreadingHTTPServer.request_queue_size = 128
 
 DRIVER = 'hami-core-gpu.project-hami.io'
 NODE = 'hami-workshop'
