@@ -11,9 +11,11 @@
 #include "common/k8s.h"
 #include "common/kubeconfig.h"
 #include "common/log.h"
+#include "common/macros.h"
 #include "webhook/admit.h"
 #include "webhook/cluster.h"
 #include "webhook/options.h"
+#include "webhook/preview.h"
 #include "webhook/server.h"
 #include "webhook/tls.h"
 
@@ -149,22 +151,85 @@ static int serve(const struct wh_options *opts)
     return 0;
 }
 
+static int translate(const struct wh_options *o, char *const *files, size_t n_files)
+{
+    struct wh_names names = {
+        .device_class = o->device_class,
+        .driver = o->driver,
+        .gpu = o->resource_name,
+        .mem = o->resource_mem,
+        .mem_pct = o->resource_mem_percentage,
+        .cores = o->resource_cores,
+    };
+    int64_t sizes[WH_MEM_SIZES_MAX];
+    size_t n_sizes = 0;
+    struct gs_error err = {0};
+    if (o->memory_sizes &&
+        wh_parse_memory_sizes(o->memory_sizes, sizes, GS_ARRAY_SIZE(sizes), &n_sizes, &err) < 0) {
+        fprintf(stderr, "gpuslice-webhook: %s\n", err.msg);
+        return 2;
+    }
+    struct wh_preview_config pc = {.names = &names,
+                                   .sizes = n_sizes ? sizes : NULL,
+                                   .n_sizes = n_sizes,
+                                   .default_namespace = o->namespace};
+    static char *const stdin_only[] = {"-"};
+    int r =
+        wh_preview(&pc, n_files ? files : stdin_only, n_files ? n_files : 1, stdout, stderr, &err);
+    if (r < 0) {
+        fprintf(stderr, "gpuslice-webhook: %s\n", err.msg);
+        return 2;
+    }
+    return r;
+}
+
 int main(int argc, char **argv)
 {
     struct wh_options o;
     struct gs_error err = {0};
+    int first = argc;
 
     gs_log_set_component("webhook");
     /* One thread per connection: without a cap glibc gives each its own malloc arena, which
      * only grows RSS for a workload that allocates a few KiB per request. */
     mallopt(M_ARENA_MAX, 2);
-    int pr = wh_options_parse(&o, argc, argv, stdout, &err);
+    int pr = wh_options_parse(&o, argc, argv, stdout, &first, &err);
+    if (pr == 0 && first < argc && strcmp(argv[first], "translate") != 0) {
+        snprintf(err.msg, sizeof(err.msg), "unexpected argument \"%.64s\" (see --help)",
+                 argv[first]);
+        pr = -EINVAL;
+    }
     if (pr != 0) {
         wh_options_free(&o);
         if (pr == GS_CONFIG_EXIT)
             return 0;
         fprintf(stderr, "gpuslice-webhook: %s\n", err.msg);
         return 2;
+    }
+    if (first < argc) {
+        /* translate [OPTIONS] FILE...: parse again without the word, so options may follow it. */
+        _cleanup_free_ char **args = calloc((size_t)argc, sizeof(*args));
+        if (!args) {
+            wh_options_free(&o);
+            return 2;
+        }
+        int n = 0;
+        for (int i = 0; i < argc; i++)
+            if (i != first)
+                args[n++] = argv[i];
+        wh_options_free(&o);
+        int files = n;
+        pr = wh_options_parse(&o, n, args, stdout, &files, &err);
+        if (pr != 0) {
+            wh_options_free(&o);
+            if (pr == GS_CONFIG_EXIT)
+                return 0;
+            fprintf(stderr, "gpuslice-webhook: %s\n", err.msg);
+            return 2;
+        }
+        int rc = translate(&o, args + files, (size_t)(n - files));
+        wh_options_free(&o);
+        return rc;
     }
     gs_log_set_level((enum gs_log_level)(o.log_level + 1));
     int rc = serve(&o);

@@ -156,29 +156,40 @@ static const struct gs_option options[] = {
      .def = "info",
      .offset = OFF(log_level),
      .help = "log verbosity"},
+    {.name = "memory-sizes",
+     .type = GS_OPT_STRING,
+     .metavar = "Q,Q,...",
+     .offset = OFF(memory_sizes),
+     .help = "translate: GPU memory sizes for percentages, e.g. 15Gi,80Gi (the server reads "
+             "them from ResourceSlices)"},
+    {.name = "namespace",
+     .type = GS_OPT_STRING,
+     .def = "default",
+     .offset = OFF(namespace),
+     .help = "translate: namespace of objects that name none"},
 };
 
 static const struct gs_config_spec spec = {
     .program = "gpuslice-webhook",
+    .usage = "[OPTIONS] [translate FILE...]",
     .summary = "Mutating admission webhook: pods asking for legacy nvidia.com/gpu* resources get "
                "DRA claims from ResourceClaimTemplates. Serves HTTPS /mutate, /healthz, /readyz, "
-               "/metrics.",
+               "/metrics. `translate FILE...` (or -) prints the manifests rewritten the same way, "
+               "with their ResourceClaimTemplates, as one List, without a cluster.",
     .options = options,
     .n_options = GS_ARRAY_SIZE(options),
     .config_env = "GS_WEBHOOK_CONFIG",
 };
 
-int wh_options_parse(struct wh_options *o, int argc, char *const *argv, FILE *out,
+int wh_options_parse(struct wh_options *o, int argc, char *const *argv, FILE *out, int *first_arg,
                      struct gs_error *err)
 {
     int first = argc;
     memset(o, 0, sizeof(*o));
     int r = gs_config_parse(&spec, o, argc, argv, out, &first, err);
+    *first_arg = first;
     if (r != 0)
         return r;
-    if (first < argc)
-        return gs_error_set(err, -EINVAL, "unexpected argument \"%.64s\" (see --help)",
-                            argv[first]);
     const struct {
         const char *flag, *value;
     } names[] = {{"--device-class", o->device_class},

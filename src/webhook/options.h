@@ -33,12 +33,15 @@ struct wh_options {
     int64_t kube_qps;
     int64_t kube_burst;
     int64_t max_connections;
-    int log_level; /* index into "error", "warn", "info", "debug" */
+    int log_level;      /* index into "error", "warn", "info", "debug" */
+    char *memory_sizes; /* translate: GPU memory sizes for percentages, "15Gi,80Gi" */
+    char *namespace;    /* translate: namespace of objects without one */
 };
 
 /* 0, GS_CONFIG_EXIT (--help / --print-config written to `out`), or a negative code with a
- * message naming the option, its source and the value. Positional arguments are refused. */
-int wh_options_parse(struct wh_options *o, int argc, char *const *argv, FILE *out,
+ * message naming the option, its source and the value. *first_arg: index of the first
+ * argument that is not an option (argc if none): "translate" and its files. */
+int wh_options_parse(struct wh_options *o, int argc, char *const *argv, FILE *out, int *first_arg,
                      struct gs_error *err);
 void wh_options_free(struct wh_options *o);
 

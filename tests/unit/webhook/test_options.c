@@ -9,10 +9,12 @@
 
 static char out_buf[16384];
 
+static int first_arg;
+
 static int parse(struct wh_options *o, struct gs_error *err, int argc, char **argv)
 {
     FILE *out = fmemopen(out_buf, sizeof(out_buf), "w");
-    int r = wh_options_parse(o, argc, argv, out, err);
+    int r = wh_options_parse(o, argc, argv, out, &first_arg, err);
     fclose(out);
     return r;
 }
@@ -70,9 +72,10 @@ int main(void)
     is_int(parse(&o, &err, 3, a5), -EINVAL, "empty resource name");
     is_str(err.msg, "--resource-name: must not be empty", "empty named");
     wh_options_free(&o);
-    char *a6[] = {"wh", "positional"};
-    is_int(parse(&o, &err, 2, a6), -EINVAL, "positional refused");
-    is_str(err.msg, "unexpected argument \"positional\" (see --help)", "positional named");
+    char *a6[] = {"wh", "--namespace", "team-b", "translate", "a.yaml"};
+    is_int(parse(&o, &err, 5, a6), 0, "translate with files");
+    is_int(first_arg, 3, "first non-option argument found (translate)");
+    is_str(o.namespace, "team-b", "--namespace for translate");
     wh_options_free(&o);
     char *a7[] = {"wh", "--help"};
     is_int(parse(&o, &err, 2, a7), GS_CONFIG_EXIT, "--help exits");
