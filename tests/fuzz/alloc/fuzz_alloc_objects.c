@@ -59,6 +59,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         alloc_explanation_free(why);
         json_decref(alloc);
     }
+    /* Every claim of the input again, as one pod: searched together. */
+    struct alloc_claim_spec *specs[16];
+    size_t n = 0;
+    json_array_foreach(docs, i, d)
+    {
+        const json_t *kind = json_object_get(d, "kind");
+        if (n < 16 && json_is_string(kind) &&
+            strcmp(json_string_value(kind), "ResourceClaim") == 0) {
+            specs[n] = alloc_claim_spec_new(d, &err);
+            if (specs[n])
+                n++;
+        }
+    }
+    if (n) {
+        json_t *al[16] = {0};
+        struct alloc_explanation *why[16] = {0};
+        struct alloc_options opt = {.node = "n1", .policy = ALLOC_POLICY_SPREAD, .max_steps = 2000};
+        alloc_claims_allocate(st, (const struct alloc_claim_spec *const *)specs, n, &opt, al, why,
+                              &err);
+        for (size_t k = 0; k < n; k++) {
+            json_decref(al[k]);
+            alloc_explanation_free(why[k]);
+            alloc_claim_spec_release(specs[k]);
+        }
+    }
     alloc_state_free(st);
     json_decref(docs);
     return 0;
