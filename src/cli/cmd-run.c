@@ -477,7 +477,7 @@ out:
             fprintf(stderr, "gpuslice run: releasing the slice: %s\n", e2.msg);
     }
     if (dir[0] && row >= 0)
-        gs_rm_rf(dir);
+        gs_rm_rf(dir, NULL);
     free(dc.why);
     ledger_close(ledger);
     json_decref(slice);

@@ -64,7 +64,7 @@ int sa_env_init(struct sa_env *env, const char *state_dir, bool sim, struct gs_e
     }
     if (rc < 0)
         return rc;
-    if (gs_mkdir_p(env->state_dir, 0755) < 0)
+    if (gs_mkdir_p(env->state_dir, 0755, NULL) < 0)
         return gs_error_set(err, -errno ? -errno : -EIO, "state dir %s: cannot create: %s",
                             env->state_dir, strerror(errno));
 
@@ -263,7 +263,7 @@ int sa_write_slice(const struct sa_env *env, const json_t *claim, const struct g
     char dir[SA_PATH_MAX], limits_dir[SA_PATH_MAX + 16], path[SA_PATH_MAX + 64];
     sa_slice_dir(env, uid, dir, sizeof(dir));
     snprintf(limits_dir, sizeof(limits_dir), "%s/limits", dir);
-    if (gs_mkdir_p(limits_dir, 0755) < 0)
+    if (gs_mkdir_p(limits_dir, 0755, NULL) < 0)
         return gs_error_set(err, -errno, "slice dir %s: %s", limits_dir, strerror(errno));
     struct gs_limits *l = calloc(1, sizeof(*l));
     if (!l)

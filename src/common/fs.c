@@ -51,8 +51,22 @@ static int split_path(const char *path, char *dir, char *base)
     return 0;
 }
 
+int gs_fsync_dir(const char *dir)
+{
+    _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || fsync(dfd) < 0)
+        return -errno;
+    return 0;
+}
+
 int gs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode,
                          struct gs_error *err)
+{
+    return gs_write_file_atomic_ex(path, data, len, mode, GS_FS_DURABLE, err);
+}
+
+int gs_write_file_atomic_ex(const char *path, const void *data, size_t len, mode_t mode,
+                            unsigned flags, struct gs_error *err)
 {
     char dir[PATH_MAX], base[PATH_MAX], tmp[PATH_MAX];
     int r = split_path(path, dir, base);
@@ -71,7 +85,7 @@ int gs_write_file_atomic(const char *path, const void *data, size_t len, mode_t 
         r = -errno;
         step = "chmod";
     }
-    if (r == 0 && fsync(fd) < 0) {
+    if (r == 0 && (flags & GS_FS_DURABLE) && fsync(fd) < 0) {
         r = -errno;
         step = "fsync";
     }
@@ -90,10 +104,9 @@ int gs_write_file_atomic(const char *path, const void *data, size_t len, mode_t 
         unlink(tmp);
         return gs_error_set(err, r, "write %s: %s failed: %s", path, step, gs_strerror(r));
     }
-    _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0 || fsync(dfd) < 0)
-        return gs_error_set(err, -errno, "write %s: fsync of directory %s failed: %s", path, dir,
-                            gs_strerror(errno));
+    if ((flags & GS_FS_DURABLE) && (r = gs_fsync_dir(dir)) < 0)
+        return gs_error_set(err, r, "write %s: fsync of directory %s failed: %s", path, dir,
+                            gs_strerror(r));
     return 0;
 }
 
@@ -152,7 +165,7 @@ int gs_read_file(const char *path, size_t max, char **out, size_t *len, struct g
     return 0;
 }
 
-int gs_mkdir_p(const char *path, mode_t mode)
+static int mkdir_p(const char *path, mode_t mode)
 {
     size_t n = strlen(path);
     if (n == 0)
@@ -182,6 +195,14 @@ int gs_mkdir_p(const char *path, mode_t mode)
         }
         buf[i] = saved;
     }
+    return 0;
+}
+
+int gs_mkdir_p(const char *path, mode_t mode, struct gs_error *err)
+{
+    int r = mkdir_p(path, mode);
+    if (r < 0)
+        return gs_error_set(err, r, "mkdir %s: %s", path, gs_strerror(r));
     return 0;
 }
 
@@ -221,11 +242,19 @@ static int rm_at(int parent, const char *name, int depth)
     return 0;
 }
 
-int gs_rm_rf(const char *path)
+static int rm_rf(const char *path)
 {
     if (!path || !*path)
         return -EINVAL;
     if (strcmp(path, "/") == 0)
         return -EPERM;
     return rm_at(AT_FDCWD, path, 0);
+}
+
+int gs_rm_rf(const char *path, struct gs_error *err)
+{
+    int r = rm_rf(path);
+    if (r < 0)
+        return gs_error_set(err, r, "remove %s: %s", path, gs_strerror(r));
+    return 0;
 }

@@ -20,6 +20,17 @@
 int gs_write_file_atomic(const char *path, const void *data, size_t len, mode_t mode,
                          struct gs_error *err);
 
+/* GS_FS_DURABLE: fsync the file before the rename and the directory after it (what
+ * gs_write_file_atomic always does). Without it the replace is still atomic for readers and for a
+ * process crash, but a power loss may keep the old content: for files rebuilt from a durable
+ * record anyway (the kubelet plugin's CDI specs and limits files, rebuilt from its checkpoint). */
+#define GS_FS_DURABLE 0x1u
+int gs_write_file_atomic_ex(const char *path, const void *data, size_t len, mode_t mode,
+                            unsigned flags, struct gs_error *err);
+
+/* fsync a directory after creating, renaming or removing entries in it. 0 or -errno. */
+int gs_fsync_dir(const char *dir);
+
 /*
  * Read a whole file of at most `max` bytes into a new NUL-terminated buffer (*out, free()).
  * -EFBIG (message names the path and the limit) if the file is larger; works on files whose
@@ -29,13 +40,13 @@ int gs_read_file(const char *path, size_t max, char **out, size_t *len, struct g
 
 /* mkdir -p: create `path` and missing parents with `mode`. 0 if it already is a directory,
  * -ENOTDIR if it (or a parent) exists and is not one. */
-int gs_mkdir_p(const char *path, mode_t mode);
+int gs_mkdir_p(const char *path, mode_t mode, struct gs_error *err);
 
 /*
  * Remove `path` and, if it is a directory, everything below it, for directories we own (state
  * and scratch dirs). Symbolic links are removed, never followed. 0 if `path` does not exist.
  * -ELOOP beyond 256 levels of nesting.
  */
-int gs_rm_rf(const char *path);
+int gs_rm_rf(const char *path, struct gs_error *err);
 
 #endif /* GS_COMMON_FS_H */

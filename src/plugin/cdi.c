@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "gpuslice/limits.h"
-#include "plugin/files.h"
+#include "common/fs.h"
 
 #define SPEC_PREFIX_FMT "k8s.%s-claim_"
 
@@ -135,9 +135,9 @@ int cdi_spec_write(const struct cdi_config *c, const struct claim_plan *p, struc
     if (!text)
         return gs_error_set(err, -ENOMEM, "out of memory building the CDI spec");
     cdi_spec_path(c, p->uid, path, sizeof(path));
-    int r = files_mkdir_p(c->cdi_root, 0755, err);
+    int r = gs_mkdir_p(c->cdi_root, 0755, err);
     if (r == 0)
-        r = files_write_atomic(path, text, strlen(text), 0644, 0, err);
+        r = gs_write_file_atomic_ex(path, text, strlen(text), 0644, 0, err);
     free(text);
     return r;
 }

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "plugin/files.h"
+#include "common/fs.h"
 
 #define CKPT_VERSION 1
 
@@ -39,13 +39,13 @@ int ckpt_load(struct checkpoint *c, const char *state_dir, const char *driver, s
     c->claims = json_object();
     if (!c->claims)
         return gs_error_set(err, -ENOMEM, "out of memory");
-    int r = files_mkdir_p(state_dir, 0700, err);
+    int r = gs_mkdir_p(state_dir, 0700, err);
     if (r < 0)
         return r;
     char *text = NULL;
     size_t len = 0;
     struct gs_error rerr = {0};
-    r = files_read(c->path, CKPT_MAX_BYTES, &text, &len, &rerr);
+    r = gs_read_file(c->path, CKPT_MAX_BYTES, &text, &len, &rerr);
     if (r == -ENOENT)
         return 0;
     if (r < 0)
@@ -104,7 +104,7 @@ int ckpt_save(struct checkpoint *c, bool durable, struct gs_error *err)
     json_decref(root);
     if (!text)
         return gs_error_set(err, -ENOMEM, "out of memory");
-    int r = files_write_atomic(c->path, text, strlen(text), 0600, durable ? FILES_DURABLE : 0, err);
+    int r = gs_write_file_atomic_ex(c->path, text, strlen(text), 0600, durable ? GS_FS_DURABLE : 0, err);
     free(text);
     return r;
 }

@@ -27,7 +27,7 @@
 #include "common/limits.h"
 #include "gpuslice/shared_region.h"
 #include "common/log.h"
-#include "plugin/files.h"
+#include "common/fs.h"
 
 static uint64_t now_ns(void)
 {
@@ -112,11 +112,11 @@ int driver_write_claim_files(struct driver *d, const struct claim_plan *p, bool 
     char dir[PATH_MAX], path[PATH_MAX], region[PATH_MAX];
     const struct cdi_config *c = &d->cfg.cdi;
     cdi_claim_dir(c, p->uid, dir, sizeof(dir));
-    int r = files_mkdir_p(dir, 0755, err);
+    int r = gs_mkdir_p(dir, 0755, err);
     if (r < 0)
         return r;
     cdi_region_host_dir(c, p->uid, region, sizeof(region));
-    if ((r = files_mkdir_p(region, 0777, err)) < 0)
+    if ((r = gs_mkdir_p(region, 0777, err)) < 0)
         return r;
     /* Containers may run as any user: the region directory must be writable by all of them. */
     chmod(region, 0777);
@@ -156,7 +156,7 @@ int driver_write_claim_files(struct driver *d, const struct claim_plan *p, bool 
         /* Not fsynced: after a power loss start-up reconcile rewrites every prepared claim's
          * files from the (durable) checkpoint. */
         cdi_limits_host_path(c, p->uid, path, sizeof(path));
-        r = files_write_atomic(path, text, (size_t)len, 0444, 0, err);
+        r = gs_write_file_atomic_ex(path, text, (size_t)len, 0444, 0, err);
     } else {
         r = len;
     }
@@ -184,7 +184,7 @@ int driver_remove_claim_files(struct driver *d, const char *uid, bool fault_poin
     if (fault_points)
         driver_fault_point(d, "unprepare-after-cdi");
     cdi_claim_dir(&d->cfg.cdi, uid, dir, sizeof(dir));
-    r = files_remove_tree(dir, err);
+    r = gs_rm_rf(dir, err);
     if (r < 0)
         return r;
     if (fault_points)
@@ -196,13 +196,13 @@ bool driver_claim_files_present(struct driver *d, const struct claim_plan *p)
 {
     char path[PATH_MAX];
     cdi_spec_path(&d->cfg.cdi, p->uid, path, sizeof(path));
-    if (!files_exists(path))
+    if (!(access(path, F_OK) == 0))
         return false;
     cdi_limits_host_path(&d->cfg.cdi, p->uid, path, sizeof(path));
-    if (!files_exists(path))
+    if (!(access(path, F_OK) == 0))
         return false;
     cdi_region_host_dir(&d->cfg.cdi, p->uid, path, sizeof(path));
-    return files_exists(path);
+    return (access(path, F_OK) == 0);
 }
 
 /* ---- prepare ------------------------------------------------------------------------------ */

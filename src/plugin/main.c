@@ -17,7 +17,7 @@
 #include "common/log.h"
 #include "plugin/dra-service.h"
 #include "plugin/driver.h"
-#include "plugin/files.h"
+#include "common/fs.h"
 #include "plugin/grpc-server.h"
 #include "plugin/metrics.h"
 #include "plugin/options.h"
@@ -29,23 +29,23 @@ static int install_host_files(const struct plugin_options *o, struct gs_error *e
 {
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/claims", o->host_dir);
-    int r = files_mkdir_p(path, 0755, err);
+    int r = gs_mkdir_p(path, 0755, err);
     if (r < 0)
         return r;
     if (o->vgpu_lib && *o->vgpu_lib) {
         char *data = NULL;
         size_t len = 0;
-        if ((r = files_read(o->vgpu_lib, VGPU_LIB_MAX, &data, &len, err)) < 0)
+        if ((r = gs_read_file(o->vgpu_lib, VGPU_LIB_MAX, &data, &len, err)) < 0)
             return gs_error_prefix(err, "--vgpu-lib: ");
         snprintf(path, sizeof(path), "%s/libvgpu.so", o->host_dir);
-        r = files_write_atomic(path, data, len, 0755, FILES_DURABLE, err);
+        r = gs_write_file_atomic_ex(path, data, len, 0755, GS_FS_DURABLE, err);
         free(data);
         if (r < 0)
             return r;
     }
     snprintf(path, sizeof(path), "%s/ld.so.preload", o->host_dir);
-    return files_write_atomic(path, CDI_CONTAINER_LIB "\n", strlen(CDI_CONTAINER_LIB "\n"), 0644,
-                              FILES_DURABLE, err);
+    return gs_write_file_atomic_ex(path, CDI_CONTAINER_LIB "\n", strlen(CDI_CONTAINER_LIB "\n"), 0644,
+                              GS_FS_DURABLE, err);
 }
 
 /* Seconds for the publisher's timers: sub-second values round up, 0 stays 0 (off). */
@@ -165,8 +165,8 @@ int main(int argc, char **argv)
     }
 
     rpc_global_init();
-    if (files_mkdir_p(o->plugin_dir, 0750, &err) < 0 ||
-        files_mkdir_p(o->registrar_dir, 0750, &err) < 0) {
+    if (gs_mkdir_p(o->plugin_dir, 0750, &err) < 0 ||
+        gs_mkdir_p(o->registrar_dir, 0750, &err) < 0) {
         gs_error_log("cannot create the socket directories", "error=\"%s\"", err.msg);
         goto out_grpc;
     }

@@ -12,7 +12,7 @@
 #include "common/log.h"
 #include "plugin/driver-internal.h"
 #include "plugin/driver.h"
-#include "plugin/files.h"
+#include "common/fs.h"
 
 static void count_cleaned(struct driver *d, int n)
 {
@@ -88,7 +88,7 @@ int driver_reconcile_local(struct driver *d)
             char path[PATH_MAX];
             snprintf(path, sizeof(path), "%s/%s", claims, de->d_name);
             gs_info("reconcile: removing orphan claim directory", "path=%s", path);
-            files_remove_tree(path, &err);
+            gs_rm_rf(path, &err);
             fixed++;
         }
         closedir(dir);

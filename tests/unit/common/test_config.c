@@ -480,6 +480,6 @@ int main(void)
     test_output();
     test_table_checks();
     test_durations();
-    gs_rm_rf(dir);
+    gs_rm_rf(dir, NULL);
     return tap_done();
 }

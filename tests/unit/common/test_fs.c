@@ -134,31 +134,43 @@ static void test_read(void)
 static void test_mkdir_rm(void)
 {
     struct gs_error err = {0};
-    is_int(gs_mkdir_p(P("a/b/c/d"), 0750), 0, "mkdir -p nested");
+    is_int(gs_mkdir_p(P("a/b/c/d"), 0750, NULL), 0, "mkdir -p nested");
     struct stat st;
     ok(stat(P("a/b/c/d"), &st) == 0 && S_ISDIR(st.st_mode), "nested dir exists");
-    is_int(gs_mkdir_p(P("a/b/c/d"), 0750), 0, "mkdir -p existing is fine");
-    is_int(gs_mkdir_p(P("a/b//e///"), 0750), 0, "repeated and trailing slashes");
+    is_int(gs_mkdir_p(P("a/b/c/d"), 0750, NULL), 0, "mkdir -p existing is fine");
+    is_int(gs_mkdir_p(P("a/b//e///"), 0750, NULL), 0, "repeated and trailing slashes");
     ok(stat(P("a/b/e"), &st) == 0 && S_ISDIR(st.st_mode), "dir from slashy path exists");
     gs_write_file_atomic(P("a/file"), "x", 1, 0644, &err);
-    is_int(gs_mkdir_p(P("a/file/sub"), 0750), -ENOTDIR, "file in the way -> -ENOTDIR");
-    is_int(gs_mkdir_p(P("a/file"), 0750), -ENOTDIR, "existing file -> -ENOTDIR");
-    is_int(gs_mkdir_p("", 0750), -EINVAL, "empty path");
+    is_int(gs_mkdir_p(P("a/file/sub"), 0750, NULL), -ENOTDIR, "file in the way -> -ENOTDIR");
+    is_int(gs_mkdir_p(P("a/file"), 0750, NULL), -ENOTDIR, "existing file -> -ENOTDIR");
+    is_int(gs_mkdir_p("", 0750, NULL), -EINVAL, "empty path");
+    struct gs_error me = {0};
+    is_int(gs_mkdir_p(P("a/file/sub"), 0750, &me), -ENOTDIR, "mkdir -p with an error buffer");
+    like_str(me.msg, "a/file/sub", "mkdir error names the path");
+    is_int(gs_write_file_atomic_ex(P("fast.txt"), "x", 1, 0600, 0, &me), 0,
+           "non-durable atomic write");
+    char *fb = NULL;
+    size_t fl = 0;
+    is_int(gs_read_file(P("fast.txt"), 16, &fb, &fl, &me), 0, "non-durable write reads back");
+    is_str(fb, "x", "content of the non-durable write");
+    free(fb);
+    is_int(gs_fsync_dir(P("")), 0, "fsync of a directory");
+    is_int(gs_fsync_dir(P("no-such-dir")), -ENOENT, "fsync of a missing directory");
 
     /* rm -rf: files, nested dirs, and a symlink pointing outside that must not be followed. */
-    gs_mkdir_p(P("outside"), 0755);
+    gs_mkdir_p(P("outside"), 0755, NULL);
     gs_write_file_atomic(P("outside/precious"), "p", 1, 0644, &err);
     gs_write_file_atomic(P("a/b/c/d/f1"), "1", 1, 0644, &err);
     gs_write_file_atomic(P("a/b/f2"), "2", 1, 0644, &err);
     ok(symlink(P("outside"), P("a/b/link")) == 0, "symlink to outside dir");
-    is_int(gs_rm_rf(P("a")), 0, "rm -rf tree");
+    is_int(gs_rm_rf(P("a"), NULL), 0, "rm -rf tree");
     ok(stat(P("a"), &st) < 0 && errno == ENOENT, "tree gone");
     ok(stat(P("outside/precious"), &st) == 0, "symlink target untouched");
-    is_int(gs_rm_rf(P("a")), 0, "rm -rf of a missing path is 0");
-    is_int(gs_rm_rf(P("outside/precious")), 0, "rm -rf of a file");
+    is_int(gs_rm_rf(P("a"), NULL), 0, "rm -rf of a missing path is 0");
+    is_int(gs_rm_rf(P("outside/precious"), NULL), 0, "rm -rf of a file");
     ok(stat(P("outside/precious"), &st) < 0, "file gone");
-    is_int(gs_rm_rf(""), -EINVAL, "empty path refused");
-    is_int(gs_rm_rf("/"), -EPERM, "/ refused");
+    is_int(gs_rm_rf("", NULL), -EINVAL, "empty path refused");
+    is_int(gs_rm_rf("/", NULL), -EPERM, "/ refused");
 }
 
 int main(void)
@@ -173,10 +185,10 @@ int main(void)
     test_atomic_write();
     test_read();
     /* reset the scratch dir between groups */
-    gs_rm_rf(P("busy"));
-    gs_rm_rf(P("state.json"));
-    gs_rm_rf(P("ten"));
+    gs_rm_rf(P("busy"), NULL);
+    gs_rm_rf(P("state.json"), NULL);
+    gs_rm_rf(P("ten"), NULL);
     test_mkdir_rm();
-    is_int(gs_rm_rf(root), 0, "scratch dir removed");
+    is_int(gs_rm_rf(root, NULL), 0, "scratch dir removed");
     return tap_done();
 }

@@ -1,41 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Checkpoint, atomic files, options table and sysfs PCI resolution. */
+/* Checkpoint, options table and sysfs PCI resolution (file helpers: tests/unit/common/test_fs). */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "plugin/checkpoint.h"
-#include "plugin/files.h"
+#include "common/fs.h"
 #include "plugin/options.h"
 #include "plugin-fixtures.h"
 #include "tap.h"
 
 static char tmp[256];
-
-static void test_files(void)
-{
-    char path[512];
-    struct gs_error e = {0};
-    snprintf(path, sizeof(path), "%s/a/b/c", tmp);
-    is_int(files_mkdir_p(path, 0755, &e), 0, "mkdir -p");
-    snprintf(path, sizeof(path), "%s/a/b/c/f.txt", tmp);
-    is_int(files_write_atomic(path, "hello\n", 6, 0444, FILES_DURABLE, &e), 0, "atomic write");
-    struct stat st;
-    stat(path, &st);
-    is_int(st.st_mode & 0777, 0444, "mode applied");
-    char *data = NULL;
-    size_t len = 0;
-    is_int(files_read(path, 6, &data, &len, &e), 0, "file of exactly max bytes reads");
-    is_str(data, "hello\n", "content");
-    free(data);
-    is_int(files_read(path, 5, &data, &len, &e), -E2BIG, "larger than max refused");
-    like_str(e.msg, "larger than 5 bytes", "too-big message");
-    snprintf(path, sizeof(path), "%s/a", tmp);
-    is_int(files_remove_tree(path, &e), 0, "remove tree");
-    ok(!files_exists(path), "tree gone");
-    is_int(files_remove_tree(path, &e), 0, "removing an absent tree succeeds");
-}
 
 static void test_checkpoint(void)
 {
@@ -71,13 +47,13 @@ static void test_checkpoint(void)
 
     char path[600];
     snprintf(path, sizeof(path), "%s/%s", dir, CKPT_FILE_NAME);
-    files_write_atomic(path, "{\"version\":1,\"claims\":", 22, 0600, 0, &e);
+    gs_write_file_atomic_ex(path, "{\"version\":1,\"claims\":", 22, 0600, 0, &e);
     is_int(ckpt_load(&c, dir, "drv", &e), -EBADMSG, "truncated checkpoint is an error");
     like_str(e.msg, "not JSON", "corrupt message");
     ckpt_fini(&c);
     const char *bad =
         "{\"version\":1,\"claims\":{\"x\":{\"state\":\"PrepareCompleted\",\"plan\":{}}}}";
-    files_write_atomic(path, bad, strlen(bad), 0600, 0, &e);
+    gs_write_file_atomic_ex(path, bad, strlen(bad), 0600, 0, &e);
     is_int(ckpt_load(&c, dir, "drv", &e), 0, "checkpoint with a bad entry loads");
     is_int(ckpt_count(&c), 0, "bad entry dropped");
     ckpt_fini(&c);
@@ -141,11 +117,11 @@ static void test_pci(void)
     char path[512], link[512];
     snprintf(path, sizeof(path), "%s/sys/devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0", tmp);
     struct gs_error e = {0};
-    files_mkdir_p(path, 0755, &e);
+    gs_mkdir_p(path, 0755, &e);
     snprintf(link, sizeof(link), "%s/numa_node", path);
-    files_write_atomic(link, "1\n", 2, 0644, 0, &e);
+    gs_write_file_atomic_ex(link, "1\n", 2, 0644, 0, &e);
     snprintf(path, sizeof(path), "%s/sys/bus/pci/devices", tmp);
-    files_mkdir_p(path, 0755, &e);
+    gs_mkdir_p(path, 0755, &e);
     snprintf(link, sizeof(link), "%s/0000:3b:00.0", path);
     snprintf(path, sizeof(path), "../../../devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0");
     ok(symlink(path, link) == 0, "fake sysfs link");
@@ -168,11 +144,10 @@ int main(void)
     snprintf(tmp, sizeof(tmp), "/tmp/gs-plugin-unit-XXXXXX");
     if (!mkdtemp(tmp))
         return 1;
-    test_files();
     test_checkpoint();
     test_options();
     test_pci();
     struct gs_error e = {0};
-    files_remove_tree(tmp, &e);
+    gs_rm_rf(tmp, &e);
     return tap_done();
 }
