@@ -28,12 +28,6 @@ struct alloc_claim_spec *alloc_claim_spec_new(const json_t *claim, struct gs_err
     struct alloc_claim_spec *spec = NULL;
     if (alloc_decode_claim(claim, &spec, err) < 0)
         return NULL;
-    if (spec->n_req == 0) {
-        gs_error_set(err, -EINVAL, "ResourceClaim %s: spec.devices.requests: no requests",
-                     spec->name);
-        alloc_claim_spec_free(spec);
-        return NULL;
-    }
     return spec;
 }
 

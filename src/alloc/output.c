@@ -262,7 +262,10 @@ json_t *alloc_allocation_json(const struct alloc_claim_spec *claim, const char *
         json_array_append_new(results, o);
     }
     json_t *devices = json_object();
-    json_object_set_new(devices, "results", results);
+    if (json_array_size(results)) /* omitempty, as the API serves it */
+        json_object_set_new(devices, "results", results);
+    else
+        json_decref(results);
     results = NULL;
     json_t *cfg = configs(claim, sel_class, selected_sub);
     if (cfg && json_array_size(cfg))

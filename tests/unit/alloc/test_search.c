@@ -779,6 +779,19 @@ static void test_pod_claims_together(void)
     alloc_state_free(st);
 }
 
+static void test_empty_claim(void)
+{
+    struct alloc_state *st = state_from(eight);
+    struct outcome o;
+    is_int(claim_on(st, CLAIM_HEAD("empty") "    requests: []\n", "n1", ALLOC_POLICY_FIRST_FIT, &o),
+           0, "a claim without requests is allocated (nothing to allocate)");
+    char *js = json_dumps(o.allocation, JSON_COMPACT);
+    is_str(js, "{\"devices\":{}}", "its allocation has no results and no node selector");
+    free(js);
+    outcome_fini(&o);
+    alloc_state_free(st);
+}
+
 static void test_counters(void)
 {
     /* A MIG-like GPU: the counter set lives in its own slice of the pool. */
@@ -835,5 +848,6 @@ int main(void)
     test_counters();
     test_pool_across_nodes();
     test_pod_claims_together();
+    test_empty_claim();
     return tap_done();
 }
