@@ -94,6 +94,17 @@ int wh_legacy_read(const json_t *resources, const struct wh_names *names, const 
     *out = (struct wh_legacy){0};
     if (!json_is_object(resources))
         return 0;
+    /* gpumem counts MiB: "10Gi" would mean 10737418240 MiB. Say so instead of asking for
+     * petabytes (legacy HAMi leaves such a pod pending with CardInsufficientMemory). */
+    const json_t *mem_v = legacy_value(resources, names->mem);
+    const char *mem_s = json_string_value(mem_v);
+    size_t mem_len = mem_s ? strlen(mem_s) : 0;
+    if (mem_len && ((mem_s[mem_len - 1] >= 'a' && mem_s[mem_len - 1] <= 'z') ||
+                    (mem_s[mem_len - 1] >= 'A' && mem_s[mem_len - 1] <= 'Z')))
+        return gs_error_set(err, -EINVAL,
+                            "%s: %s: \"%.64s\" has a unit; the value is a number of MiB (e.g. "
+                            "10240 for 10 GiB)",
+                            what, names->mem, mem_s);
     if ((r = read_int(resources, names->gpu, what, &out->has_count, &out->count, count_t,
                       sizeof(count_t), err)) < 0 ||
         (r = read_int(resources, names->mem, what, &out->has_mem, &out->mem_mib, mem_t,

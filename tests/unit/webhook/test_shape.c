@@ -42,8 +42,15 @@ int main(void)
            "container \"c\": nvidia.com/gpucores: \"1k\" is outside 0-100 (percent of a "
            "GPU's compute)",
            "message names container, resource and value");
-    is_int(read_res("{\"limits\": {\"nvidia.com/gpumem\": \"1k\"}}", &l, &err), 0, "1k MiB");
-    ok(l.has_mem && l.mem_mib == 1000 && l.count == 1 && !l.has_count, "gpumem 1k = 1000, count 1");
+    is_int(read_res("{\"limits\": {\"nvidia.com/gpumem\": \"1e3\"}}", &l, &err), 0, "1e3 MiB");
+    ok(l.has_mem && l.mem_mib == 1000 && l.count == 1 && !l.has_count,
+       "gpumem 1e3 = 1000, count 1");
+    is_int(read_res("{\"limits\": {\"nvidia.com/gpumem\": \"10Gi\"}}", &l, &err), -EINVAL,
+           "gpumem with a unit");
+    is_str(err.msg,
+           "container \"c\": nvidia.com/gpumem: \"10Gi\" has a unit; the value is a "
+           "number of MiB (e.g. 10240 for 10 GiB)",
+           "the hint names the unit mistake");
     is_int(read_res("{\"limits\": {\"nvidia.com/gpu\": 1.5}}", &l, &err), -EINVAL, "JSON real");
     is_str(err.msg, "container \"c\": nvidia.com/gpu: 1.5 is not an integer", "real named");
     is_int(read_res("{\"limits\": {\"nvidia.com/gpu\": {}}}", &l, &err), -EINVAL, "object");
