@@ -104,7 +104,8 @@ int ckpt_save(struct checkpoint *c, bool durable, struct gs_error *err)
     json_decref(root);
     if (!text)
         return gs_error_set(err, -ENOMEM, "out of memory");
-    int r = gs_write_file_atomic_ex(c->path, text, strlen(text), 0600, durable ? GS_FS_DURABLE : 0, err);
+    int r = gs_write_file_atomic_ex(c->path, text, strlen(text), 0600, durable ? GS_FS_DURABLE : 0,
+                                    err);
     free(text);
     return r;
 }

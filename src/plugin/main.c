@@ -44,8 +44,8 @@ static int install_host_files(const struct plugin_options *o, struct gs_error *e
             return r;
     }
     snprintf(path, sizeof(path), "%s/ld.so.preload", o->host_dir);
-    return gs_write_file_atomic_ex(path, CDI_CONTAINER_LIB "\n", strlen(CDI_CONTAINER_LIB "\n"), 0644,
-                              GS_FS_DURABLE, err);
+    return gs_write_file_atomic_ex(path, CDI_CONTAINER_LIB "\n", strlen(CDI_CONTAINER_LIB "\n"),
+                                   0644, GS_FS_DURABLE, err);
 }
 
 /* Seconds for the publisher's timers: sub-second values round up, 0 stays 0 (off). */
@@ -165,8 +165,7 @@ int main(int argc, char **argv)
     }
 
     rpc_global_init();
-    if (gs_mkdir_p(o->plugin_dir, 0750, &err) < 0 ||
-        gs_mkdir_p(o->registrar_dir, 0750, &err) < 0) {
+    if (gs_mkdir_p(o->plugin_dir, 0750, &err) < 0 || gs_mkdir_p(o->registrar_dir, 0750, &err) < 0) {
         gs_error_log("cannot create the socket directories", "error=\"%s\"", err.msg);
         goto out_grpc;
     }
