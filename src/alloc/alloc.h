@@ -85,7 +85,21 @@ int alloc_state_release_claim(struct alloc_state *st, const char *ns, const char
 /* Number of allocated claims the state knows. */
 size_t alloc_state_claim_count(const struct alloc_state *st);
 
-/* Explanation of one alloc_claim() call: per request, per device, with reason codes. */
+/*
+ * Explanation of one alloc_claim() call: per request, per device, with stable reason codes.
+ *  claim:   Allocated, Unschedulable, CelError, ClassNotFound, PoolInvalid, PoolIncomplete,
+ *           ConstraintMismatch, InvalidClaim, Error
+ *  request: Allocated, InsufficientDevices ("need 1 device, 0 of 3 usable"), NoDevices,
+ *           ClassNotFound, PoolIncomplete, ConstraintMismatch, TooManyDevices,
+ *           RequestsConflict (each device fits alone, not together with the other requests)
+ *  device:  Fits, PoolInvalid, PoolIncomplete, DeviceInUse, DeviceExclusive, SelectorMismatch,
+ *           CelError, NodeMismatch, DeviceTainted, InsufficientCounters, CapacityMissing,
+ *           CapacityPolicy ("memory: 20Gi above max 15Gi"),
+ *           InsufficientCapacity ("cores: need 80, free 40"), InvalidRequest
+ *  HAMi's names where one exists (device reasons): CardInsufficientCore / CardInsufficientMemory
+ *  (InsufficientCapacity of cores / memory), CardUuidMismatch / CardTypeMismatch
+ *  (SelectorMismatch on a selector that reads a uuid / any other).
+ */
 struct alloc_explanation;
 
 /*

@@ -322,6 +322,27 @@ static void explain_request(struct alloc_state *st, const struct alloc_claim_spe
                  usable, total, e->message);
         return;
     }
+    /* Devices the claim needs at least (firstAvailable: its smallest alternative). */
+    size_t total_need = 0;
+    for (size_t i = 0; i < claim->n_req; i++) {
+        const struct alloc_request *q = &claim->req[i];
+        size_t least = SIZE_MAX;
+        for (size_t k = 0; k < (q->n_sub ? q->n_sub : 1); k++) {
+            const struct alloc_request *x = q->n_sub ? &q->sub[k] : q;
+            size_t c = x->mode == ALLOC_MODE_EXACT ? (size_t)x->count : 0;
+            least = GS_MIN(least, c);
+        }
+        total_need += least;
+    }
+    if (rq->mode == ALLOC_MODE_ALL)
+        total_need += need;
+    if (total_need > ALLOC_MAX_RESULTS) {
+        rr->reason = "TooManyDevices";
+        snprintf(rr->message, sizeof(rr->message),
+                 "the claim needs %zu devices, more than %d in one allocation", total_need,
+                 ALLOC_MAX_RESULTS);
+        return;
+    }
     if (claim->n_con) {
         rr->reason = "ConstraintMismatch";
         int n = snprintf(rr->message, sizeof(rr->message),

@@ -500,6 +500,8 @@ static void test_errors_and_limits(void)
                                "    - name: b\n      exactly: {deviceClassName: gpu, count: 32}\n",
                     "n1", ALLOC_POLICY_FIRST_FIT, &o),
            ALLOC_UNSCHEDULABLE, "33 devices in one claim are not");
+    like_str(o.why, "TooManyDevices: the claim needs 33 devices, more than 32 in one allocation",
+             "explained as TooManyDevices");
     outcome_fini(&o);
     alloc_state_free(st);
 
