@@ -111,7 +111,9 @@ struct alloc_explanation;
  *    policy that aborts allocation as kube-scheduler does; err names it and *explanation (if
  *    asked for) carries the reason too.
  * `allocation` and `explanation` may be NULL when the caller does not want them. An explanation
- * is produced on failure, or on success when opt->explain is set.
+ * is produced on failure, or on success when opt->explain is set. A claim the state already
+ * holds is allocated afresh (its own devices count as free; on failure its old allocation
+ * stays).
  */
 int alloc_claim(struct alloc_state *st, const json_t *claim, const struct alloc_options *opt,
                 json_t **allocation, struct alloc_explanation **explanation, struct gs_error *err);
