@@ -145,7 +145,10 @@ struct result {
     double wall;
     long attempts;
     int placed;
+    int fresh_gpus; /* GPUs without a share before that received a claim */
 };
+
+static bool touched[NODES * GPUS];
 
 /* rotate: kube-scheduler's node walk (start after the node where the last search stopped);
  * otherwise every claim scans from node 0, so most attempts are on nodes that are full. */
@@ -158,6 +161,7 @@ static struct result run_alloc(enum alloc_policy policy, struct alloc_claim_spec
         snprintf(node_names[n], sizeof(node_names[n]), "node-%04d", n);
     struct result r = {0};
     int start = 0;
+    memset(touched, 0, sizeof(touched));
     double t0 = clock_s(CLOCK_THREAD_CPUTIME_ID), w0 = clock_s(CLOCK_MONOTONIC);
     for (int i = 0; i < n_claims; i++) {
         int k;
@@ -167,6 +171,15 @@ static struct result run_alloc(enum alloc_policy policy, struct alloc_claim_spec
             json_t *alloc = NULL;
             r.attempts++;
             if (alloc_claim_spec_allocate(st, specs[i], &o, &alloc, NULL, NULL) == 0) {
+                const json_t *res = json_array_get(
+                    json_object_get(json_object_get(alloc, "devices"), "results"), 0);
+                const char *dev = json_string_value(json_object_get(res, "device"));
+                int g = dev ? atoi(dev + 4) : 0; /* "gpu-<g>" */
+                int d = n * GPUS + (g >= 0 && g < GPUS ? g : 0);
+                if (!existing[d].cores && !touched[d]) {
+                    touched[d] = true;
+                    r.fresh_gpus++;
+                }
                 json_decref(alloc);
                 r.placed++;
                 break;
@@ -257,6 +270,10 @@ int main(int argc, char **argv)
     report("baseline", base, base, CLAIMS);
     report("first-fit", ff, base, CLAIMS);
     report("binpack", bp, base, CLAIMS);
+    diag("idle GPUs opened for the claims: first-fit %d, binpack %d (binpack fills shared GPUs "
+         "first)",
+         ff.fresh_gpus, bp.fresh_gpus);
+    ok(bp.fresh_gpus <= ff.fresh_gpus, "binpack opens no more idle GPUs than first-fit");
     if (walk_only)
         goto done;
     diag("every claim scans from node 0 (most attempts land on full nodes):");
