@@ -18,6 +18,7 @@ struct ctx {
     json_t *templates; /* ResourceClaimTemplates, deduplicated by namespace/name */
     json_t *items;     /* the documents, translated in place */
     int denied;
+    int broken; /* a generated patch did not apply: a bug */
 };
 
 static int memory_sizes(void *user, int64_t *sizes, size_t max, size_t *n, struct gs_error *err)
@@ -126,8 +127,11 @@ static void translate_doc(struct ctx *c, const char *file, size_t index, json_t 
     struct wh_translation tr;
     struct gs_error err = {0};
     int r = wh_translate_pod(c->cfg->names, &ops, ns, pod, &tr, &err);
-    if (r == 0 && tr.patch)
-        r = wh_json_patch_apply(pod, tr.patch, &err);
+    if (r == 0 && tr.patch && wh_json_patch_apply(pod, tr.patch, &err) < 0) {
+        fprintf(c->diag, "%s: internal error: %s\n", where, err.msg);
+        c->broken = 1;
+        r = -EPROTO;
+    }
     size_t i;
     json_t *w;
     json_array_foreach(tr.warnings, i, w)
@@ -143,46 +147,82 @@ static void translate_doc(struct ctx *c, const char *file, size_t index, json_t 
     wh_translation_fini(&tr);
 }
 
-int wh_preview(const struct wh_preview_config *cfg, char *const *files, size_t n_files, FILE *out,
-               FILE *diag, struct gs_error *err)
+static int finish(struct ctx *c, FILE *out, struct gs_error *err)
 {
-    struct ctx c = {.cfg = cfg, .diag = diag, .templates = json_array(), .items = json_array()};
     int r = 0;
-    for (size_t f = 0; f < n_files && r == 0; f++) {
-        const char *path = strcmp(files[f], "-") == 0 ? "/dev/stdin" : files[f];
-        _cleanup_free_ char *text = NULL;
-        size_t len = 0;
-        json_t *docs = NULL;
-        r = gs_read_file(path, WH_PREVIEW_MAX_FILE, &text, &len, err);
-        if (r == 0)
-            r = gs_yaml_load_documents(text, len, &docs, err);
-        if (r < 0) {
-            gs_error_prefix(err, "%s: ", files[f]);
-            break;
-        }
-        size_t i;
-        json_t *doc;
-        json_array_foreach(docs, i, doc)
-        {
-            translate_doc(&c, files[f], i, doc);
-            json_array_append(c.items, doc);
-        }
-        json_decref(docs);
-    }
-    if (r == 0) {
-        json_array_extend(c.templates, c.items);
+    if (c->broken) {
+        r = gs_error_set(err, -EPROTO, "a generated JSON Patch did not apply (see above)");
+    } else {
+        json_array_extend(c->templates, c->items);
         json_t *list =
-            json_pack("{s:s,s:s,s:O}", "apiVersion", "v1", "kind", "List", "items", c.templates);
+            json_pack("{s:s,s:s,s:O}", "apiVersion", "v1", "kind", "List", "items", c->templates);
         char *text = list ? json_dumps(list, JSON_INDENT(2)) : NULL;
         if (text) {
             fputs(text, out);
             fputc('\n', out);
+        } else {
+            r = gs_error_set(err, -ENOMEM, "out of memory");
         }
         free(text);
         json_decref(list);
-        r = c.denied;
+        if (r == 0)
+            r = c->denied;
     }
-    json_decref(c.templates);
-    json_decref(c.items);
+    json_decref(c->templates);
+    json_decref(c->items);
     return r;
+}
+
+/* Parse one text and translate its documents into c. */
+static int add_text(struct ctx *c, const char *name, const char *text, size_t len,
+                    struct gs_error *err)
+{
+    json_t *docs = NULL;
+    int r = gs_yaml_load_documents(text, len, &docs, err);
+    if (r < 0)
+        return gs_error_prefix(err, "%s: ", name);
+    size_t i;
+    json_t *doc;
+    json_array_foreach(docs, i, doc)
+    {
+        translate_doc(c, name, i, doc);
+        json_array_append(c->items, doc);
+    }
+    json_decref(docs);
+    return 0;
+}
+
+int wh_preview_text(const struct wh_preview_config *cfg, const char *name, const char *text,
+                    size_t len, FILE *out, FILE *diag, struct gs_error *err)
+{
+    struct ctx c = {.cfg = cfg, .diag = diag, .templates = json_array(), .items = json_array()};
+    int r = add_text(&c, name, text, len, err);
+    if (r < 0) {
+        json_decref(c.templates);
+        json_decref(c.items);
+        return r;
+    }
+    return finish(&c, out, err);
+}
+
+int wh_preview(const struct wh_preview_config *cfg, char *const *files, size_t n_files, FILE *out,
+               FILE *diag, struct gs_error *err)
+{
+    struct ctx c = {.cfg = cfg, .diag = diag, .templates = json_array(), .items = json_array()};
+    for (size_t f = 0; f < n_files; f++) {
+        const char *path = strcmp(files[f], "-") == 0 ? "/dev/stdin" : files[f];
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        int r = gs_read_file(path, WH_PREVIEW_MAX_FILE, &text, &len, err);
+        if (r < 0)
+            gs_error_prefix(err, "%s: ", files[f]);
+        else
+            r = add_text(&c, files[f], text, len, err);
+        if (r < 0) {
+            json_decref(c.templates);
+            json_decref(c.items);
+            return r;
+        }
+    }
+    return finish(&c, out, err);
 }

@@ -33,6 +33,11 @@ struct wh_preview_config {
 int wh_preview(const struct wh_preview_config *cfg, char *const *files, size_t n_files, FILE *out,
                FILE *diag, struct gs_error *err);
 
+/* The same for one text already in memory (`name` names it in messages). -EPROTO if a patch
+ * the translation produced could not be applied to the manifest (a bug, never bad input). */
+int wh_preview_text(const struct wh_preview_config *cfg, const char *name, const char *text,
+                    size_t len, FILE *out, FILE *diag, struct gs_error *err);
+
 /* Parse "15Gi,80Gi" into bytes. -EINVAL with the offending entry named. */
 int wh_parse_memory_sizes(const char *list, int64_t *sizes, size_t max, size_t *n,
                           struct gs_error *err);
