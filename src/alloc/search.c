@@ -269,7 +269,11 @@ static int solution(struct search *s)
     return ++s->solutions >= s->max_solutions;
 }
 
-static int allocate_one(struct search *s, size_t ri, size_t si, size_t di, bool in_sub)
+/* Device `di` of request `ri` (subrequest `si`). `start`: the next device of the same request is
+ * looked for after the previous one only (no permutations; as upstream, one request does not take
+ * the same shareable device twice). */
+static int allocate_one(struct search *s, size_t ri, size_t si, size_t di, bool in_sub,
+                        size_t start)
 {
     if (s->have_best && ++s->steps > s->max_steps)
         return 1;
@@ -279,7 +283,7 @@ static int allocate_one(struct search *s, size_t ri, size_t si, size_t di, bool 
     if (!in_sub && re->rd[0].parent) {
         for (size_t k = 0; k < re->n_rd; k++) {
             re->selected = (int)k;
-            int r = allocate_one(s, ri, k, 0, true);
+            int r = allocate_one(s, ri, k, 0, true, 0);
             if (r != 0)
                 return r;
         }
@@ -289,19 +293,19 @@ static int allocate_one(struct search *s, size_t ri, size_t si, size_t di, bool 
     if (rd->rq->mode == ALLOC_MODE_ALL && rd->n_all == 0)
         return 0;
     if (di >= rd->num_devices)
-        return allocate_one(s, ri + 1, 0, 0, false);
+        return allocate_one(s, ri + 1, 0, 0, false, 0);
     if (s->claim_res[rd->claim] + rd->num_devices - di > ALLOC_MAX_RESULTS)
         return 0;
     if (rd->rq->mode == ALLOC_MODE_ALL) {
         int r = allocate_device(s, rd, rd->all[di], true);
         if (r <= 0)
             return r;
-        r = allocate_one(s, ri, si, di + 1, in_sub);
+        r = allocate_one(s, ri, si, di + 1, in_sub, 0);
         if (r != 1)
             deallocate(s);
         return r;
     }
-    for (size_t ci = 0; ci < s->n_cand; ci++) {
+    for (size_t ci = start; ci < s->n_cand; ci++) {
         struct cand *c = &s->cands[ci];
         /* No devices from incomplete or invalid pools; other pools may still serve. */
         if (c->pool->incomplete || c->pool->invalid)
@@ -318,7 +322,7 @@ static int allocate_one(struct search *s, size_t ri, size_t si, size_t di, bool 
             return r;
         if (!r)
             continue;
-        r = allocate_one(s, ri, si, di + 1, in_sub);
+        r = allocate_one(s, ri, si, di + 1, in_sub, ci + 1);
         if (r != 0) {
             /* Stop. A scoring policy restores its best solution afterwards. */
             return r;
@@ -630,7 +634,7 @@ int alloc_search(struct alloc_state *st, const struct alloc_claim_spec *const *c
             }
         }
     }
-    r = allocate_one(&s, 0, 0, 0, false);
+    r = allocate_one(&s, 0, 0, 0, false, 0);
     if (r < 0)
         goto out;
     if (s.policy != ALLOC_POLICY_FIRST_FIT && s.have_best) {

@@ -399,17 +399,29 @@ static void test_exclusive_shared(void)
     like_str(o.why, "InsufficientCapacity memory: need 16Gi, free 0", "explained");
     outcome_fini(&o);
     is_int(alloc_state_release_claim(st, "ns", "small3"), 0, "release");
-    /* Two shares of one device inside one claim. */
+    /* One request does not take the same shareable device twice (the search moves on after
+     * the device it picked, as upstream); two requests of one claim may share it. */
     is_int(claim_on(st,
                     CLAIM_HEAD("two") "    requests:\n    - name: r\n      exactly:\n        "
                                       "deviceClassName: gpu\n        count: 2\n"
                                       "        capacity: {requests: {cores: 40, memory: 8Gi}}\n",
                     "n1", ALLOC_POLICY_FIRST_FIT, &o),
-           0, "count 2 on one shareable device");
-    is_str(res_str(o.allocation, 0, "device"), "sh0", "first share on sh0");
-    is_str(res_str(o.allocation, 1, "device"), "sh0", "second share on sh0 too");
+           ALLOC_UNSCHEDULABLE, "count 2 cannot be two shares of sh0");
+    outcome_fini(&o);
+    is_int(claim_on(st,
+                    CLAIM_HEAD("pair") "    requests:\n    - name: a\n      exactly:\n        "
+                                       "deviceClassName: gpu\n"
+                                       "        capacity: {requests: {cores: 40, memory: 8Gi}}\n"
+                                       "    - name: b\n      exactly:\n        "
+                                       "deviceClassName: gpu\n"
+                                       "        capacity: {requests: {cores: 40, memory: 8Gi}}\n",
+                    "n1", ALLOC_POLICY_FIRST_FIT, &o),
+           0, "two requests on one shareable device");
+    is_str(res_str(o.allocation, 0, "device"), "sh0", "a: share on sh0");
+    is_str(res_str(o.allocation, 1, "device"), "sh0", "b: share on sh0 too");
     ok(strcmp(res_str(o.allocation, 0, "shareID"), res_str(o.allocation, 1, "shareID")) != 0,
        "each share has its own shareID");
+    is_str(consumed(o.allocation, 1, "cores"), "40", "b consumes its own 40 cores");
     outcome_fini(&o);
     alloc_state_free(st);
 }
