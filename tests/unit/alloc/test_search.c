@@ -426,6 +426,32 @@ static void test_exclusive_shared(void)
     alloc_state_free(st);
 }
 
+static void test_shared_blocks_exclusive(void)
+{
+    /* The device was shared (allocations with shareID) and is now published without
+     * allowMultipleAllocations: an exclusive allocation must wait for the shares to go. */
+    const char *fx = CLASS
+        "kind: ResourceSlice\nmetadata: {name: s}\n"
+        "spec: {driver: gpu.example.com, nodeName: n1, pool: {name: p, resourceSliceCount: 1},"
+        " devices: [{name: d0, capacity: {cores: {value: '100'}}}]}\n---\n"
+        "kind: ResourceClaim\nmetadata: {name: share, namespace: ns}\n"
+        "status: {allocation: {devices: {results: [{request: r, driver: gpu.example.com, pool: p,"
+        " device: d0, shareID: 11111111-2222-4333-8444-555555555555, consumedCapacity: {cores: "
+        "'10'}}]}}}\n";
+    struct alloc_state *st = state_from(fx);
+    struct outcome o;
+    is_int(claim_on(st, ONE_REQ("excl"), "n1", ALLOC_POLICY_FIRST_FIT, &o), ALLOC_UNSCHEDULABLE,
+           "a shared allocation blocks an exclusive one");
+    like_str(o.why, "d0: DeviceInUse allocated to claim ns/share", "explained as DeviceInUse");
+    outcome_fini(&o);
+    is_int(alloc_state_release_claim(st, "ns", "share"), 0, "the share goes");
+    is_int(claim_on(st, ONE_REQ("excl"), "n1", ALLOC_POLICY_FIRST_FIT, &o), 0,
+           "then the exclusive allocation fits");
+    ok(strcmp(res_str(o.allocation, 0, "shareID"), "") == 0, "without shareID");
+    outcome_fini(&o);
+    alloc_state_free(st);
+}
+
 static void test_errors_and_limits(void)
 {
     struct alloc_state *st = state_from(eight);
@@ -863,5 +889,6 @@ int main(void)
     test_pool_across_nodes();
     test_pod_claims_together();
     test_empty_claim();
+    test_shared_blocks_exclusive();
     return tap_done();
 }
