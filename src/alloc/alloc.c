@@ -20,6 +20,8 @@ static const char *error_reason(int code, const char *msg)
         return "PoolIncomplete";
     if (strstr(msg, "constraint would not be satisfied"))
         return "ConstraintMismatch";
+    if (code == ALLOC_SEARCH_LIMIT)
+        return "SearchLimit";
     return code == -EINVAL ? "InvalidClaim" : "Error";
 }
 

@@ -40,6 +40,8 @@
 
 /* alloc_claim(): the claim does not fit on the node (not an error in the input). */
 #define ALLOC_UNSCHEDULABLE (-ENOSPC)
+/* alloc_claim(): the search hit opt->step_limit before finding an answer. */
+#define ALLOC_SEARCH_LIMIT (-ETIME)
 
 enum alloc_policy {
     ALLOC_POLICY_FIRST_FIT = 0, /* first solution of the depth-first search: kube-scheduler */
@@ -59,6 +61,8 @@ struct alloc_options {
     unsigned max_solutions;   /* scoring policies: complete solutions compared (0 = 64) */
     unsigned long max_steps;  /* scoring policies: search steps after the first solution
                                  (0 = 100000) */
+    unsigned long step_limit; /* any policy: the search gives up after this many steps, as
+                                 kube-scheduler's filter times out (0 = 10,000,000) */
 };
 
 struct alloc_state;
@@ -88,6 +92,7 @@ size_t alloc_state_claim_count(const struct alloc_state *st);
 /*
  * Explanation of one alloc_claim() call: per request, per device, with stable reason codes.
  *  claim:   Allocated, Unschedulable, CelError, ClassNotFound, PoolInvalid, PoolIncomplete,
+ *           SearchLimit,
  *           ConstraintMismatch, InvalidClaim, Error
  *  request: Allocated, InsufficientDevices ("need 1 device, 0 of 3 usable"), NoDevices,
  *           ClassNotFound, PoolIncomplete, ConstraintMismatch, TooManyDevices,

@@ -16,6 +16,7 @@
 
 #define DEFAULT_MAX_SOLUTIONS 64
 #define DEFAULT_MAX_STEPS     100000UL
+#define DEFAULT_STEP_LIMIT    10000000UL
 
 struct cand {
     struct alloc_device *dev;
@@ -77,6 +78,7 @@ struct search {
     struct alloc_qty *best_q; /* max_res * max_cap */
     unsigned solutions, max_solutions;
     unsigned long steps, max_steps;
+    unsigned long total_steps, step_limit;
     struct gs_error *err;
 };
 
@@ -275,6 +277,14 @@ static int solution(struct search *s)
 static int allocate_one(struct search *s, size_t ri, size_t si, size_t di, bool in_sub,
                         size_t start)
 {
+    if (++s->total_steps > s->step_limit) {
+        if (s->have_best)
+            return 1; /* a scoring policy keeps the best solution found so far */
+        const struct alloc_claim_spec *cl = s->claims[0];
+        return gs_error_set(s->err, ALLOC_SEARCH_LIMIT,
+                            "claim %s/%s: search stopped after %lu steps without an answer", cl->ns,
+                            cl->name, s->step_limit);
+    }
     if (s->have_best && ++s->steps > s->max_steps)
         return 1;
     if (ri >= s->n_req)
@@ -544,6 +554,7 @@ int alloc_search(struct alloc_state *st, const struct alloc_claim_spec *const *c
         .err = err,
         .max_solutions = opt->max_solutions ? opt->max_solutions : DEFAULT_MAX_SOLUTIONS,
         .max_steps = opt->max_steps ? opt->max_steps : DEFAULT_MAX_STEPS,
+        .step_limit = opt->step_limit ? opt->step_limit : DEFAULT_STEP_LIMIT,
         .max_res = ALLOC_MAX_RESULTS * n_claims,
     };
     const struct alloc_node_pools *np = alloc_pools_for_node(st, opt->node, err);

@@ -452,6 +452,28 @@ static void test_shared_blocks_exclusive(void)
     alloc_state_free(st);
 }
 
+static void test_step_limit(void)
+{
+    struct alloc_state *st = state_from(eight);
+    json_t *c = obj_from(CLAIM_HEAD("big") "    requests:\n    - name: r\n      exactly: "
+                                           "{deviceClassName: gpu, count: 3}\n    constraints:\n"
+                                           "    - {matchAttribute: gpu.example.com/model}\n");
+    struct alloc_options opt = {.node = "n1", .step_limit = 5};
+    struct alloc_explanation *why = NULL;
+    json_t *al = NULL;
+    struct gs_error err = {0};
+    is_int(alloc_claim(st, c, &opt, &al, &why, &err), ALLOC_SEARCH_LIMIT,
+           "a search over its step limit gives up (as kube-scheduler's filter times out)");
+    is_str(err.msg, "claim ns/big: search stopped after 5 steps without an answer", "message");
+    is_str(alloc_explanation_reason(why), "SearchLimit", "reason SearchLimit");
+    alloc_explanation_free(why);
+    opt.step_limit = 0;
+    is_int(alloc_claim(st, c, &opt, &al, NULL, &err), ALLOC_UNSCHEDULABLE,
+           "with the default limit the search finishes: no three devices share a model");
+    json_decref(c);
+    alloc_state_free(st);
+}
+
 static void test_errors_and_limits(void)
 {
     struct alloc_state *st = state_from(eight);
@@ -890,5 +912,6 @@ int main(void)
     test_pod_claims_together();
     test_empty_claim();
     test_shared_blocks_exclusive();
+    test_step_limit();
     return tap_done();
 }
