@@ -4,8 +4,10 @@
  * CUDA_VISIBLE_DEVICES re-ordering by index or UUID cannot mis-assign limits) -> limits and the
  * claim's region. And the ONE memory view every query hook reports.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vgpu/vgpu-internal.h"
@@ -26,34 +28,53 @@ static void format_uuid(const CUuuid *u, char *buf, size_t len)
              b[14], b[15]);
 }
 
-/* Dead pids the driver still lists as holding memory (NVML, same pid namespace as ours). */
-static void driver_holds(const int *pids, bool *holds, int n)
+/* Dead pids the driver still lists as holding memory (NVML, same pid namespace as ours).
+ * -ENOSYS without NVML; -EAGAIN when a listing failed (then nothing is known to be freed). */
+static int driver_holds(const int *pids, bool *holds, int n)
 {
     static atomic_bool nvml_init_done;
     if (!vgpu_nvml_ready() || !gs_real_nvml.nvmlDeviceGetCount_v2 ||
         !gs_real_nvml.nvmlDeviceGetHandleByIndex_v2 ||
         !gs_real_nvml.nvmlDeviceGetComputeRunningProcesses_v3)
-        return;
+        return -ENOSYS;
     if (!atomic_load(&nvml_init_done)) {
         if (!gs_real_nvml.nvmlInit_v2 || gs_real_nvml.nvmlInit_v2() != NVML_SUCCESS)
-            return;
+            return -ENOSYS;
         atomic_store(&nvml_init_done, true);
     }
     unsigned count = 0;
     if (gs_real_nvml.nvmlDeviceGetCount_v2(&count) != NVML_SUCCESS)
-        return;
-    nvmlProcessInfo_t infos[256];
+        return -EAGAIN;
+    nvmlProcessInfo_t stack_infos[256];
     for (unsigned i = 0; i < count && i < VGPU_MAX_DEVICES; i++) {
         nvmlDevice_t h;
-        unsigned k = GS_ARRAY_SIZE(infos);
-        if (gs_real_nvml.nvmlDeviceGetHandleByIndex_v2(i, &h) != NVML_SUCCESS ||
-            gs_real_nvml.nvmlDeviceGetComputeRunningProcesses_v3(h, &k, infos) != NVML_SUCCESS)
-            continue;
-        for (unsigned j = 0; j < k && j < GS_ARRAY_SIZE(infos); j++)
-            for (int p = 0; p < n; p++)
-                if ((int)infos[j].pid == pids[p])
-                    holds[p] = true;
+        if (gs_real_nvml.nvmlDeviceGetHandleByIndex_v2(i, &h) != NVML_SUCCESS)
+            return -EAGAIN;
+        nvmlProcessInfo_t *infos = stack_infos;
+        unsigned k = GS_ARRAY_SIZE(stack_infos);
+        nvmlReturn_t r = gs_real_nvml.nvmlDeviceGetComputeRunningProcesses_v3(h, &k, infos);
+        if (r == NVML_ERROR_INSUFFICIENT_SIZE && k > GS_ARRAY_SIZE(stack_infos) && k < 65536) {
+            /* more processes than the stack buffer: one retry with room to spare */
+            unsigned cap = k + 64;
+            infos = calloc(cap, sizeof(*infos));
+            if (!infos)
+                return -EAGAIN;
+            k = cap;
+            r = gs_real_nvml.nvmlDeviceGetComputeRunningProcesses_v3(h, &k, infos);
+            if (k > cap)
+                k = cap;
+        }
+        if (r == NVML_SUCCESS)
+            for (unsigned j = 0; j < k; j++)
+                for (int p = 0; p < n; p++)
+                    if ((int)infos[j].pid == pids[p])
+                        holds[p] = true;
+        if (infos != stack_infos)
+            free(infos);
+        if (r != NVML_SUCCESS)
+            return -EAGAIN;
     }
+    return 0;
 }
 
 /* After fork the child owns no GPU memory (CUDA contexts do not survive fork): it starts with an

@@ -15,15 +15,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/proc.h"
 #include "vgpu/vgpu-internal.h"
 
 #define MAX_REGIONS 8
+#define SWEEP_BATCH 64 /* dead slots judged per driver listing */
 
 struct vgpu_region {
     char path[GS_LIMITS_PATH_MAX]; /* "" = process-private */
     struct gs_region *shm;
-    int proc;        /* our slot, -1 until the first charge */
-    pid_t owner_pid; /* process that claimed `proc` (fork detection) */
+    int proc;             /* our slot, -1 until the first charge */
+    pid_t owner_pid;      /* process that claimed `proc` (fork detection) */
+    uint64_t owner_start; /* start time written into the slot with owner_pid */
 };
 
 static struct vgpu_region regions[MAX_REGIONS];
@@ -224,15 +227,31 @@ struct gs_region_device *vgpu_region_dev(struct vgpu_region *r, int slot)
     return &r->shm->devices[slot];
 }
 
+/* Does our slot still carry our identity? A slot is only ever taken from a process that is
+ * gone, so this is a defence: if it ever fails we must neither charge into nor give back from
+ * what is now another process's slot. */
+static bool slot_is_ours(const struct gs_region *r, const struct vgpu_region *vr, pid_t pid)
+{
+    const struct gs_region_proc *s = &r->procs[vr->proc];
+    return atomic_load(&s->pid) == pid && atomic_load(&s->start_time) == vr->owner_start;
+}
+
 /* Our process slot; claims one (under the lock, which the caller holds) if needed. */
 static int own_slot_locked(struct vgpu_region *vr)
 {
     struct gs_region *r = vr->shm;
     pid_t pid = self_pid();
-    if (vr->proc >= 0 && vr->owner_pid == pid)
-        return vr->proc;
-    if (vr->owner_pid != pid) {
-        /* after fork: the child starts with nothing charged */
+    if (GS_LIKELY(vr->proc >= 0 && vr->owner_pid == pid)) {
+        if (GS_LIKELY(slot_is_ours(r, vr, pid)))
+            return vr->proc;
+        VLOG(VGPU_LOG_ERROR, "region %s: process slot %d no longer ours; claiming another",
+             vr->path[0] ? vr->path : "(process)", vr->proc);
+        vr->proc = -1;
+    }
+    if (vr->owner_pid != pid || !self_start) {
+        /* after fork: the child starts with nothing charged; a start time that could not be
+         * read before is tried again (0 = unknown: the slot is then swept only once the pid is
+         * gone, never on a start-time mismatch) */
         vr->proc = -1;
         self_start = vgpu_proc_start_time(pid);
     }
@@ -249,23 +268,55 @@ static int own_slot_locked(struct vgpu_region *vr)
             atomic_fetch_add(&r->generation, 1);
             vr->proc = p;
             vr->owner_pid = pid;
+            vr->owner_start = self_start;
             return p;
         }
     }
     return -1;
 }
 
-static bool proc_dead(const struct gs_region_proc *s)
+/* One consistent reading of a slot's identity, taken without the lock: the pid is read before
+ * and after the rest (a slot is claimed by writing start time and namespace first, pid last,
+ * and freed by writing pid 0), so a slot freed and re-claimed meanwhile is not mixed up. */
+struct slot_id {
+    int pid;
+    uint64_t start, pidns;
+};
+
+static bool slot_read_id(const struct gs_region_proc *s, struct slot_id *id)
 {
-    int pid = atomic_load(&s->pid);
-    if (pid == 0)
+    id->pid = atomic_load(&s->pid);
+    if (id->pid == 0)
         return false;
-    if (atomic_load(&s->pidns) != self_pidns)
+    id->start = atomic_load(&s->start_time);
+    id->pidns = atomic_load(&s->pidns);
+    return atomic_load(&s->pid) == id->pid;
+}
+
+static bool slot_has_id(const struct gs_region_proc *s, const struct slot_id *id)
+{
+    return atomic_load(&s->pid) == id->pid && atomic_load(&s->start_time) == id->start &&
+           atomic_load(&s->pidns) == id->pidns;
+}
+
+/* Is the process of `id` certainly gone? Only a definite answer counts: the pid does not exist,
+ * is a zombie, or now belongs to a process with another start time. Anything unknown (another
+ * pid namespace, /proc unreadable, start time never recorded) keeps the slot. */
+static bool proc_dead(const struct slot_id *id)
+{
+    if (id->pidns != self_pidns)
         return false; /* another container's process: not ours to judge */
-    if (kill(pid, 0) < 0 && errno == ESRCH)
+    if (kill(id->pid, 0) < 0 && errno == ESRCH)
         return true;
-    uint64_t st = vgpu_proc_start_time(pid);
-    return st == 0 || st != atomic_load(&s->start_time);
+    uint64_t st = 0;
+    int e = gs_proc_start_time(id->pid, &st);
+    if (e == -ESRCH)
+        return true;
+    if (e < 0)
+        return false;
+    if (!st)
+        st = 1; /* as vgpu_proc_start_time() records it */
+    return id->start != 0 && st != id->start;
 }
 
 static vgpu_driver_holds_fn driver_holds;
@@ -273,6 +324,71 @@ static vgpu_driver_holds_fn driver_holds;
 void vgpu_region_set_driver_check(vgpu_driver_holds_fn fn)
 {
     driver_holds = fn;
+}
+
+/* Judge one batch of candidate slots [*from, np) and reclaim the dead ones the driver no longer
+ * holds memory for. Advances *from past the slots judged. */
+static int sweep_batch(struct vgpu_region *vr, uint32_t *from, uint32_t np)
+{
+    struct gs_region *r = vr->shm;
+    /* Find candidates without the lock (reading /proc is slow), reclaim under it. */
+    int dead[SWEEP_BATCH];
+    struct slot_id ids[SWEEP_BATCH];
+    int n_dead = 0;
+    uint32_t p = *from;
+    for (; p < np && p < GS_REGION_MAX_PROCS && n_dead < SWEEP_BATCH; p++) {
+        if ((int)p == vr->proc && vr->owner_pid == self_pid())
+            continue;
+        struct slot_id id;
+        if (slot_read_id(&r->procs[p], &id) && proc_dead(&id)) {
+            dead[n_dead] = (int)p;
+            ids[n_dead++] = id;
+        }
+    }
+    *from = p;
+    if (n_dead == 0)
+        return 0;
+    bool holds[SWEEP_BATCH] = {false};
+    if (driver_holds) {
+        int pids[SWEEP_BATCH];
+        for (int i = 0; i < n_dead; i++)
+            pids[i] = ids[i].pid;
+        int e = driver_holds(pids, holds, n_dead);
+        if (e < 0 && e != -ENOSYS)
+            return 0; /* the driver could not answer now: keep every charge until it can */
+        /* A listed pid that now belongs to another live process (pid reuse) is that process: the
+         * driver has already let go of the dead one (a driver frees a process's memory before
+         * its pid can be reused; gpusim reclaims it in the very listing call). */
+        for (int i = 0; i < n_dead; i++) {
+            uint64_t now_start = holds[i] ? vgpu_proc_start_time(pids[i]) : 0;
+            if (now_start != 0 && now_start != ids[i].start)
+                holds[i] = false;
+        }
+    }
+    int reclaimed = 0;
+    region_lock(r);
+    uint32_t nd = atomic_load(&r->n_devices);
+    for (int i = 0; i < n_dead; i++) {
+        struct gs_region_proc *s = &r->procs[dead[i]];
+        /* The exact process judged dead, still in the slot? Another sweeper may have reclaimed
+         * it and a new process claimed the slot meanwhile, possibly with the same start time
+         * (clock ticks): only pid + start time + namespace together identify it. */
+        if (!slot_has_id(s, &ids[i]))
+            continue;
+        if (holds[i])
+            continue; /* the driver has not freed its memory yet: next sweep */
+        for (uint32_t d = 0; d < nd && d < GS_REGION_MAX_DEVICES; d++) {
+            uint64_t u = atomic_exchange(&s->used[d], 0);
+            uint64_t cur = atomic_load(&r->devices[d].used);
+            atomic_store(&r->devices[d].used, gs_sat_sub_u64(cur, u));
+        }
+        VLOG(VGPU_LOG_INFO, "region: reclaimed slot of dead process %d", ids[i].pid);
+        atomic_store(&s->pid, 0);
+        atomic_fetch_add(&r->generation, 1);
+        reclaimed++;
+    }
+    region_unlock(r);
+    return reclaimed;
 }
 
 int vgpu_region_sweep(struct vgpu_region *vr, enum vgpu_sweep_mode mode)
@@ -289,54 +405,11 @@ int vgpu_region_sweep(struct vgpu_region *vr, enum vgpu_sweep_mode mode)
         return 0;
     if (!self_pidns)
         self_pidns = vgpu_self_pidns();
-    /* Find candidates without the lock (reading /proc is slow), reclaim under it. */
-    int dead[64];
-    uint64_t dead_start[64];
-    int n_dead = 0;
+    /* Every slot, in batches (more dead processes than one batch are all reclaimed at once). */
     uint32_t np = atomic_load(&r->n_procs_hint);
-    for (uint32_t p = 0; p < np && p < GS_REGION_MAX_PROCS && n_dead < 64; p++) {
-        if ((int)p == vr->proc && vr->owner_pid == self_pid())
-            continue;
-        if (proc_dead(&r->procs[p])) {
-            dead[n_dead] = (int)p;
-            dead_start[n_dead++] = atomic_load(&r->procs[p].start_time);
-        }
-    }
-    if (n_dead == 0)
-        return 0;
-    bool holds[64] = {false};
-    if (driver_holds) {
-        int pids[64];
-        for (int i = 0; i < n_dead; i++)
-            pids[i] = atomic_load(&r->procs[dead[i]].pid);
-        driver_holds(pids, holds, n_dead);
-        /* A listed pid that now belongs to another live process (pid reuse) is that process: the
-         * driver has already let go of the dead one (a driver frees a process's memory before
-         * its pid can be reused; gpusim reclaims it in the very listing call). */
-        for (int i = 0; i < n_dead; i++)
-            if (holds[i] && vgpu_proc_start_time(pids[i]) != 0)
-                holds[i] = false;
-    }
     int reclaimed = 0;
-    region_lock(r);
-    uint32_t nd = atomic_load(&r->n_devices);
-    for (int i = 0; i < n_dead; i++) {
-        struct gs_region_proc *s = &r->procs[dead[i]];
-        if (atomic_load(&s->pid) == 0 || atomic_load(&s->start_time) != dead_start[i])
-            continue; /* reclaimed or reused meanwhile */
-        if (holds[i])
-            continue; /* the driver has not freed its memory yet: next sweep */
-        for (uint32_t d = 0; d < nd && d < GS_REGION_MAX_DEVICES; d++) {
-            uint64_t u = atomic_exchange(&s->used[d], 0);
-            uint64_t cur = atomic_load(&r->devices[d].used);
-            atomic_store(&r->devices[d].used, gs_sat_sub_u64(cur, u));
-        }
-        VLOG(VGPU_LOG_INFO, "region: reclaimed slot of dead process %d", atomic_load(&s->pid));
-        atomic_store(&s->pid, 0);
-        atomic_fetch_add(&r->generation, 1);
-        reclaimed++;
-    }
-    region_unlock(r);
+    for (uint32_t from = 0; from < np && from < GS_REGION_MAX_PROCS;)
+        reclaimed += sweep_batch(vr, &from, np);
     return reclaimed;
 }
 
@@ -366,7 +439,8 @@ void vgpu_region_release(struct vgpu_region *vr, int slot, uint64_t size)
 {
     struct gs_region *r = vr->shm;
     region_lock(r);
-    if (vr->proc >= 0 && vr->owner_pid == self_pid()) {
+    pid_t pid = self_pid();
+    if (vr->proc >= 0 && vr->owner_pid == pid && slot_is_ours(r, vr, pid)) {
         struct gs_region_proc *s = &r->procs[vr->proc];
         uint64_t mine = atomic_load(&s->used[slot]);
         uint64_t give = GS_MIN(mine, size); /* never below what we charged */
@@ -400,6 +474,11 @@ __attribute__((destructor)) static void region_exit(void)
             continue;
         struct gs_region *r = vr->shm;
         region_lock(r);
+        if (!slot_is_ours(r, vr, self_pid())) {
+            region_unlock(r);
+            vr->proc = -1;
+            continue;
+        }
         struct gs_region_proc *s = &r->procs[vr->proc];
         uint32_t nd = atomic_load(&r->n_devices);
         for (uint32_t d = 0; d < nd && d < GS_REGION_MAX_DEVICES; d++) {

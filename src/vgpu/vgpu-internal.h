@@ -98,8 +98,11 @@ enum vgpu_sweep_mode {
 };
 int vgpu_region_sweep(struct vgpu_region *r, enum vgpu_sweep_mode mode);
 /* Optional: which of these (dead) pids does the driver still hold memory for? A dead process's
- * charge is given back only once the driver has let go of its memory too. */
-typedef void (*vgpu_driver_holds_fn)(const int *pids, bool *holds, int n);
+ * charge is given back only once the driver has let go of its memory too. Returns 0 when the
+ * driver answered (holds[] filled), -ENOSYS when no driver listing exists at all (the /proc
+ * judgement alone decides), another negative errno when the driver could not answer now (every
+ * charge is kept until a later sweep). */
+typedef int (*vgpu_driver_holds_fn)(const int *pids, bool *holds, int n);
 void vgpu_region_set_driver_check(vgpu_driver_holds_fn fn);
 /* Forget the mappings after fork() in the child (the child registers its own slot). */
 void vgpu_region_atfork_child(void);

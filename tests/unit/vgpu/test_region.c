@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The shared region: exact boundary, cross-process accounting, SIGKILLed processes swept,
- * a lock held by a dead process never wedges the others. */
+ * a lock held by a dead process never wedges the others. The races of the sweep are driven to
+ * their bad interleaving deterministically (fork, SIGKILL, pipes, and the driver-check callback,
+ * which runs between a sweep's unlocked judgement and its locked reclaim), never by timing. */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -9,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/proc.h"
 #include "tap.h"
 #include "vgpu/vgpu-internal.h"
 
@@ -82,6 +85,253 @@ static void test_dead_lock_owner(struct vgpu_region *r, int slot)
     vgpu_region_release(r, slot, 11 * MiB);
 }
 
+/* ------------------------------------------------------------------ controlled child processes */
+
+/* A child that opens the region and, for each 64-bit size read from its command pipe, reserves
+ * that many bytes and writes the result back (0 = _exit without any clean-up, as if killed). */
+struct child {
+    pid_t pid;
+    int cmd, ack;
+};
+
+static struct child child_start(void)
+{
+    int c[2], a[2];
+    struct child ch = {.pid = -1, .cmd = -1, .ack = -1};
+    if (pipe(c) != 0 || pipe(a) != 0)
+        return ch;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(c[1]);
+        close(a[0]);
+        vgpu_region_atfork_child();
+        struct vgpu_region *cr = vgpu_region_open(path);
+        int s = vgpu_region_device(cr, UUID, 4096 * MiB, 30);
+        uint64_t size;
+        while (read(c[0], &size, sizeof(size)) == (ssize_t)sizeof(size) && size) {
+            int rc = vgpu_region_reserve(cr, s, size, 4096 * MiB);
+            (void)!write(a[1], &rc, sizeof(rc));
+        }
+        _exit(0); /* no destructor: the slot stays as a SIGKILL leaves it */
+    }
+    close(c[0]);
+    close(a[1]);
+    ch.pid = pid;
+    ch.cmd = c[1];
+    ch.ack = a[0];
+    return ch;
+}
+
+static int child_reserve(struct child *ch, uint64_t size)
+{
+    int rc = -1;
+    if (write(ch->cmd, &size, sizeof(size)) != (ssize_t)sizeof(size) ||
+        read(ch->ack, &rc, sizeof(rc)) != (ssize_t)sizeof(rc))
+        return -999;
+    return rc;
+}
+
+static void child_kill(struct child *ch)
+{
+    kill(ch->pid, SIGKILL);
+    waitpid(ch->pid, NULL, 0);
+    close(ch->cmd);
+    close(ch->ack);
+}
+
+static int slot_of(struct gs_region *shm, pid_t pid)
+{
+    for (int p = 0; p < GS_REGION_MAX_PROCS; p++)
+        if (atomic_load(&shm->procs[p].pid) == pid)
+            return p;
+    return -1;
+}
+
+/* ------------------------------------------------------------------ driver-check doubles */
+
+static int holds_answer;  /* what the double returns */
+static bool holds_listed; /* whether it says every pid still holds memory */
+static int holds_calls;
+
+static int driver_double(const int *pids, bool *holds, int n)
+{
+    (void)pids;
+    holds_calls++;
+    for (int i = 0; i < n; i++)
+        holds[i] = holds_listed;
+    return holds_answer;
+}
+
+/* Race: between a sweep's unlocked judgement and its locked reclaim, another sweeper reclaims the
+ * dead slot and a NEW process claims it with the same start time (clock ticks are 10 ms: two
+ * processes started in one tick share it). The first sweep must not reclaim the newcomer. */
+static struct vgpu_region *race_region;
+static struct child race_newcomer;
+static int race_nested_swept = -1, race_newcomer_rc = -1;
+static int race_depth;
+
+static int driver_race(const int *pids, bool *holds, int n)
+{
+    (void)pids;
+    for (int i = 0; i < n; i++)
+        holds[i] = false;
+    if (race_depth++ == 0) {
+        /* the other sweeper, then a new process that claims the freed slot */
+        race_nested_swept = vgpu_region_sweep(race_region, VGPU_SWEEP_FORCE);
+        race_newcomer_rc = child_reserve(&race_newcomer, 50 * MiB);
+    }
+    race_depth--;
+    return 0;
+}
+
+static void test_sweep_slot_reused_same_tick(struct vgpu_region *r, int slot)
+{
+    struct gs_region *shm = vgpu_region_shm(r);
+    struct child dead = child_start();
+    is_int(child_reserve(&dead, 100 * MiB), 0, "race: first process reserved 100 MiB");
+    int dead_slot = slot_of(shm, dead.pid);
+    child_kill(&dead);
+    race_newcomer = child_start(); /* started, no slot yet */
+    uint64_t st = 0;
+    gs_proc_start_time(race_newcomer.pid, &st);
+    /* the dead process started in the same clock tick as the newcomer */
+    atomic_store(&shm->procs[dead_slot].start_time, st ? st : 1);
+    race_region = r;
+    vgpu_region_set_driver_check(driver_race);
+    int swept = vgpu_region_sweep(r, VGPU_SWEEP_FORCE);
+    vgpu_region_set_driver_check(NULL);
+    is_int(race_nested_swept, 1, "race: the other sweeper reclaimed the dead process");
+    is_int(race_newcomer_rc, 0, "race: the newcomer reserved 50 MiB meanwhile");
+    is_int(slot_of(shm, race_newcomer.pid), dead_slot, "race: in the very slot just freed");
+    is_int(swept, 0, "race: the first sweep leaves the newcomer's slot alone");
+    is_uint(vgpu_region_used(r, slot), 50 * MiB, "race: the newcomer's 50 MiB are still counted");
+    child_kill(&race_newcomer);
+    is_int(vgpu_region_sweep(r, VGPU_SWEEP_FORCE), 1, "race: newcomer swept once dead");
+    is_uint(vgpu_region_used(r, slot), 0, "race: usage back to 0");
+}
+
+/* More dead processes than one sweep batch: a single sweep gives all of them back. */
+static void test_sweep_many_dead(struct vgpu_region *r, int slot)
+{
+    enum { N = 70 };
+    struct child ch[N];
+    int reserved = 0;
+    for (int i = 0; i < N; i++) {
+        ch[i] = child_start();
+        reserved += child_reserve(&ch[i], MiB) == 0;
+    }
+    is_int(reserved, N, "70 processes reserved 1 MiB each");
+    is_uint(vgpu_region_used(r, slot), N * MiB, "70 MiB counted");
+    for (int i = 0; i < N; i++)
+        child_kill(&ch[i]);
+    is_int(vgpu_region_sweep(r, VGPU_SWEEP_FORCE), N, "one sweep reclaims all 70 dead slots");
+    is_uint(vgpu_region_used(r, slot), 0, "usage back to 0");
+}
+
+/* The driver decides when a dead process's bytes come back: while it still lists the pid, or
+ * cannot answer, the charge stays (else a new allocation could push physical usage over the
+ * limit while the driver still holds the dead process's memory). */
+static void test_sweep_waits_for_driver(struct vgpu_region *r, int slot)
+{
+    struct child ch = child_start();
+    is_int(child_reserve(&ch, 30 * MiB), 0, "driver: process reserved 30 MiB");
+    /* _exit without waitpid: a zombie, like a SIGKILLed process whose other threads are still
+     * tearing down (the driver still holds its memory) */
+    close(ch.cmd);
+    int rc;
+    (void)!read(ch.ack, &rc, sizeof(rc)); /* EOF once it has exited */
+    uint64_t st = 0;
+    for (int i = 0; i < 1000 && gs_proc_start_time(ch.pid, &st) != -ESRCH; i++)
+        usleep(1000);
+    is_int(gs_proc_start_time(ch.pid, &st), -ESRCH, "driver: the process is a zombie");
+    vgpu_region_set_driver_check(driver_double);
+    holds_answer = 0;
+    holds_listed = true;
+    holds_calls = 0;
+    is_int(vgpu_region_sweep(r, VGPU_SWEEP_FORCE), 0, "driver lists the zombie: slot kept");
+    is_int(holds_calls, 1, "driver: asked once");
+    is_uint(vgpu_region_used(r, slot), 30 * MiB, "driver: its 30 MiB still counted");
+    holds_answer = -EAGAIN;
+    holds_listed = false;
+    is_int(vgpu_region_sweep(r, VGPU_SWEEP_FORCE), 0, "driver cannot answer: slot kept");
+    is_uint(vgpu_region_used(r, slot), 30 * MiB, "driver: still counted");
+    holds_answer = 0;
+    is_int(vgpu_region_sweep(r, VGPU_SWEEP_FORCE), 1, "driver let go: slot reclaimed");
+    is_uint(vgpu_region_used(r, slot), 0, "driver: usage back to 0");
+    vgpu_region_set_driver_check(NULL);
+    waitpid(ch.pid, NULL, 0);
+    close(ch.ack);
+}
+
+/* A slot whose start time could not be recorded (0 = unknown) is judged by its pid alone: a live
+ * process is never swept on a start-time mismatch it did not cause. */
+static void test_sweep_unknown_start(struct vgpu_region *r, int slot)
+{
+    struct gs_region *shm = vgpu_region_shm(r);
+    struct child ch = child_start();
+    is_int(child_reserve(&ch, 8 * MiB), 0, "unknown start: process reserved 8 MiB");
+    atomic_store(&shm->procs[slot_of(shm, ch.pid)].start_time, 0);
+    is_int(vgpu_region_sweep(r, VGPU_SWEEP_FORCE), 0, "unknown start: live process kept");
+    is_uint(vgpu_region_used(r, slot), 8 * MiB, "unknown start: 8 MiB still counted");
+    child_kill(&ch);
+    is_int(vgpu_region_sweep(r, VGPU_SWEEP_FORCE), 1, "unknown start: swept once gone");
+    is_uint(vgpu_region_used(r, slot), 0, "unknown start: usage back to 0");
+}
+
+/* If our slot ever carries another process's identity, we neither give back from it nor charge
+ * into it: its owner's accounting stays exact. */
+static void test_slot_taken_over(struct vgpu_region *r, int slot)
+{
+    struct gs_region *shm = vgpu_region_shm(r);
+    is_int(vgpu_region_reserve(r, slot, 10 * MiB, 0), 0, "takeover: we hold 10 MiB");
+    int mine = slot_of(shm, getpid());
+    /* as a wrong sweep would: our slot freed with its usage */
+    atomic_store(&shm->procs[mine].used[slot], 0);
+    atomic_store(&shm->devices[slot].used, 0);
+    atomic_store(&shm->procs[mine].pid, 0);
+    struct child ch = child_start();
+    is_int(child_reserve(&ch, 20 * MiB), 0, "takeover: another process reserved 20 MiB");
+    is_int(slot_of(shm, ch.pid), mine, "takeover: in our former slot");
+    vgpu_region_release(r, slot, 10 * MiB);
+    is_uint(vgpu_region_used(r, slot), 20 * MiB, "takeover: our release leaves its 20 MiB");
+    is_uint(atomic_load(&shm->procs[mine].used[slot]), 20 * MiB, "takeover: its slot intact");
+    is_int(vgpu_region_reserve(r, slot, MiB, 0), 0, "takeover: our next reserve succeeds");
+    ok(slot_of(shm, getpid()) >= 0 && slot_of(shm, getpid()) != mine,
+       "takeover: in a slot of our own");
+    is_uint(vgpu_region_used(r, slot), 21 * MiB, "takeover: 20 + 1 MiB");
+    vgpu_region_release(r, slot, MiB);
+    child_kill(&ch);
+    is_int(vgpu_region_sweep(r, VGPU_SWEEP_FORCE), 1, "takeover: the other process swept");
+    is_uint(vgpu_region_used(r, slot), 0, "takeover: usage back to 0");
+}
+
+/* A process dies holding the lock in the middle of its own reservation (device total raised,
+ * its slot not yet): the next locker recomputes from the slots, and sweeping the dead process
+ * then leaves exactly the survivors' usage. */
+static void test_dead_owner_mid_reserve(struct vgpu_region *r, int slot)
+{
+    struct gs_region *shm = vgpu_region_shm(r);
+    is_int(vgpu_region_reserve(r, slot, 3 * MiB, 0), 0, "mid-reserve: we hold 3 MiB");
+    struct child ch = child_start();
+    is_int(child_reserve(&ch, 5 * MiB), 0, "mid-reserve: other process holds 5 MiB");
+    int cs = slot_of(shm, ch.pid);
+    pid_t pid = fork();
+    if (pid == 0) {
+        pthread_mutex_lock(&shm->lock);
+        atomic_fetch_add(&shm->devices[slot].used, 7 * MiB); /* half of a reservation */
+        _exit(0);
+    }
+    waitpid(pid, NULL, 0);
+    is_int(vgpu_region_reserve(r, slot, MiB, 0), 0, "mid-reserve: lock recovered");
+    is_uint(vgpu_region_used(r, slot), 9 * MiB, "mid-reserve: recomputed 3 + 5 + 1 MiB");
+    is_uint(atomic_load(&shm->procs[cs].used[slot]), 5 * MiB, "mid-reserve: dead's slot intact");
+    child_kill(&ch);
+    is_int(vgpu_region_sweep(r, VGPU_SWEEP_FORCE), 1, "mid-reserve: dead process swept");
+    is_uint(vgpu_region_used(r, slot), 4 * MiB, "mid-reserve: our 4 MiB remain");
+    vgpu_region_release(r, slot, 4 * MiB);
+    is_uint(vgpu_region_used(r, slot), 0, "mid-reserve: back to 0");
+}
+
 static void test_layout(void)
 {
     int fd = open(path, O_RDONLY);
@@ -112,6 +362,12 @@ int main(void)
     test_boundary(r, slot);
     test_sweep(r, slot);
     test_dead_lock_owner(r, slot);
+    test_sweep_slot_reused_same_tick(r, slot);
+    test_sweep_many_dead(r, slot);
+    test_sweep_waits_for_driver(r, slot);
+    test_sweep_unknown_start(r, slot);
+    test_slot_taken_over(r, slot);
+    test_dead_owner_mid_reserve(r, slot);
     test_layout();
     unlink(path);
     return tap_done();
