@@ -29,7 +29,11 @@
  * /proc/<pid>/stat, clock ticks after boot) + `pidns` (inode of /proc/self/ns/pid) identify a
  * process; a slot whose process is gone (or whose pid was reused: start time differs) is swept by
  * any process of the same pid namespace: its usage is subtracted and the slot freed. Sweeps run on
- * the out-of-memory path and at most every GS_REGION_SWEEP_INTERVAL_MS.
+ * the out-of-memory path and at most every GS_REGION_SWEEP_INTERVAL_MS. A sweeper reclaims a slot
+ * only if, under the lock, it still holds the exact (pid, start_time, pidns) judged dead (a slot
+ * may have been freed and re-claimed meanwhile, even by a process with the same start tick), and
+ * only once the driver no longer lists the dead pid (its memory is freed: until then the charge
+ * stays, so nothing can be admitted into memory the driver still holds).
  *
  * Limiter (compute share, per device, shared by the claim's processes): a token bucket of GPU time.
  *   budget_ns starts at 0 when the device slot is created, grows by (now - refill_ns) * cores / 100, capped at GS_REGION_BURST_NS * cores/100,

@@ -80,11 +80,20 @@ def main():
              diag=f"max {kv.get('max_used')} > {LIMIT}")
         t.ok(int(kv.get('max_used', 0)) > LIMIT // 2, 'the storm did press against the limit',
              diag=kv.get('max_used'))
-        # a new process sweeps the dead ones at start-up
-        out = w.run(['views']).stdout
-        kv = parse(out)
-        t.is_eq(kv.get('used_after'), str(MiB), 'new process: its 1 MiB is the only usage')
-        t.is_eq(region_used(region), 0, 'region usage back to 0 after the sweep')
+        # A new process sweeps the dead ones at start-up. A dead process's charge comes back
+        # only once the driver no longer lists it (or could answer at all), so on a loaded
+        # machine one look may come too early: retry a bounded number of times. A real leak
+        # (usage nobody owns) never goes away and still fails.
+        seen = []
+        for _ in range(20):
+            kv = parse(w.run(['views']).stdout)
+            seen.append((kv.get('used_after'), region_used(region)))
+            if seen[-1] == (str(MiB), 0):
+                break
+            time.sleep(0.5)
+        t.diag(f'sweep checks (used by a new process, region after it): {seen}')
+        t.is_eq(seen[-1][0], str(MiB), 'new process: its 1 MiB is the only usage')
+        t.is_eq(seen[-1][1], 0, 'region usage back to 0 after the sweep')
         phys = parse(w.run(['views'], preload=False).stdout)
         t.is_eq(int(phys['cu_total']) - int(phys['cu_free']), 0,
                 'gpusim reclaimed every killed process too')
