@@ -29,7 +29,9 @@ static void format_uuid(const CUuuid *u, char *buf, size_t len)
 }
 
 /* Dead pids the driver still lists as holding memory (NVML, same pid namespace as ours).
- * -ENOSYS without NVML; -EAGAIN when a listing failed (then nothing is known to be freed). */
+ * -ENOSYS when the driver can never tell (no NVML, or a device answers "not supported" / "no
+ * permission": the /proc judgement decides alone, else dead slots would stay forever); -EAGAIN
+ * when a listing failed for now (nothing is known to be freed: a later sweep asks again). */
 static int driver_holds(const int *pids, bool *holds, int n)
 {
     static atomic_bool nvml_init_done;
@@ -71,6 +73,8 @@ static int driver_holds(const int *pids, bool *holds, int n)
                         holds[p] = true;
         if (infos != stack_infos)
             free(infos);
+        if (r == NVML_ERROR_NOT_SUPPORTED || r == NVML_ERROR_NO_PERMISSION)
+            return -ENOSYS;
         if (r != NVML_SUCCESS)
             return -EAGAIN;
     }

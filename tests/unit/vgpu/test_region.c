@@ -258,6 +258,13 @@ static void test_sweep_waits_for_driver(struct vgpu_region *r, int slot)
     holds_answer = 0;
     is_int(vgpu_region_sweep(r, VGPU_SWEEP_FORCE), 1, "driver let go: slot reclaimed");
     is_uint(vgpu_region_used(r, slot), 0, "driver: usage back to 0");
+    /* a driver that can never tell (no NVML, "not supported"): the /proc judgement decides */
+    struct child ch2 = child_start();
+    is_int(child_reserve(&ch2, 4 * MiB), 0, "driver: another process reserved 4 MiB");
+    child_kill(&ch2);
+    holds_answer = -ENOSYS;
+    is_int(vgpu_region_sweep(r, VGPU_SWEEP_FORCE), 1, "driver can never tell: /proc decides");
+    is_uint(vgpu_region_used(r, slot), 0, "driver: usage back to 0");
     vgpu_region_set_driver_check(NULL);
     waitpid(ch.pid, NULL, 0);
     close(ch.ack);
