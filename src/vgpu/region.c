@@ -465,7 +465,10 @@ void vgpu_region_atfork_child(void)
     cached_pid = 0;
 }
 
-/* Normal exit: give our usage back now instead of waiting for a sweep. */
+/* Normal exit. A slot with nothing charged is freed now. One that still holds charges (the
+ * program exits without freeing) is left to the dead-process sweep: the driver frees a
+ * process's memory during its teardown, after this destructor, and giving the bytes back
+ * before that would let another process be admitted into memory the driver still holds. */
 __attribute__((destructor)) static void region_exit(void)
 {
     for (int i = 0; i < n_regions; i++) {
@@ -474,20 +477,18 @@ __attribute__((destructor)) static void region_exit(void)
             continue;
         struct gs_region *r = vr->shm;
         region_lock(r);
-        if (!slot_is_ours(r, vr, self_pid())) {
-            region_unlock(r);
-            vr->proc = -1;
-            continue;
-        }
+        bool ours = slot_is_ours(r, vr, self_pid());
         struct gs_region_proc *s = &r->procs[vr->proc];
         uint32_t nd = atomic_load(&r->n_devices);
-        for (uint32_t d = 0; d < nd && d < GS_REGION_MAX_DEVICES; d++) {
-            uint64_t u = atomic_exchange(&s->used[d], 0);
-            atomic_store(&r->devices[d].used, gs_sat_sub_u64(atomic_load(&r->devices[d].used), u));
+        bool empty = true;
+        for (uint32_t d = 0; d < nd && d < GS_REGION_MAX_DEVICES; d++)
+            if (atomic_load(&s->used[d]))
+                empty = false;
+        if (ours && empty) {
+            atomic_store(&s->pid, 0);
+            atomic_fetch_add(&r->generation, 1);
+            vr->proc = -1;
         }
-        atomic_store(&s->pid, 0);
-        atomic_fetch_add(&r->generation, 1);
         region_unlock(r);
-        vr->proc = -1;
     }
 }

@@ -339,6 +339,43 @@ static void test_dead_owner_mid_reserve(struct vgpu_region *r, int slot)
     is_uint(vgpu_region_used(r, slot), 0, "mid-reserve: back to 0");
 }
 
+/* A normal exit frees an empty slot at once; a slot that still holds charges is left to the
+ * sweep (the driver frees a process's memory after its library destructors ran). */
+static void exit_child(uint64_t keep, uint64_t release)
+{
+    vgpu_region_atfork_child();
+    struct vgpu_region *cr = vgpu_region_open(path);
+    int s = vgpu_region_device(cr, UUID, 4096 * MiB, 30);
+    if (vgpu_region_reserve(cr, s, keep + release, 4096 * MiB) != 0)
+        _exit(2);
+    vgpu_region_release(cr, s, release);
+    exit(0); /* destructors run */
+}
+
+static void test_normal_exit(struct vgpu_region *r, int slot)
+{
+    struct gs_region *shm = vgpu_region_shm(r);
+    uint64_t gen = atomic_load(&shm->generation);
+    pid_t pid = fork();
+    if (pid == 0)
+        exit_child(0, 6 * MiB);
+    int st = -1;
+    waitpid(pid, &st, 0);
+    is_int(st, 0, "exit: a process reserved and released 6 MiB, then exited");
+    is_int(slot_of(shm, pid), -1, "exit: its empty slot was freed at exit");
+    ok(atomic_load(&shm->generation) >= gen + 2, "exit: slot claimed and released");
+    is_uint(vgpu_region_used(r, slot), 0, "exit: nothing counted");
+    pid = fork();
+    if (pid == 0)
+        exit_child(12 * MiB, MiB);
+    waitpid(pid, &st, 0);
+    is_int(st, 0, "exit: a process exited still holding 12 MiB");
+    ok(slot_of(shm, pid) >= 0, "exit: its slot is left to the sweep");
+    is_uint(vgpu_region_used(r, slot), 12 * MiB, "exit: its 12 MiB stay counted until then");
+    is_int(vgpu_region_sweep(r, VGPU_SWEEP_FORCE), 1, "exit: the sweep reclaims it");
+    is_uint(vgpu_region_used(r, slot), 0, "exit: usage back to 0");
+}
+
 static void test_layout(void)
 {
     int fd = open(path, O_RDONLY);
@@ -375,6 +412,7 @@ int main(void)
     test_sweep_unknown_start(r, slot);
     test_slot_taken_over(r, slot);
     test_dead_owner_mid_reserve(r, slot);
+    test_normal_exit(r, slot);
     test_layout();
     unlink(path);
     return tap_done();
