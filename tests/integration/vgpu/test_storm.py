@@ -44,7 +44,10 @@ def main():
         kills = 0
         storm_end = time.monotonic() + STORM_MS / 1000.0
         killed = []
-        while time.monotonic() < storm_end - 1.0:
+        # On a loaded machine one killer round (poll, kill, spawn) can take far longer than its
+        # 50 ms sleep: keep killing past the planned window (bounded) until at least 10 kills.
+        while (time.monotonic() < storm_end - 1.0 or
+               (kills < 10 and time.monotonic() < storm_end + 10.0)):
             time.sleep(0.05)
             live = [p for p in procs if p.poll() is None]
             if not live:
