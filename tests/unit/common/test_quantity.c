@@ -396,9 +396,55 @@ static void test_arith(void)
     is_str(b, "", "buffer emptied on -ENOSPC");
 }
 
+/* Whole numbers with binary/decimal suffixes take a fast path: its range edges and its agreement
+ * with the general path (the same value written with a fraction or an exponent). */
+static void test_fast_path_edges(void)
+{
+    static const struct {
+        const char *in;
+        int rc;
+        const char *canonical;
+    } cases[] = {
+        {"8796093022207Mi", 0, "8796093022207Mi"},
+        {"8796093022208Mi", -ERANGE, NULL},
+        {"7Ei", 0, "7Ei"},
+        {"8Ei", -ERANGE, NULL},
+        {"-7Ei", 0, "-7Ei"},
+        {"922337203685477580", 0, "922337203685477580"},
+        {"922337203685477580k", -ERANGE, NULL},
+        {"9223372036854775k", 0, "9223372036854775k"},
+        {"999999999999999999E", -ERANGE, NULL},
+        {"0Gi", 0, "0"},
+        {"000000000000000001Ki", 0, "1Ki"},
+        {"1024Ki", 0, "1Mi"},
+        {"1000k", 0, "1M"},
+    };
+    for (size_t i = 0; i < GS_ARRAY_SIZE(cases); i++) {
+        struct gs_quantity q;
+        char buf[GS_QUANTITY_STR_MAX];
+        int rc = gs_quantity_parse(cases[i].in, &q, NULL);
+        is_int(rc, cases[i].rc, "fast path: parse %s", cases[i].in);
+        if (rc == 0 && cases[i].canonical) {
+            gs_quantity_format(&q, buf, sizeof(buf));
+            is_str(buf, cases[i].canonical, "fast path: %s canonical", cases[i].in);
+        }
+    }
+    static const char *const same[][2] = {
+        {"15Gi", "15.0Gi"}, {"4096Mi", "4096.0Mi"}, {"30", "30.0"}, {"2k", "2e3"}, {"5G", "5e9"},
+    };
+    for (size_t i = 0; i < GS_ARRAY_SIZE(same); i++) {
+        struct gs_quantity a, b;
+        gs_quantity_parse(same[i][0], &a, NULL);
+        gs_quantity_parse(same[i][1], &b, NULL);
+        ok(gs_quantity_cmp(&a, &b) == 0 && a.mant == b.mant && a.exp10 == b.exp10,
+           "fast path %s equals general path %s", same[i][0], same[i][1]);
+    }
+}
+
 int main(void)
 {
     tap_plan_auto();
+    test_fast_path_edges();
     test_valid();
     test_family_change();
     test_invalid();
