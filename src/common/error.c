@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "common/error.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,7 +16,7 @@ int gs_error_setv(struct gs_error *err, int code, const char *fmt, va_list ap)
     return code;
 }
 
-int gs_error_set(struct gs_error *err, int code, const char *fmt, ...)
+int(gs_error_set)(struct gs_error *err, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -27,7 +28,7 @@ int gs_error_set(struct gs_error *err, int code, const char *fmt, ...)
 int gs_error_prefix(struct gs_error *err, const char *fmt, ...)
 {
     if (!err)
-        return 0;
+        return -EINVAL;
     char prefix[GS_ERROR_MSG_MAX];
     char old[GS_ERROR_MSG_MAX];
     va_list ap;
@@ -36,7 +37,7 @@ int gs_error_prefix(struct gs_error *err, const char *fmt, ...)
     va_end(ap);
     memcpy(old, err->msg, sizeof(old));
     snprintf(err->msg, sizeof(err->msg), "%s%s", prefix, old);
-    return err->code;
+    return err->code < 0 ? err->code : -EINVAL;
 }
 
 void gs_error_clear(struct gs_error *err)

@@ -126,6 +126,7 @@ int gs_base64_decode(const char *in, size_t in_len, char **out, size_t *out_len)
         }
         v = b64val(c);
         if (v < 0 || pad)
+            /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): buf is _cleanup_ (common.md Lint) */
             return -EINVAL;
         acc = (acc << 6) | (uint32_t)v;
         bits += 6;
@@ -429,6 +430,7 @@ int gs_kube_config_load_file(const char *path, const char *context, struct gs_ku
     dir = strdup(path);
     if (!dir)
         return gs_error_set(err, -ENOMEM, "kubeconfig %s: out of memory", path);
+    /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): dir is _cleanup_ (common.md Lint) */
     return gs_kube_config_parse(text, len, dirname(dir), path, context, out, err);
 }
 
@@ -543,6 +545,7 @@ int gs_kube_config_load(const char *path, struct gs_kube_config *out, struct gs_
         if (*first)
             return gs_kube_config_load_file(first, NULL, out, err);
     }
+    /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): first is _cleanup_ (common.md Lint) */
     return gs_kube_config_load_incluster(NULL, out, err);
 }
 

@@ -151,7 +151,7 @@ int gs_limits_write(const char *path, const struct gs_limits *l, struct gs_error
     char text[GS_LIMITS_FILE_MAX];
     int n = gs_limits_format(l, text, sizeof(text), err);
     if (n < 0)
-        return gs_error_prefix(err, "%s: ", path);
+        return gs_error_prefix(err, "%s: ", path), n;
 
     char tmp[GS_LIMITS_PATH_MAX + 32];
     char dir_buf[GS_LIMITS_PATH_MAX];

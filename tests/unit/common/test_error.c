@@ -21,6 +21,10 @@ int main(void)
     gs_error_prefix(&err, "%s: ", "claim.yaml");
     is_str(err.msg, "claim.yaml: value too large", "prefix keeps message");
     is_int(err.code, -ERANGE, "prefix keeps code");
+    is_int(gs_error_prefix(&err, "x: "), -ERANGE, "prefix returns the code");
+    is_int(gs_error_prefix(NULL, "x: "), -EINVAL, "prefix with NULL err still returns an error");
+    gs_error_clear(&err);
+    is_int(gs_error_prefix(&err, "x: "), -EINVAL, "prefix of no error still returns an error");
 
     is_int(gs_error_set(NULL, -ENOMEM, "x"), -ENOMEM, "NULL err is allowed");
 
