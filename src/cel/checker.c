@@ -803,7 +803,7 @@ static void check_comprehension(struct checker *c, struct cel_node *n)
     case CEL_MACRO_MAP_FILTER: {
         require_bool(c, n->b, "map");
         struct cel_type *t = prim(c, CEL_T_LIST);
-        t->p1 = n->c->type;
+        t->p1 = xf->type; /* map(x, p, f): the parser always sets c, the transform f */
         n->type = t;
         break;
     }

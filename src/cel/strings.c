@@ -11,14 +11,18 @@
 
 #define NO_OVERLOAD() cel_no_overload(ev, call, a, n)
 
-static bool all_kinds(const struct cel_value *a, uint32_t n, const uint8_t *kinds)
+/* True if the n arguments have exactly the first n of the nkinds kinds (n > nkinds: false). */
+static bool all_kinds(const struct cel_value *a, uint32_t n, const uint8_t *kinds, size_t nkinds)
 {
+    if (n > nkinds)
+        return false;
     for (uint32_t i = 0; i < n; i++)
         if (a[i].kind != kinds[i])
             return false;
     return true;
 }
-#define KINDS(...) ((const uint8_t[]){__VA_ARGS__})
+/* Expands to two arguments of all_kinds: the kinds and their count. */
+#define KINDS(...) ((const uint8_t[]){__VA_ARGS__}), sizeof((const uint8_t[]){__VA_ARGS__})
 #define S          CEL_K_STRING
 #define I          CEL_K_INT
 
