@@ -279,10 +279,14 @@ static int spawn(const struct sa_env *env, const struct claim_plan *plan, const 
     sa_slice_dir(env, uid, dir, sizeof(dir));
     snprintf(limits_dir, sizeof(limits_dir), "%s/limits", dir);
     char visible[CLAIM_MAX_DEVICES * (GPU_STR_MAX + 1)] = "";
+    size_t vis_len = 0;
     for (size_t i = 0; i < plan->n_devices; i++) {
-        if (i)
-            strcat(visible, ",");
-        strncat(visible, plan->devices[i].uuid, GPU_STR_MAX);
+        int n = snprintf(visible + vis_len, sizeof(visible) - vis_len, "%s%.*s", i ? "," : "",
+                         (int)GPU_STR_MAX, plan->devices[i].uuid);
+        if (n < 0 || (size_t)n >= sizeof(visible) - vis_len)
+            return gs_error_set(err, -ENAMETOOLONG, "slice %s: CUDA_VISIBLE_DEVICES is too long",
+                                uid);
+        vis_len += (size_t)n;
     }
     char preload[SA_PATH_MAX * 2];
     const char *old = getenv("LD_PRELOAD");

@@ -157,7 +157,7 @@ void sa_uuid(char out[37])
 
 int sa_validate_request(const struct sa_request *r, struct gs_error *err)
 {
-    if (r->cores >= 0 && r->cores > 100)
+    if (r->cores > 100) /* < 0: not requested */
         return gs_error_set(err, -EINVAL, "--cores: %lld is above the maximum 100",
                             (long long)r->cores);
     if (r->memory == 0)
