@@ -290,7 +290,7 @@ static void nvlink_domains(struct nvml *n, nvmlDevice_t *handles, struct gpu_inv
 int gpu_discover(const char *sysfs_root, struct gpu_inventory *out, struct gs_error *err)
 {
     struct nvml n;
-    nvmlDevice_t handles[GPU_MAX_DEVICES];
+    nvmlDevice_t handles[GPU_MAX_DEVICES] = {0}; /* [0, out->n) are set by the loop below */
     memset(out, 0, sizeof(*out));
     int r = nvml_open(&n, err);
     if (r < 0)

@@ -36,7 +36,7 @@ static int install_host_files(const struct plugin_options *o, struct gs_error *e
         char *data = NULL;
         size_t len = 0;
         if ((r = gs_read_file(o->vgpu_lib, VGPU_LIB_MAX, &data, &len, err)) < 0)
-            return gs_error_prefix(err, "--vgpu-lib: ");
+            return gs_error_prefix(err, "--vgpu-lib: "), r;
         snprintf(path, sizeof(path), "%s/libvgpu.so", o->host_dir);
         r = gs_write_file_atomic_ex(path, data, len, 0755, GS_FS_DURABLE, err);
         free(data);
