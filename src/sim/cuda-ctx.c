@@ -71,7 +71,8 @@ struct sim_stream *cu_stream_resolve(CUstream h, CUresult *err)
     return s;
 }
 
-static void atomic_max_u64(uint64_t *p, uint64_t v) // NOLINT(readability-non-const-parameter)
+/* NOLINTNEXTLINE(readability-non-const-parameter): *p is written by __atomic_compare_exchange_n */
+static void atomic_max_u64(uint64_t *p, uint64_t v)
 {
     uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
     while (cur < v &&

@@ -80,8 +80,8 @@ CU_API CUresult cuModuleLoadData(CUmodule *module, const void *image)
 
 /* The options are ignored (no JIT); the prototype is the driver's. */
 CU_API CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
-                                   CUjit_option *options, // NOLINT(readability-non-const-parameter)
-                                   void **optionValues)
+                                   /* NOLINTNEXTLINE(readability-non-const-parameter): API's type */
+                                   CUjit_option *options, void **optionValues)
 {
     if (numOptions && (!options || !optionValues))
         return CUDA_ERROR_INVALID_VALUE;
@@ -322,15 +322,16 @@ CU_API CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hG
     struct sim_graph_exec *x = cu_obj_new(CU_OBJ_GRAPH_EXEC, sizeof(*x));
     if (!x)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    x->fns = g->n ? calloc(g->n, sizeof(struct sim_func *)) : NULL;
-    if (g->n && !x->fns) {
+    size_t count = g->n; /* the length of g->nodes */
+    x->fns = count ? calloc(count, sizeof(struct sim_func *)) : NULL;
+    if (count && !x->fns) {
         cu_obj_del(x);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     size_t i = 0;
-    for (struct sim_graph_node *n = g->nodes; n; n = n->next)
+    for (struct sim_graph_node *n = g->nodes; n && i < count; n = n->next)
         x->fns[i++] = n->fn;
-    x->n = g->n;
+    x->n = i;
     *phGraphExec = (CUgraphExec)x;
     return CUDA_SUCCESS;
 }

@@ -597,7 +597,8 @@ static void vmm_gone(struct sim_vmm *h)
 CU_API CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
     CU_CHECK_INIT();
-    struct sim_vmm *h = (struct sim_vmm *)(uintptr_t)handle; // NOLINT(performance-no-int-to-ptr)
+    /* NOLINTNEXTLINE(performance-no-int-to-ptr): the driver API's handles are integers */
+    struct sim_vmm *h = (struct sim_vmm *)(uintptr_t)handle;
     pthread_mutex_lock(&cu_g.mem_lock);
     if (!cu_valid(h, CU_OBJ_VMM) || h->released) {
         pthread_mutex_unlock(&cu_g.mem_lock);
@@ -660,7 +661,8 @@ CU_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
                          CUmemGenericAllocationHandle handle, unsigned long long flags)
 {
     CU_CHECK_INIT();
-    struct sim_vmm *h = (struct sim_vmm *)(uintptr_t)handle; // NOLINT(performance-no-int-to-ptr)
+    /* NOLINTNEXTLINE(performance-no-int-to-ptr): the driver API's handles are integers */
+    struct sim_vmm *h = (struct sim_vmm *)(uintptr_t)handle;
     if (flags != 0 || size == 0 || size % CU_GRANULARITY || offset % CU_GRANULARITY)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&cu_g.mem_lock);
@@ -759,6 +761,7 @@ static uint64_t level_bytes(uint64_t w, uint64_t h, uint64_t d, uint64_t texel)
     return gs_sat_mul_u64(gs_sat_mul_u64(gs_sat_mul_u64(w, h ? h : 1), d ? d : 1), texel);
 }
 
+/* *out is written only when CUDA_SUCCESS is returned. */
 static CUresult array_new(CUarray *out, uint64_t bytes, bool mip)
 {
     CUresult r;
@@ -834,7 +837,8 @@ CU_API CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARR
                  z = d->Depth ? GS_MAX(d->Depth >> l, 1) : 0;
         total = gs_sat_add_u64(total, level_bytes(w, h, z, t));
     }
-    CUarray a;
+    CUarray a = NULL; /* array_new() sets it on CUDA_SUCCESS, which cu_ctx_current() never gives
+                         with a NULL context (in another file, so the analyzer cannot see it) */
     CUresult r = array_new(&a, total, true);
     if (r == CUDA_SUCCESS)
         *pHandle = (CUmipmappedArray)a;

@@ -736,7 +736,6 @@ static int config_from_json(json_t *root, const char *origin, struct sim_config 
     json_object_foreach(root, key, v)
     {
         long long x;
-        r = 0;
         if (strcmp(key, "preset") == 0 || strcmp(key, "devices") == 0) {
             continue;
         } else if (strcmp(key, "driver_version") == 0) {
@@ -827,7 +826,7 @@ int sim_config_parse(const char *text, size_t len, const char *origin, struct si
     int r = config_from_json(root, origin, cfg, err);
     json_decref(root);
     if (r < 0)
-        return gs_error_prefix(err, "%s: ", origin);
+        return gs_error_prefix(err, "%s: ", origin), r;
     return 0;
 }
 
@@ -860,6 +859,7 @@ int sim_config_load_file(const char *path, struct sim_config *cfg, struct gs_err
     }
     buf[got] = '\0';
     const char *slash = strrchr(path, '/');
+    /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): buf is _cleanup_ (common.md Lint) */
     return sim_config_parse(buf, got, slash ? slash + 1 : path, cfg, err);
 }
 
