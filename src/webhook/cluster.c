@@ -336,7 +336,8 @@ int wh_cluster_ensure_template(struct wh_cluster *c, const json_t *tpl, struct g
         if (r < 0) {
             atomic_fetch_add(&c->api_errors, 1);
             return gs_error_prefix(
-                err, "ResourceClaimTemplate %s/%s exists but cannot be read: ", ns, name);
+                       err, "ResourceClaimTemplate %s/%s exists but cannot be read: ", ns, name),
+                   r;
         }
         const char *got = json_string_value(json_object_get(
             json_object_get(json_object_get(have, "metadata"), "annotations"), WH_ANN_SPEC_HASH));
@@ -354,7 +355,7 @@ int wh_cluster_ensure_template(struct wh_cluster *c, const json_t *tpl, struct g
         gs_info("claim template created", "template=%s/%s", ns, name);
     } else {
         atomic_fetch_add(&c->api_errors, 1);
-        return gs_error_prefix(err, "cannot create ResourceClaimTemplate %s/%s: ", ns, name);
+        return gs_error_prefix(err, "cannot create ResourceClaimTemplate %s/%s: ", ns, name), r;
     }
     template_remember(c, key);
     return 0;

@@ -180,7 +180,7 @@ static int add_text(struct ctx *c, const char *name, const char *text, size_t le
     json_t *docs = NULL;
     int r = gs_yaml_load_documents(text, len, &docs, err);
     if (r < 0)
-        return gs_error_prefix(err, "%s: ", name);
+        return gs_error_prefix(err, "%s: ", name), r;
     size_t i;
     json_t *doc;
     json_array_foreach(docs, i, doc)

@@ -80,7 +80,12 @@ static int read_file(const char *path, gnutls_datum_t *out, struct file_id *id,
         ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0)
+        if (n < 0) {
+            int e = gs_error_set(err, -errno, "%s: %s", path, gs_strerror(-errno));
+            free(buf);
+            return e;
+        }
+        if (n == 0)
             break;
         got += (size_t)n;
     }
@@ -91,13 +96,14 @@ static int read_file(const char *path, gnutls_datum_t *out, struct file_id *id,
     return 0;
 }
 
-static int stat_id(const char *path, struct file_id *id)
+/* False if path cannot be stat()ed (*id untouched). */
+static bool stat_id(const char *path, struct file_id *id)
 {
     struct stat st;
     if (stat(path, &st) < 0)
-        return -errno;
+        return false;
     *id = (struct file_id){st.st_dev, st.st_ino, st.st_size, st.st_mtim};
-    return 0;
+    return true;
 }
 
 static bool same_id(const struct file_id *a, const struct file_id *b)
@@ -157,7 +163,7 @@ static int load_pair(struct wh_tls *t, struct pair **out, struct file_id *cert_i
         free(key.data);
     }
     free(cert.data);
-    if (r < 0) {
+    if (r != 0) { /* every step above ran only while r == 0 */
         pair_free(p);
         return r;
     }
@@ -215,13 +221,13 @@ unsigned wh_tls_generation(struct wh_tls *t)
 static int check_locked(struct wh_tls *t, struct gs_error *err)
 {
     struct file_id c, k;
-    if (stat_id(t->cert_file, &c) < 0 || stat_id(t->key_file, &k) < 0)
+    if (!stat_id(t->cert_file, &c) || !stat_id(t->key_file, &k))
         return 0; /* mid-rotation (symlink swap): keep serving, look again later */
     if (same_id(&c, &t->cert_id) && same_id(&k, &t->key_id))
         return 0;
     struct pair *p = NULL;
     int r = load_pair(t, &p, &c, &k, err);
-    if (r < 0) {
+    if (r != 0) { /* load_pair returns 0 with a pair, or a negative code */
         if (t->metrics)
             atomic_fetch_add(&t->metrics->tls_reload_errors, 1);
         return r;

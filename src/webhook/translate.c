@@ -163,7 +163,7 @@ static int has_own_claim(const struct wh_names *names, const struct wh_cluster_o
         else if (ops && ops->pod_claim_uses_class)
             r = ops->pod_claim_uses_class(ops->user, ns, c, names->device_class, err);
         if (r < 0)
-            return gs_error_prefix(err, "pod claim \"%.64s\": ", cname ? cname : "");
+            return gs_error_prefix(err, "pod claim \"%.64s\": ", cname ? cname : ""), r;
         if (r > 0) {
             snprintf(which, len, "%s", cname ? cname : "");
             return 1;
@@ -223,6 +223,7 @@ int wh_translate_pod(const struct wh_names *names, const struct wh_cluster_ops *
         }
     }
     if (n_legacy == 0)
+        /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): ctrs is _cleanup_ (common.md Lint) */
         return 0;
 
     const json_t *claims = json_object_get(spec, "resourceClaims");
