@@ -29,7 +29,7 @@ static int fail(const struct dctx *c, const char *path, int code, const char *fm
     char msg[GS_ERROR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap); /* NOLINT(clang-analyzer-valist.Uninitialized) */
+    vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     return gs_error_set(c->err, code, "%s %s: %s: %s", c->kind, c->name ? c->name : "(unnamed)",
                         path, msg);
