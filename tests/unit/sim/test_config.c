@@ -148,6 +148,10 @@ static void test_yaml(void)
     is_int(parse("a: 1\na: 2\n", &err), -EINVAL, "duplicate key");
     like_str(err.msg, "duplicate key \"a\"", "duplicate key message");
     is_int(sim_config_parse("x\0y", 3, "nul", &cfg, &err), -EINVAL, "NUL byte refused");
+    /* Without an error struct a failure is still reported (gs_error_prefix() once returned 0). */
+    is_int(sim_config_parse("devices: [\n", 11, "t", &cfg, NULL), -EINVAL, "broken YAML, NULL err");
+    is_int(sim_config_parse("{\"bogus\": 1}", 12, "t", &cfg, NULL), -EINVAL,
+           "unknown field, NULL err");
 }
 
 int main(void)
