@@ -18,6 +18,12 @@ if [[ ! -f $db ]]; then
     exit 2
 fi
 
+# Sources include generated headers (protobuf-c): make sure they exist, or clang-tidy fails on them.
+mapfile -t gen < <(ninja -C "$build" -t targets all | sed -n 's/^\(.*\.h\): CUSTOM_COMMAND$/\1/p' | sort -u)
+if ((${#gen[@]})); then
+    ninja -C "$build" "${gen[@]}" >/dev/null
+fi
+
 files=$(git ls-files -- '*.c' '*.h')
 srcs=$(git ls-files -- 'src/*.c')
 if ((${#scope[@]})); then
