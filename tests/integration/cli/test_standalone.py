@@ -135,10 +135,12 @@ def test_bad_input():
 
 def test_refusal_and_wait():
     state, env = fresh_state('wait')
+    go = os.path.join(state, 'go')
+    # The holder runs until the test says so: no timing assumption on a loaded machine.
     holder = subprocess.Popen([GS, 'run', '--sim', '--name', 'holder', '--cores', '80', '--',
-                               'sleep', '3'], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
-    t.ok(wait_until(lambda: (ls_json(env) or {}).get('slices')), 'holder slice is live')
+                               'sh', '-c', 'while [ ! -e "$0" ]; do sleep 0.05; done', go],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t.ok(wait_until(lambda: (ls_json(env) or {}).get('slices'), 60), 'holder slice is live')
     r = run(['run', '--sim', '--name', 'big', '--cores', '30', '--', 'true'], env)
     t.is_eq(r.returncode, 3, 'slice that does not fit: exit 3')
     t.like(r.stderr, 'InsufficientCapacity cores: need 30, free 20 [CardInsufficientCore]',
@@ -146,12 +148,23 @@ def test_refusal_and_wait():
     r = run(['run', '--sim', '--wait', '--timeout', '500ms', '--cores', '30', '--', 'true'], env)
     t.ok(r.returncode == 3 and 'gave up waiting' in r.stderr, '--wait --timeout gives up: exit 3',
          r.stderr)
-    r = run(['run', '--sim', '--wait', '--timeout', '60s', '--name', 'patient', '--cores', '30',
-             '--', 'echo', 'ran'], env, timeout=90)
-    t.is_eq(r.returncode, 0, '--wait: runs once the holder is gone')
-    t.like(r.stderr, 'waiting for slice patient to fit', '--wait says what it waits for')
-    t.like(r.stdout, 'ran', 'the waiting command ran')
-    holder.wait(timeout=30)
+    errlog = os.path.join(state, 'patient.err')
+    with open(errlog, 'w') as ef:
+        patient = subprocess.Popen([GS, 'run', '--sim', '--wait', '--timeout', '120s', '--name',
+                                    'patient', '--cores', '30', '--', 'echo', 'ran'],
+                                   env=env, stdout=subprocess.PIPE, stderr=ef, text=True)
+
+    def waiting():
+        with open(errlog) as f:
+            return 'waiting for slice patient to fit' in f.read()
+    t.ok(wait_until(waiting, 60), '--wait says what it waits for')
+    t.ok(patient.poll() is None, '--wait keeps waiting while the GPU is full')
+    with open(go, 'w'):
+        pass
+    out, _ = patient.communicate(timeout=150)
+    t.is_eq(patient.returncode, 0, '--wait: runs once the holder is gone')
+    t.like(out, 'ran', 'the waiting command ran')
+    t.is_eq(holder.wait(timeout=60), 0, 'holder ended normally')
 
 
 def test_kill9_reclaims():
