@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/proc.h"
 
@@ -31,12 +32,84 @@ static const char schema[] = "CREATE TABLE IF NOT EXISTS slices ("
                              " boot_id TEXT NOT NULL,"
                              " created INTEGER NOT NULL,"
                              " claim TEXT NOT NULL,"
-                             " allocation TEXT NOT NULL);"
-                             "PRAGMA user_version = 1;";
+                             " allocation TEXT NOT NULL);";
+
+#define SCHEMA_VERSION 1
+/* How long opening may retry while other processes create or migrate the database. */
+#define INIT_RETRY_MS 30000
 
 static int db_error(struct gs_error *err, struct ledger *l, const char *what)
 {
     return gs_error_set(err, -EIO, "ledger %s: %s: %s", l->path, what, sqlite3_errmsg(l->db));
+}
+
+static int exec_rc(sqlite3 *db, const char *sql, char *msg, size_t len)
+{
+    char *m = NULL;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, &m);
+    if (rc != SQLITE_OK)
+        snprintf(msg, len, "%s: %s", sql, m ? m : sqlite3_errstr(rc));
+    sqlite3_free(m);
+    return rc;
+}
+
+static int query_text(sqlite3 *db, const char *sql, char *out, size_t len)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            const unsigned char *t = sqlite3_column_text(st, 0);
+            snprintf(out, len, "%s", t ? (const char *)t : "");
+            rc = SQLITE_OK;
+        }
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+/*
+ * WAL (persistent, set once by whoever creates the file) lets `gpuslice ls` read while a run
+ * allocates; synchronous=FULL (per connection) keeps a committed slice across a crash. The schema
+ * is created in one IMMEDIATE transaction, only when user_version says it is missing, so a plain
+ * open writes nothing.
+ */
+static int init_db(struct ledger *l, char *msg, size_t len)
+{
+    char mode[32] = "", version[32] = "";
+    int rc = query_text(l->db, "PRAGMA journal_mode", mode, sizeof(mode));
+    if (rc == SQLITE_OK && strcmp(mode, "wal") != 0) {
+        rc = query_text(l->db, "PRAGMA journal_mode=WAL", mode, sizeof(mode));
+        if (rc == SQLITE_OK && strcmp(mode, "wal") != 0) {
+            snprintf(msg, len, "journal mode is %s, WAL refused", mode);
+            return SQLITE_ERROR;
+        }
+    }
+    if (rc == SQLITE_OK)
+        rc = exec_rc(l->db, "PRAGMA synchronous=FULL", msg, len);
+    if (rc == SQLITE_OK)
+        rc = query_text(l->db, "PRAGMA user_version", version, sizeof(version));
+    if (rc != SQLITE_OK || atoi(version) == SCHEMA_VERSION)
+        return rc;
+    if (atoi(version) > SCHEMA_VERSION) {
+        snprintf(msg, len, "schema version %s is newer than this gpuslice (%d)", version,
+                 SCHEMA_VERSION);
+        return SQLITE_ERROR;
+    }
+    rc = exec_rc(l->db, "BEGIN IMMEDIATE", msg, len);
+    if (rc != SQLITE_OK)
+        return rc;
+    char set[64];
+    snprintf(set, sizeof(set), "PRAGMA user_version = %d", SCHEMA_VERSION);
+    rc = exec_rc(l->db, schema, msg, len);
+    if (rc == SQLITE_OK)
+        rc = exec_rc(l->db, set, msg, len);
+    if (rc == SQLITE_OK)
+        rc = exec_rc(l->db, "COMMIT", msg, len);
+    if (rc != SQLITE_OK)
+        sqlite3_exec(l->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
 }
 
 int ledger_open(const char *state_dir, struct ledger **out, struct gs_error *err)
@@ -60,18 +133,23 @@ int ledger_open(const char *state_dir, struct ledger **out, struct gs_error *err
         return rc;
     }
     sqlite3_busy_timeout(l->db, BUSY_TIMEOUT_MS);
-    char *msg = NULL;
-    /* WAL lets `gpuslice ls` read while a run allocates; synchronous=FULL keeps a committed slice
-     * across a crash. */
-    if (sqlite3_exec(l->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", NULL, NULL,
-                     &msg) != SQLITE_OK ||
-        sqlite3_exec(l->db, schema, NULL, NULL, &msg) != SQLITE_OK) {
-        int rc = gs_error_set(err, -EIO, "ledger %s: cannot initialise: %s", l->path,
-                              msg ? msg : "unknown error");
-        sqlite3_free(msg);
+    /* Many runners and `ls` open the same database at once; SQLite answers SQLITE_BUSY without
+     * waiting when switching the journal mode or creating the schema races another connection, so
+     * initialisation retries for a bounded time. */
+    char msg[256] = "";
+    int rc = SQLITE_BUSY;
+    for (int waited = 0; waited <= INIT_RETRY_MS; waited += 20) {
+        rc = init_db(l, msg, sizeof(msg));
+        if (rc != SQLITE_BUSY && rc != SQLITE_LOCKED)
+            break;
+        gs_sleep_ms(20);
+    }
+    if (rc != SQLITE_OK) {
+        int r = gs_error_set(err, -EIO, "ledger %s: cannot initialise: %s", l->path,
+                             msg[0] ? msg : sqlite3_errstr(rc));
         sqlite3_close(l->db);
         free(l);
-        return rc;
+        return r;
     }
     *out = l;
     return 0;

@@ -140,7 +140,12 @@ def test_refusal_and_wait():
     holder = subprocess.Popen([GS, 'run', '--sim', '--name', 'holder', '--cores', '80', '--',
                                'sh', '-c', 'while [ ! -e "$0" ]; do sleep 0.05; done', go],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    t.ok(wait_until(lambda: (ls_json(env) or {}).get('slices'), 60), 'holder slice is live')
+    if not t.ok(wait_until(lambda: (ls_json(env) or {}).get('slices'), 60),
+                'holder slice is live'):
+        t.diag('holder exit: %r' % holder.poll())
+        t.diag(run(['ls', '--sim', '-o', 'json'], env))
+        if holder.poll() is not None:
+            t.diag(holder.communicate())
     r = run(['run', '--sim', '--name', 'big', '--cores', '30', '--', 'true'], env)
     t.is_eq(r.returncode, 3, 'slice that does not fit: exit 3')
     t.like(r.stderr, 'InsufficientCapacity cores: need 30, free 20 [CardInsufficientCore]',
