@@ -69,6 +69,21 @@ static int query_text(sqlite3 *db, const char *sql, char *out, size_t len)
     return rc;
 }
 
+static int query_int(sqlite3 *db, const char *sql, int64_t *out)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            *out = sqlite3_column_int64(st, 0);
+            rc = SQLITE_OK;
+        }
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
 /*
  * WAL (persistent, set once by whoever creates the file) lets `gpuslice ls` read while a run
  * allocates; synchronous=FULL (per connection) keeps a committed slice across a crash. The schema
@@ -77,7 +92,8 @@ static int query_text(sqlite3 *db, const char *sql, char *out, size_t len)
  */
 static int init_db(struct ledger *l, char *msg, size_t len)
 {
-    char mode[32] = "", version[32] = "";
+    char mode[32] = "";
+    int64_t version = 0;
     int rc = query_text(l->db, "PRAGMA journal_mode", mode, sizeof(mode));
     if (rc == SQLITE_OK && strcmp(mode, "wal") != 0) {
         rc = query_text(l->db, "PRAGMA journal_mode=WAL", mode, sizeof(mode));
@@ -89,12 +105,12 @@ static int init_db(struct ledger *l, char *msg, size_t len)
     if (rc == SQLITE_OK)
         rc = exec_rc(l->db, "PRAGMA synchronous=FULL", msg, len);
     if (rc == SQLITE_OK)
-        rc = query_text(l->db, "PRAGMA user_version", version, sizeof(version));
-    if (rc != SQLITE_OK || atoi(version) == SCHEMA_VERSION)
+        rc = query_int(l->db, "PRAGMA user_version", &version);
+    if (rc != SQLITE_OK || version == SCHEMA_VERSION)
         return rc;
-    if (atoi(version) > SCHEMA_VERSION) {
-        snprintf(msg, len, "schema version %s is newer than this gpuslice (%d)", version,
-                 SCHEMA_VERSION);
+    if (version > SCHEMA_VERSION) {
+        snprintf(msg, len, "schema version %lld is newer than this gpuslice (%d)",
+                 (long long)version, SCHEMA_VERSION);
         return SQLITE_ERROR;
     }
     rc = exec_rc(l->db, "BEGIN IMMEDIATE", msg, len);
