@@ -64,8 +64,8 @@ static void op_strcmp(void *ud, long n)
     const struct sel *s = ud;
     for (long i = 0; i < n; i++)
         sink += strcmp(s->dev.driver, "hami-core-gpu.project-hami.io") == 0 &&
-                strcmp(json_string_value(json_object_get(
-                           json_object_get(s->dev.attributes, "type"), "string")),
+                strcmp(json_string_value(
+                           json_object_get(json_object_get(s->dev.attributes, "type"), "string")),
                        "hami-gpu") == 0;
 }
 
@@ -108,8 +108,8 @@ int main(void)
     json_t *attrs = json_pack("{s:{s:s}, s:{s:s}, s:{s:s}, s:{s:i}}", "type", "string", "hami-gpu",
                               "uuid", "string", "GPU-76e03115-baf9-4308-9ca7-9acdfa86f53f",
                               "productName", "string", "Tesla T4", "minor", "int", 0);
-    json_t *cap = json_pack("{s:{s:s}, s:{s:s}}", "cores", "value", "100", "memory", "value",
-                            "15Gi");
+    json_t *cap =
+        json_pack("{s:{s:s}, s:{s:s}}", "cores", "value", "100", "memory", "value", "15Gi");
     s.dev = (struct cel_device){.driver = "hami-core-gpu.project-hami.io",
                                 .attributes = attrs,
                                 .capacity = cap,
@@ -121,11 +121,11 @@ int main(void)
         double b = measure(op_strcmp, &s, n);
         double c = measure(op_cel, &s, n);
         report("DeviceClass selector (CEL)", c, "two strcmp", b);
-        const struct cel_program *p2 = cel_cache_get(
-            cache,
-            "device.capacity[\"hami-core-gpu.project-hami.io\"].memory.compareTo("
-            "quantity(\"10Gi\")) >= 0",
-            &err);
+        const struct cel_program *p2 =
+            cel_cache_get(cache,
+                          "device.capacity[\"hami-core-gpu.project-hami.io\"].memory.compareTo("
+                          "quantity(\"10Gi\")) >= 0",
+                          &err);
         if (p2) {
             struct sel s2 = s;
             s2.prog = p2;

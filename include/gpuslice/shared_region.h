@@ -36,9 +36,10 @@
  * stays, so nothing can be admitted into memory the driver still holds).
  *
  * Limiter (compute share, per device, shared by the claim's processes): a token bucket of GPU time.
- *   budget_ns starts at 0 when the device slot is created, grows by (now - refill_ns) * cores / 100, capped at GS_REGION_BURST_NS * cores/100,
- *   shrinks by the measured/estimated GPU time of each launch; launches wait while it is <= 0.
- *   busy_ns counts all GPU time charged (monotonic, for monitors), launches counts launches.
+ *   budget_ns starts at 0 when the device slot is created, grows by (now - refill_ns) * cores /
+ * 100, capped at GS_REGION_BURST_NS * cores/100, shrinks by the measured/estimated GPU time of each
+ * launch; launches wait while it is <= 0. busy_ns counts all GPU time charged (monotonic, for
+ * monitors), launches counts launches.
  */
 #ifndef GS_GPUSLICE_SHARED_REGION_H
 #define GS_GPUSLICE_SHARED_REGION_H
