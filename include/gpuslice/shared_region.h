@@ -38,8 +38,28 @@
  * Limiter (compute share, per device, shared by the claim's processes): a token bucket of GPU time.
  *   budget_ns starts at 0 when the device slot is created, grows by (now - refill_ns) * cores /
  * 100, capped at GS_REGION_BURST_NS * cores/100, shrinks by the measured/estimated GPU time of each
- * launch; launches wait while it is <= 0. busy_ns counts all GPU time charged (monotonic, for
- * monitors), launches counts launches.
+ * launch; launches wait while it is <= 0. busy_ns is the net GPU time charged to the bucket
+ * (estimates corrected by measurements; it can step down when a correction refunds), launches
+ * counts launches.
+ *
+ * For monitors (version 2; written with relaxed atomics by the launch path, never under a lock):
+ *   gpu_busy_ns     busy GPU time of the claim's kernels on this device, nanoseconds, cumulative
+ *                   and monotonic (never decreases): a launch the limiter measured with events
+ *                   adds its measured time when the measurement completes; any other launch adds
+ *                   its kernel's current estimate at launch. Utilisation over an interval is
+ *                   delta(gpu_busy_ns) / delta(wall ns).
+ *   last_kernel_ns  wall time (CLOCK_REALTIME, nanoseconds since the Unix epoch) of the most
+ *                   recent kernel/graph launch on this device by any process of the claim; each
+ *                   process refreshes it at most once per millisecond, so it lags by up to 1 ms.
+ *                   0 = no launch seen yet.
+ *   Both are maintained only while the device has a compute cap (cores 1..99): an uncapped launch
+ *   does no bookkeeping at all; readers then report them as unknown (absent), not as 0.
+ *
+ * Versions: version 2 = version 1 plus gpu_busy_ns and last_kernel_ns in what version 1 left
+ * reserved (zero); size and every other offset are unchanged. Writers (libvgpu) accept only
+ * GS_REGION_VERSION. Readers accept GS_REGION_VERSION_MIN_READ..GS_REGION_VERSION and treat the
+ * version-2 fields of a version-1 region as unknown; any other version is refused with a message
+ * naming it.
  */
 #ifndef GS_GPUSLICE_SHARED_REGION_H
 #define GS_GPUSLICE_SHARED_REGION_H
@@ -51,8 +71,9 @@
 
 #include "gpuslice/limits.h"
 
-#define GS_REGION_MAGIC   0x4E4F494745525347ULL /* "GSREGION" little-endian */
-#define GS_REGION_VERSION 1
+#define GS_REGION_MAGIC            0x4E4F494745525347ULL /* "GSREGION" little-endian */
+#define GS_REGION_VERSION          2
+#define GS_REGION_VERSION_MIN_READ 1 /* oldest layout a reader may interpret (see above) */
 
 #define GS_REGION_PATH_DEFAULT "/tmp/gpuslice-region"
 #define GS_REGION_MAX_DEVICES  GS_LIMITS_MAX_DEVICES
@@ -77,13 +98,15 @@ struct gs_region_device {
     _Atomic uint64_t memory_limit; /* bytes, last limit a process applied; 0 = no cap */
     _Atomic uint32_t cores;        /* percent, last cap a process applied; 0/100 = no cap */
     uint32_t reserved0;
-    _Atomic int64_t budget_ns;     /* limiter: GPU time the claim may still use */
-    _Atomic uint64_t refill_ns;    /* limiter: CLOCK_MONOTONIC of the last refill */
-    _Atomic uint64_t busy_ns;      /* GPU time charged so far (monotonic counter) */
-    _Atomic uint64_t launches;     /* kernel/graph launches seen */
-    _Atomic uint64_t throttled_ns; /* time launches spent waiting for budget */
-    _Atomic uint64_t oom_count;    /* allocations refused at the limit */
-    uint64_t reserved[4];
+    _Atomic int64_t budget_ns;       /* limiter: GPU time the claim may still use */
+    _Atomic uint64_t refill_ns;      /* limiter: CLOCK_MONOTONIC of the last refill */
+    _Atomic uint64_t busy_ns;        /* net GPU time charged to the bucket (see above) */
+    _Atomic uint64_t launches;       /* kernel/graph launches seen */
+    _Atomic uint64_t throttled_ns;   /* time launches spent waiting for budget */
+    _Atomic uint64_t oom_count;      /* allocations refused at the limit */
+    _Atomic uint64_t gpu_busy_ns;    /* v2: busy GPU time, ns, cumulative, monotonic (see above) */
+    _Atomic uint64_t last_kernel_ns; /* v2: CLOCK_REALTIME ns of the last launch; 0 = none */
+    uint64_t reserved[2];
 };
 
 /* One process using the claim. */
@@ -118,6 +141,10 @@ static_assert(sizeof(_Atomic uint64_t) == 8 && sizeof(_Atomic int32_t) == 4, "at
 static_assert(sizeof(struct gs_region_device) == 200, "gs_region_device size");
 static_assert(offsetof(struct gs_region_device, used) == 96, "gs_region_device.used");
 static_assert(offsetof(struct gs_region_device, budget_ns) == 120, "gs_region_device.budget_ns");
+static_assert(offsetof(struct gs_region_device, gpu_busy_ns) == 168,
+              "gs_region_device.gpu_busy_ns");
+static_assert(offsetof(struct gs_region_device, last_kernel_ns) == 176,
+              "gs_region_device.last_kernel_ns");
 static_assert(sizeof(struct gs_region_proc) == 24 + 8 * GS_REGION_MAX_DEVICES, "proc slot size");
 static_assert(offsetof(struct gs_region_proc, used) == 24, "gs_region_proc.used");
 static_assert(offsetof(struct gs_region, lock) == 64, "gs_region.lock");
