@@ -106,6 +106,28 @@ static ssize_t find(struct shard *s, uint64_t h, uint64_t key, uint32_t kind)
     return -1;
 }
 
+/* Backward-shift deletion of slot `found` (shard lock held). */
+static void delete_at(struct shard *s, size_t found)
+{
+    size_t mask = s->cap - 1;
+    size_t i = found;
+    size_t j = i;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (empty(&s->slots[j]))
+            break;
+        size_t home = (mix(s->slots[j].key, s->slots[j].kind) >> 4) & mask;
+        /* move j into the hole i if its home is not cyclically in (i, j] */
+        bool in_range = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+        if (!in_range) {
+            s->slots[i] = s->slots[j];
+            i = j;
+        }
+    }
+    memset(&s->slots[i], 0, sizeof(s->slots[i]));
+    s->count--;
+}
+
 bool vgpu_table_lookup(uint64_t key, uint32_t kind, struct vgpu_alloc *out)
 {
     uint64_t h = mix(key, kind);
@@ -130,26 +152,66 @@ bool vgpu_table_remove(uint64_t key, uint32_t kind, struct vgpu_alloc *out)
     }
     if (out)
         *out = s->slots[found];
-    /* backward-shift deletion keeps probe chains intact */
-    size_t mask = s->cap - 1;
-    size_t i = (size_t)found;
-    size_t j = i;
-    for (;;) {
-        j = (j + 1) & mask;
-        if (empty(&s->slots[j]))
-            break;
-        size_t home = (mix(s->slots[j].key, s->slots[j].kind) >> 4) & mask;
-        /* move j into the hole i if its home is not cyclically in (i, j] */
-        bool in_range = i <= j ? (home > i && home <= j) : (home > i || home <= j);
-        if (!in_range) {
-            s->slots[i] = s->slots[j];
-            i = j;
-        }
-    }
-    memset(&s->slots[i], 0, sizeof(s->slots[i]));
-    s->count--;
+    delete_at(s, (size_t)found);
     pthread_mutex_unlock(&s->lock);
     return true;
+}
+
+int vgpu_table_add_refs(uint64_t key, uint32_t kind, int32_t delta, struct vgpu_alloc *out)
+{
+    uint64_t h = mix(key, kind);
+    struct shard *s = &shards[h & (SHARDS - 1)];
+    pthread_mutex_lock(&s->lock);
+    ssize_t i = find(s, h, key, kind);
+    if (i < 0) {
+        pthread_mutex_unlock(&s->lock);
+        return -1;
+    }
+    struct vgpu_alloc *a = &s->slots[i];
+    if (delta < 0 && (uint32_t)-delta >= a->refs)
+        a->refs = 0; /* never wraps: the last reference is the last */
+    else
+        a->refs = (uint32_t)((int64_t)a->refs + delta);
+    if (out)
+        *out = *a;
+    int rc = 0;
+    if (a->refs == 0) {
+        delete_at(s, (size_t)i);
+        rc = 1;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return rc;
+}
+
+size_t vgpu_table_remove_if(bool (*match)(const struct vgpu_alloc *a, void *arg),
+                            void (*removed)(const struct vgpu_alloc *a, void *arg), void *arg)
+{
+    size_t n = 0;
+    for (int k = 0; k < SHARDS; k++) {
+        struct shard *s = &shards[k];
+        for (;;) {
+            /* Collect a batch under the lock, call back outside it (removed() may charge). */
+            struct vgpu_alloc batch[64];
+            size_t nb = 0;
+            pthread_mutex_lock(&s->lock);
+            for (size_t i = 0; i < s->cap && nb < GS_ARRAY_SIZE(batch);) {
+                if (!empty(&s->slots[i]) && match(&s->slots[i], arg)) {
+                    batch[nb++] = s->slots[i];
+                    delete_at(s, i); /* slot i now holds a shifted entry (or is empty) */
+                    continue;
+                }
+                i++;
+            }
+            pthread_mutex_unlock(&s->lock);
+            for (size_t i = 0; i < nb; i++)
+                if (removed)
+                    removed(&batch[i], arg);
+            n += nb;
+            if (nb < GS_ARRAY_SIZE(batch))
+                break;
+        }
+    }
+    return n;
 }
 
 size_t vgpu_table_count(void)

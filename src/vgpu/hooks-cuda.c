@@ -6,7 +6,10 @@
  * exceeds what the region admits.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
+
+#include "common/cuda_array.h"
 
 #include "vgpu/vgpu-internal.h"
 
@@ -87,50 +90,45 @@ GS_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaV
 }
 
 /* ------------------------------------------------------------------ device pointers */
+/* Every allocation goes through vgpu_alloc_charged() (charge.c); each hook only describes the
+ * driver call (an alloc_* callback) and its undo. */
 
-static void untrack(const struct vgpu_alloc *a);
+struct dptr_call {
+    CUdeviceptr *dptr;
+    size_t bytes;
+    unsigned flags;
+    bool managed;
+};
 
-/* Track a new allocation; if the table cannot hold it, undo it (never an untracked charge). */
-static CUresult track(uint64_t key, uint64_t size, void *pool, struct vgpu_device *d, uint32_t kind)
+static CUresult dptr_alloc(void *arg, uint64_t *key, uint64_t *taken)
 {
-    struct vgpu_alloc a = {
-        .key = key, .size = size, .pool = pool, .dev = vgpu_device_index(d), .kind = kind};
-    struct vgpu_alloc old;
-    int r = vgpu_table_insert(&a, &old);
-    if (r < 0)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    if (r == 1)
-        untrack(&old); /* freed behind our back: its charge goes back now */
-    return CUDA_SUCCESS;
+    struct dptr_call *c = arg;
+    CUresult r = c->managed ? REAL(cuMemAllocManaged)(c->dptr, c->bytes, c->flags)
+                            : REAL(cuMemAlloc_v2)(c->dptr, c->bytes);
+    if (r == CUDA_SUCCESS)
+        *key = *c->dptr;
+    (void)taken; /* exactly the size asked for */
+    return r;
+}
+
+static void dptr_undo(void *arg, uint64_t key)
+{
+    (void)arg;
+    REAL(cuMemFree_v2)((CUdeviceptr)key);
+}
+
+static CUresult dptr_free(void *arg, uint64_t key)
+{
+    (void)arg;
+    return REAL(cuMemFree_v2)((CUdeviceptr)key);
 }
 
 static CUresult alloc_plain(CUdeviceptr *dptr, size_t bytesize, unsigned int flags, bool managed)
 {
-    struct vgpu_device *d = tracked(vgpu_device_current());
-    CUresult r;
-    if (!d) {
-        if (managed)
-            CALL_REAL(r, cuMemAllocManaged, dptr, bytesize, flags);
-        else
-            CALL_REAL(r, cuMemAlloc_v2, dptr, bytesize);
-        return r;
-    }
-    if (vgpu_charge(d, bytesize) < 0)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    if (managed)
-        CALL_REAL(r, cuMemAllocManaged, dptr, bytesize, flags);
-    else
-        CALL_REAL(r, cuMemAlloc_v2, dptr, bytesize);
-    if (r != CUDA_SUCCESS) {
-        vgpu_uncharge(d, bytesize);
-        return r;
-    }
-    if (track(*dptr, bytesize, NULL, d, VGPU_KIND_DPTR) != CUDA_SUCCESS) {
-        CALL_REAL(r, cuMemFree_v2, *dptr);
-        vgpu_uncharge(d, bytesize);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    return CUDA_SUCCESS;
+    struct dptr_call c = {.dptr = dptr, .bytes = bytesize, .flags = flags, .managed = managed};
+    struct vgpu_alloc_req req = {
+        .dev = tracked(vgpu_device_current()), .kind = VGPU_KIND_DPTR, .reserve = bytesize};
+    return vgpu_alloc_charged(&req, dptr_alloc, dptr_undo, &c);
 }
 
 GS_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
@@ -147,137 +145,125 @@ GS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigne
     return alloc_plain(dptr, bytesize, flags, true);
 }
 
+/* The widest row padding a driver applies to cuMemAllocPitch: the worst case is reserved before
+ * the call and the difference to the pitch the driver chose is given back right after. */
+#define PITCH_ALIGN_WORST 512u
+
+static uint64_t pitch_worst(uint64_t width, uint64_t height)
+{
+    uint64_t up = gs_sat_add_u64(width, PITCH_ALIGN_WORST - 1);
+    up = up == UINT64_MAX ? UINT64_MAX : up / PITCH_ALIGN_WORST * PITCH_ALIGN_WORST;
+    return gs_sat_mul_u64(up, height);
+}
+
+struct pitch_call {
+    CUdeviceptr *dptr;
+    size_t *pitch;
+    size_t width, height;
+    unsigned elem;
+};
+
+static CUresult pitch_alloc(void *arg, uint64_t *key, uint64_t *taken)
+{
+    struct pitch_call *c = arg;
+    size_t pitch = 0;
+    CUresult r = REAL(cuMemAllocPitch_v2)(c->dptr, &pitch, c->width, c->height, c->elem);
+    if (r == CUDA_SUCCESS) {
+        *key = *c->dptr;
+        *taken = gs_sat_mul_u64(pitch, c->height);
+        if (c->pitch)
+            *c->pitch = pitch;
+    }
+    return r;
+}
+
 GS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
                                       size_t Height, unsigned int ElementSizeBytes)
 {
     NEED(cuMemAllocPitch_v2);
     PASSTHROUGH(cuMemAllocPitch_v2, dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
-    struct vgpu_device *d = tracked(vgpu_device_current());
-    CUresult r;
-    if (!d) {
-        CALL_REAL(r, cuMemAllocPitch_v2, dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
-        return r;
-    }
-    /* Reserve the lower bound first, then the padding the driver actually chose. */
-    uint64_t lower = gs_sat_mul_u64(WidthInBytes, Height);
-    if (vgpu_charge(d, lower) < 0)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    CALL_REAL(r, cuMemAllocPitch_v2, dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
-    if (r != CUDA_SUCCESS) {
-        vgpu_uncharge(d, lower);
-        return r;
-    }
-    uint64_t actual = pPitch ? gs_sat_mul_u64(*pPitch, Height) : lower;
-    if (actual > lower && vgpu_charge(d, actual - lower) < 0) {
-        CALL_REAL(r, cuMemFree_v2, *dptr);
-        vgpu_uncharge(d, lower);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    if (actual < lower) {
-        vgpu_uncharge(d, lower - actual);
-    }
-    if (track(*dptr, actual, NULL, d, VGPU_KIND_DPTR) != CUDA_SUCCESS) {
-        CALL_REAL(r, cuMemFree_v2, *dptr);
-        vgpu_uncharge(d, actual);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    return CUDA_SUCCESS;
-}
-
-/* Give back what an allocation charged, after the driver freed it. */
-static void untrack(const struct vgpu_alloc *a)
-{
-    struct vgpu_device *d = vgpu_device_at(a->dev);
-    if (a->pool)
-        vgpu_pool_after_alloc(a->pool, d, 0);
-    else
-        vgpu_uncharge(d, a->size);
+    struct pitch_call c = {.dptr = dptr,
+                           .pitch = pPitch,
+                           .width = WidthInBytes,
+                           .height = Height,
+                           .elem = ElementSizeBytes};
+    struct vgpu_alloc_req req = {.dev = tracked(vgpu_device_current()),
+                                 .kind = VGPU_KIND_DPTR,
+                                 .reserve = pitch_worst(WidthInBytes, Height)};
+    return vgpu_alloc_charged(&req, pitch_alloc, dptr_undo, &c);
 }
 
 GS_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
     NEED(cuMemFree_v2);
     PASSTHROUGH(cuMemFree_v2, dptr);
-    struct vgpu_alloc a;
-    bool known = vgpu_table_remove(dptr, VGPU_KIND_DPTR, &a);
-    CUresult r;
-    CALL_REAL(r, cuMemFree_v2, dptr); /* untracked frees are forwarded as they are */
-    if (known) {
-        if (r == CUDA_SUCCESS)
-            untrack(&a);
-        else
-            vgpu_table_insert(&a, NULL);
-    }
-    return r;
+    return vgpu_free_charged(dptr, VGPU_KIND_DPTR, dptr_free, NULL);
 }
 
 /* ------------------------------------------------------------------ stream-ordered allocator */
 
 enum async_variant { ASYNC_PLAIN, ASYNC_PTSZ, POOL_PLAIN, POOL_PTSZ };
 
-static CUresult real_alloc_async(enum async_variant v, CUdeviceptr *dptr, size_t size,
-                                 CUmemoryPool pool, CUstream s)
+struct async_call {
+    enum async_variant v;
+    CUdeviceptr *dptr;
+    size_t size;
+    CUmemoryPool pool;  /* explicit pool (POOL_*), else NULL */
+    void *charged_pool; /* the pool that is charged (explicit or the device's current one) */
+    CUstream s;
+};
+
+static CUresult async_alloc(void *arg, uint64_t *key, uint64_t *taken)
 {
+    struct async_call *c = arg;
     CUresult r = CUDA_ERROR_NOT_FOUND;
-    vgpu_depth++;
-    switch (v) {
+    switch (c->v) {
     case ASYNC_PLAIN:
-        r = REAL(cuMemAllocAsync)(dptr, size, s);
+        r = REAL(cuMemAllocAsync)(c->dptr, c->size, c->s);
         break;
     case ASYNC_PTSZ:
-        r = REAL(cuMemAllocAsync_ptsz)(dptr, size, s);
+        r = REAL(cuMemAllocAsync_ptsz)(c->dptr, c->size, c->s);
         break;
     case POOL_PLAIN:
-        r = REAL(cuMemAllocFromPoolAsync)(dptr, size, pool, s);
+        r = REAL(cuMemAllocFromPoolAsync)(c->dptr, c->size, c->pool, c->s);
         break;
     case POOL_PTSZ:
-        r = REAL(cuMemAllocFromPoolAsync_ptsz)(dptr, size, pool, s);
+        r = REAL(cuMemAllocFromPoolAsync_ptsz)(c->dptr, c->size, c->pool, c->s);
         break;
     }
-    vgpu_depth--;
+    if (r == CUDA_SUCCESS)
+        *key = *c->dptr;
+    (void)taken;
     return r;
+}
+
+/* Growth that did not fit: hand the block back and shrink the pool to what it uses. */
+static void async_undo(void *arg, uint64_t key)
+{
+    struct async_call *c = arg;
+    REAL(cuMemFreeAsync)((CUdeviceptr)key, c->s);
+    if (REAL(cuStreamSynchronize))
+        REAL(cuStreamSynchronize)(c->s);
+    if (c->charged_pool && REAL(cuMemPoolTrimTo))
+        REAL(cuMemPoolTrimTo)((CUmemoryPool)c->charged_pool, 0);
 }
 
 static CUresult alloc_async(enum async_variant v, CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
                             CUstream s)
 {
-    if (vgpu_depth)
-        return real_alloc_async(v, dptr, size, pool, s);
+    struct async_call c = {.v = v, .dptr = dptr, .size = size, .pool = pool, .s = s};
+    if (vgpu_depth) {
+        uint64_t key, taken;
+        return async_alloc(&c, &key, &taken);
+    }
     vgpu_devices_init();
     struct vgpu_device *d = tracked(vgpu_device_current());
-    if (!d)
-        return real_alloc_async(v, dptr, size, pool, s);
-    void *p = pool ? (void *)pool : vgpu_pool_of_device(d->cu_dev);
-    uint64_t head = p ? vgpu_pool_headroom(p) : 0;
-    uint64_t pre = size > head ? size - head : 0;
-    if (pre && vgpu_charge(d, pre) < 0)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    CUresult r = real_alloc_async(v, dptr, size, pool, s);
-    if (r != CUDA_SUCCESS) {
-        vgpu_uncharge(d, pre);
-        return r;
+    struct vgpu_alloc_req req = {.dev = d, .kind = VGPU_KIND_DPTR, .reserve = size};
+    if (d) {
+        c.charged_pool = pool ? (void *)pool : vgpu_pool_of_device(d->cu_dev);
+        req.pool = c.charged_pool; /* no pool known: charged per allocation */
     }
-    if (!p) {
-        if (track(*dptr, pre, NULL, d, VGPU_KIND_DPTR) != CUDA_SUCCESS) {
-            CALL_REAL(r, cuMemFreeAsync, *dptr, s);
-            vgpu_uncharge(d, pre);
-            return CUDA_ERROR_OUT_OF_MEMORY;
-        }
-        return CUDA_SUCCESS;
-    }
-    if (track(*dptr, 0, p, d, VGPU_KIND_DPTR) != CUDA_SUCCESS ||
-        vgpu_pool_after_alloc(p, d, pre) < 0) {
-        /* The pool grew past the limit: hand the block back and shrink the pool. */
-        vgpu_table_remove(*dptr, VGPU_KIND_DPTR, NULL);
-        CALL_REAL(r, cuMemFreeAsync, *dptr, s);
-        if (REAL(cuStreamSynchronize))
-            CALL_REAL(r, cuStreamSynchronize, s);
-        if (REAL(cuMemPoolTrimTo))
-            CALL_REAL(r, cuMemPoolTrimTo, (CUmemoryPool)p, 0);
-        vgpu_pool_after_alloc(p, d, 0);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    return CUDA_SUCCESS;
+    return vgpu_alloc_charged(&req, async_alloc, async_undo, &c);
 }
 
 GS_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
@@ -306,25 +292,24 @@ GS_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesi
     return alloc_async(POOL_PTSZ, dptr, bytesize, pool, hStream);
 }
 
+struct free_async_call {
+    bool ptsz;
+    CUstream s;
+};
+
+static CUresult async_free(void *arg, uint64_t key)
+{
+    struct free_async_call *c = arg;
+    return c->ptsz ? REAL(cuMemFreeAsync_ptsz)((CUdeviceptr)key, c->s)
+                   : REAL(cuMemFreeAsync)((CUdeviceptr)key, c->s);
+}
+
 static CUresult free_async(bool ptsz, CUdeviceptr dptr, CUstream s)
 {
-    CUresult r;
-    if (vgpu_depth) {
-        return ptsz ? REAL(cuMemFreeAsync_ptsz)(dptr, s) : REAL(cuMemFreeAsync)(dptr, s);
-    }
-    struct vgpu_alloc a;
-    bool known = vgpu_table_remove(dptr, VGPU_KIND_DPTR, &a);
-    if (ptsz)
-        CALL_REAL(r, cuMemFreeAsync_ptsz, dptr, s);
-    else
-        CALL_REAL(r, cuMemFreeAsync, dptr, s);
-    if (known) {
-        if (r == CUDA_SUCCESS)
-            untrack(&a);
-        else
-            vgpu_table_insert(&a, NULL);
-    }
-    return r;
+    struct free_async_call c = {.ptsz = ptsz, .s = s};
+    if (vgpu_depth)
+        return async_free(&c, dptr);
+    return vgpu_free_charged(dptr, VGPU_KIND_DPTR, async_free, &c);
 }
 
 GS_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
@@ -369,7 +354,7 @@ GS_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
     CUresult r;
     CALL_REAL(r, cuMemPoolDestroy, pool);
     if (r == CUDA_SUCCESS && !vgpu_depth)
-        vgpu_pool_forget(pool);
+        vgpu_pool_destroyed(pool); /* the charge stays until the driver really lets go */
     return r;
 }
 
@@ -406,6 +391,38 @@ GS_EXPORT CUresult cuEventSynchronize(CUevent hEvent)
 }
 
 /* ------------------------------------------------------------------ VMM */
+/*
+ * A physical allocation (cuMemCreate handle) is charged until the driver really frees it: the
+ * driver keeps it while the handle is unreleased OR any mapping of it exists (cuMemRelease of a
+ * mapped handle frees nothing). The handle's record counts the references the driver holds
+ * (1 for the handle, +1 per cuMemMap, +1 per cuMemRetainAllocationHandle, -1 per cuMemRelease /
+ * cuMemUnmap); the charge goes back when it reaches 0. Map, unmap, retain and release are
+ * serialised with their driver call (vmm_lock), so the books follow the driver's order exactly.
+ */
+static pthread_mutex_t vmm_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct vmm_call {
+    CUmemGenericAllocationHandle *handle;
+    size_t size;
+    const CUmemAllocationProp *prop;
+    unsigned long long flags;
+};
+
+static CUresult vmm_alloc(void *arg, uint64_t *key, uint64_t *taken)
+{
+    struct vmm_call *c = arg;
+    CUresult r = REAL(cuMemCreate)(c->handle, c->size, c->prop, c->flags);
+    if (r == CUDA_SUCCESS)
+        *key = *c->handle;
+    (void)taken;
+    return r;
+}
+
+static void vmm_undo(void *arg, uint64_t key)
+{
+    (void)arg;
+    REAL(cuMemRelease)((CUmemGenericAllocationHandle)key);
+}
 
 GS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                                const CUmemAllocationProp *prop, unsigned long long flags)
@@ -415,142 +432,147 @@ GS_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size
     struct vgpu_device *d = NULL;
     if (prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
         d = tracked(vgpu_device_of(prop->location.id));
-    CUresult r;
-    if (!d) {
-        CALL_REAL(r, cuMemCreate, handle, size, prop, flags);
-        return r;
-    }
-    if (vgpu_charge(d, size) < 0)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    CALL_REAL(r, cuMemCreate, handle, size, prop, flags);
-    if (r != CUDA_SUCCESS) {
-        vgpu_uncharge(d, size);
-        return r;
-    }
-    if (track(*handle, size, NULL, d, VGPU_KIND_VMM) != CUDA_SUCCESS) {
-        CALL_REAL(r, cuMemRelease, *handle);
-        vgpu_uncharge(d, size);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    return CUDA_SUCCESS;
+    struct vmm_call c = {.handle = handle, .size = size, .prop = prop, .flags = flags};
+    struct vgpu_alloc_req req = {.dev = d, .kind = VGPU_KIND_VMM, .reserve = size};
+    return vgpu_alloc_charged(&req, vmm_alloc, vmm_undo, &c);
 }
 
-static CUresult release_tracked(uint64_t key, uint32_t kind, CUresult (*real)(uint64_t))
+/* Drop `n` driver references of handle h (vmm_lock held); the charge goes back at the last. */
+static void vmm_unref_locked(uint64_t h, int32_t n)
 {
     struct vgpu_alloc a;
-    bool known = vgpu_table_remove(key, kind, &a);
-    vgpu_depth++;
-    CUresult r = real(key);
-    vgpu_depth--;
-    if (known) {
-        if (r == CUDA_SUCCESS)
-            untrack(&a);
-        else
-            vgpu_table_insert(&a, NULL);
-    }
-    return r;
-}
-
-static CUresult real_mem_release(uint64_t h)
-{
-    return REAL(cuMemRelease)((CUmemGenericAllocationHandle)h);
-}
-
-static CUresult real_array_destroy(uint64_t h)
-{
-    /* The allocation table keys every kind of allocation by a 64-bit integer; an array handle
-     * goes in as a pointer and comes back here. */
-    /* NOLINTNEXTLINE(performance-no-int-to-ptr): handle round-trips through the table key */
-    return REAL(cuArrayDestroy)((CUarray)(uintptr_t)h);
-}
-
-static CUresult real_mipmap_destroy(uint64_t h)
-{
-    /* NOLINTNEXTLINE(performance-no-int-to-ptr): handle round-trips through the table key */
-    return REAL(cuMipmappedArrayDestroy)((CUmipmappedArray)(uintptr_t)h);
+    if (vgpu_table_add_refs(h, VGPU_KIND_VMM, -n, &a) == 1)
+        vgpu_alloc_uncharge(&a);
 }
 
 GS_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
     NEED(cuMemRelease);
     PASSTHROUGH(cuMemRelease, handle);
-    return release_tracked(handle, VGPU_KIND_VMM, real_mem_release);
+    pthread_mutex_lock(&vmm_lock);
+    CUresult r;
+    CALL_REAL(r, cuMemRelease, handle);
+    if (r == CUDA_SUCCESS)
+        vmm_unref_locked(handle, 1);
+    pthread_mutex_unlock(&vmm_lock);
+    return r;
+}
+
+GS_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                            CUmemGenericAllocationHandle handle, unsigned long long flags)
+{
+    NEED(cuMemMap);
+    PASSTHROUGH(cuMemMap, ptr, size, offset, handle, flags);
+    pthread_mutex_lock(&vmm_lock);
+    CUresult r;
+    CALL_REAL(r, cuMemMap, ptr, size, offset, handle, flags);
+    if (r == CUDA_SUCCESS && vgpu_table_add_refs(handle, VGPU_KIND_VMM, 1, NULL) == 0) {
+        struct vgpu_alloc m = {.key = ptr, .size = size, .aux = handle, .kind = VGPU_KIND_MAPPING};
+        struct vgpu_alloc old;
+        int ins = vgpu_table_insert(&m, &old);
+        if (ins == 1)
+            vmm_unref_locked(old.aux, 1); /* the driver let us map over it: it was gone */
+        if (ins < 0) {
+            /* no memory to remember the mapping: undo it rather than lose track */
+            vgpu_depth++;
+            REAL(cuMemUnmap)(ptr, size);
+            vgpu_depth--;
+            vmm_unref_locked(handle, 1);
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    }
+    pthread_mutex_unlock(&vmm_lock);
+    return r;
+}
+
+GS_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    NEED(cuMemUnmap);
+    PASSTHROUGH(cuMemUnmap, ptr, size);
+    pthread_mutex_lock(&vmm_lock);
+    CUresult r;
+    CALL_REAL(r, cuMemUnmap, ptr, size);
+    if (r == CUDA_SUCCESS) {
+        /* the range may hold several mappings back to back: drop each one's reference */
+        uint64_t cur = ptr, end = gs_sat_add_u64(ptr, size);
+        struct vgpu_alloc m;
+        while (cur < end && vgpu_table_remove(cur, VGPU_KIND_MAPPING, &m)) {
+            vmm_unref_locked(m.aux, 1);
+            if (!m.size)
+                break;
+            cur = gs_sat_add_u64(cur, m.size);
+        }
+    }
+    pthread_mutex_unlock(&vmm_lock);
+    return r;
+}
+
+GS_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
+{
+    NEED(cuMemRetainAllocationHandle);
+    PASSTHROUGH(cuMemRetainAllocationHandle, handle, addr);
+    pthread_mutex_lock(&vmm_lock);
+    CUresult r;
+    CALL_REAL(r, cuMemRetainAllocationHandle, handle, addr);
+    if (r == CUDA_SUCCESS && handle)
+        vgpu_table_add_refs(*handle, VGPU_KIND_VMM, 1, NULL);
+    pthread_mutex_unlock(&vmm_lock);
+    return r;
 }
 
 /* ------------------------------------------------------------------ arrays */
 
-static uint64_t format_bytes(CUarray_format f)
-{
-    switch (f) {
-    case CU_AD_FORMAT_UNSIGNED_INT8:
-    case CU_AD_FORMAT_SIGNED_INT8:
-        return 1;
-    case CU_AD_FORMAT_UNSIGNED_INT16:
-    case CU_AD_FORMAT_SIGNED_INT16:
-    case CU_AD_FORMAT_HALF:
-        return 2;
-    default:
-        return 4;
-    }
-}
+struct array_call {
+    void **handle;
+    const void *desc;
+    unsigned levels;
+    uint32_t kind; /* VGPU_KIND_ARRAY (2D or 3D by dims) or VGPU_KIND_MIPMAP */
+    bool three_d;
+};
 
-static uint64_t array_bytes(size_t w, size_t h, size_t depth, CUarray_format f, unsigned ch)
+static CUresult array_alloc(void *arg, uint64_t *key, uint64_t *taken)
 {
-    uint64_t b = gs_sat_mul_u64(format_bytes(f), ch ? ch : 1);
-    b = gs_sat_mul_u64(b, w ? w : 1);
-    b = gs_sat_mul_u64(b, h ? h : 1);
-    return gs_sat_mul_u64(b, depth ? depth : 1);
-}
-
-static CUresult array_create(uint64_t bytes, void **out_handle, uint32_t kind,
-                             CUresult (*create)(void **, const void *, unsigned), const void *desc,
-                             unsigned levels)
-{
-    struct vgpu_device *d = tracked(vgpu_device_current());
+    struct array_call *c = arg;
     CUresult r;
-    if (!d || vgpu_depth) {
-        vgpu_depth++;
-        r = create(out_handle, desc, levels);
-        vgpu_depth--;
-        return r;
-    }
-    if (vgpu_charge(d, bytes) < 0)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    vgpu_depth++;
-    r = create(out_handle, desc, levels);
-    vgpu_depth--;
-    if (r != CUDA_SUCCESS) {
-        vgpu_uncharge(d, bytes);
-        return r;
-    }
-    if (track((uint64_t)(uintptr_t)*out_handle, bytes, NULL, d, kind) != CUDA_SUCCESS) {
-        vgpu_depth++;
-        if (kind == VGPU_KIND_ARRAY)
-            REAL(cuArrayDestroy)((CUarray)*out_handle);
-        else
-            REAL(cuMipmappedArrayDestroy)((CUmipmappedArray)*out_handle);
-        vgpu_depth--;
-        vgpu_uncharge(d, bytes);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    return CUDA_SUCCESS;
+    if (c->kind == VGPU_KIND_MIPMAP)
+        r = REAL(cuMipmappedArrayCreate)((CUmipmappedArray *)c->handle, c->desc, c->levels);
+    else if (c->three_d)
+        r = REAL(cuArray3DCreate_v2)((CUarray *)c->handle, c->desc);
+    else
+        r = REAL(cuArrayCreate_v2)((CUarray *)c->handle, c->desc);
+    if (r == CUDA_SUCCESS)
+        *key = (uint64_t)(uintptr_t)*c->handle;
+    (void)taken;
+    return r;
 }
 
-static CUresult create_2d(void **h, const void *desc, unsigned levels)
+static void array_undo(void *arg, uint64_t key)
 {
-    (void)levels;
-    return REAL(cuArrayCreate_v2)((CUarray *)h, desc);
+    struct array_call *c = arg;
+    /* NOLINTBEGIN(performance-no-int-to-ptr): handle round-trips through the table key */
+    if (c->kind == VGPU_KIND_MIPMAP)
+        REAL(cuMipmappedArrayDestroy)((CUmipmappedArray)(uintptr_t)key);
+    else
+        REAL(cuArrayDestroy)((CUarray)(uintptr_t)key);
+    /* NOLINTEND(performance-no-int-to-ptr) */
 }
 
-static CUresult create_3d(void **h, const void *desc, unsigned levels)
+/* Bytes to charge for an array: its size, or for a format/channel count we do not know the
+ * largest texel any known format has (never less than it can cost). */
+static uint64_t array_charge(uint64_t bytes, size_t w, size_t h, size_t d, unsigned levels)
 {
-    (void)levels;
-    return REAL(cuArray3DCreate_v2)((CUarray *)h, desc);
+    if (bytes)
+        return bytes;
+    uint64_t worst = levels ? gs_cuda_mipmap_bytes(w, h, d, CU_AD_FORMAT_FLOAT, 4, levels)
+                            : gs_cuda_array_bytes(w, h, d, CU_AD_FORMAT_FLOAT, 4);
+    return worst ? worst : GS_CUDA_TEXEL_MAX;
 }
 
-static CUresult create_mipmap(void **h, const void *desc, unsigned levels)
+static CUresult array_create(uint64_t bytes, struct array_call *c)
 {
-    return REAL(cuMipmappedArrayCreate)((CUmipmappedArray *)h, desc, levels);
+    struct vgpu_alloc_req req = {
+        .dev = tracked(vgpu_device_current()), .kind = c->kind, .reserve = bytes};
+    return vgpu_alloc_charged(&req, array_alloc, array_undo, c);
 }
 
 GS_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray)
@@ -560,8 +582,9 @@ GS_EXPORT CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTO
     if (!pAllocateArray)
         return REAL(cuArrayCreate_v2)(pHandle, pAllocateArray);
     const CUDA_ARRAY_DESCRIPTOR *a = pAllocateArray;
-    return array_create(array_bytes(a->Width, a->Height, 1, a->Format, a->NumChannels),
-                        (void **)pHandle, VGPU_KIND_ARRAY, create_2d, a, 0);
+    struct array_call c = {.handle = (void **)pHandle, .desc = a, .kind = VGPU_KIND_ARRAY};
+    uint64_t bytes = gs_cuda_array_bytes(a->Width, a->Height, 1, a->Format, a->NumChannels);
+    return array_create(array_charge(bytes, a->Width, a->Height, 1, 0), &c);
 }
 
 GS_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle,
@@ -572,8 +595,10 @@ GS_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle,
     if (!pAllocateArray)
         return REAL(cuArray3DCreate_v2)(pHandle, pAllocateArray);
     const CUDA_ARRAY3D_DESCRIPTOR *a = pAllocateArray;
-    return array_create(array_bytes(a->Width, a->Height, a->Depth, a->Format, a->NumChannels),
-                        (void **)pHandle, VGPU_KIND_ARRAY, create_3d, a, 0);
+    struct array_call c = {
+        .handle = (void **)pHandle, .desc = a, .kind = VGPU_KIND_ARRAY, .three_d = true};
+    uint64_t bytes = gs_cuda_array_bytes(a->Width, a->Height, a->Depth, a->Format, a->NumChannels);
+    return array_create(array_charge(bytes, a->Width, a->Height, a->Depth, 0), &c);
 }
 
 GS_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
@@ -585,30 +610,42 @@ GS_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
     const CUDA_ARRAY3D_DESCRIPTOR *a = pMipmappedArrayDesc;
     if (!a)
         return REAL(cuMipmappedArrayCreate)(pHandle, a, numMipmapLevels);
-    uint64_t total = 0;
-    for (unsigned l = 0; l < numMipmapLevels && l < 64; l++) {
-        size_t w = a->Width >> l, h = a->Height >> l, dd = a->Depth >> l;
-        total = gs_sat_add_u64(total, array_bytes(w ? w : 1, a->Height ? (h ? h : 1) : 0,
-                                                  a->Depth ? (dd ? dd : 1) : 0, a->Format,
-                                                  a->NumChannels));
-    }
-    return array_create(total, (void **)pHandle, VGPU_KIND_MIPMAP, create_mipmap, a,
-                        numMipmapLevels);
+    struct array_call c = {
+        .handle = (void **)pHandle, .desc = a, .levels = numMipmapLevels, .kind = VGPU_KIND_MIPMAP};
+    uint64_t bytes = gs_cuda_mipmap_bytes(a->Width, a->Height, a->Depth, a->Format, a->NumChannels,
+                                          numMipmapLevels);
+    return array_create(
+        array_charge(bytes, a->Width, a->Height, a->Depth, numMipmapLevels ? numMipmapLevels : 1),
+        &c);
+}
+
+static CUresult array_destroy(void *arg, uint64_t key)
+{
+    (void)arg;
+    /* NOLINTNEXTLINE(performance-no-int-to-ptr): handle round-trips through the table key */
+    return REAL(cuArrayDestroy)((CUarray)(uintptr_t)key);
+}
+
+static CUresult mipmap_destroy(void *arg, uint64_t key)
+{
+    (void)arg;
+    /* NOLINTNEXTLINE(performance-no-int-to-ptr): handle round-trips through the table key */
+    return REAL(cuMipmappedArrayDestroy)((CUmipmappedArray)(uintptr_t)key);
 }
 
 GS_EXPORT CUresult cuArrayDestroy(CUarray hArray)
 {
     NEED(cuArrayDestroy);
     PASSTHROUGH(cuArrayDestroy, hArray);
-    return release_tracked((uint64_t)(uintptr_t)hArray, VGPU_KIND_ARRAY, real_array_destroy);
+    return vgpu_free_charged((uint64_t)(uintptr_t)hArray, VGPU_KIND_ARRAY, array_destroy, NULL);
 }
 
 GS_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)
 {
     NEED(cuMipmappedArrayDestroy);
     PASSTHROUGH(cuMipmappedArrayDestroy, hMipmappedArray);
-    return release_tracked((uint64_t)(uintptr_t)hMipmappedArray, VGPU_KIND_MIPMAP,
-                           real_mipmap_destroy);
+    return vgpu_free_charged((uint64_t)(uintptr_t)hMipmappedArray, VGPU_KIND_MIPMAP, mipmap_destroy,
+                             NULL);
 }
 
 /* ------------------------------------------------------------------ memory views */

@@ -4,42 +4,94 @@
  * blocks are kept until a synchronisation releases them above the release threshold, or until
  * cuMemPoolTrimTo). libvgpu charges a pool exactly what the driver says it reserves
  * (CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), re-read after every allocation, free, trim and
- * synchronisation.
+ * synchronisation. Before an allocation the growth it may cause is reserved (allocations from
+ * one pool are serialised between the plan and the settle, so two threads never count on the
+ * same free blocks). A destroyed pool keeps its charge until its last outstanding allocation is
+ * freed (the driver releases its memory only then).
  */
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vgpu/vgpu-internal.h"
 
-#define MAX_POOLS 64
+/* Growth granularity assumed for a pool (the driver maps pool memory in 2 MiB granules). A
+ * driver that grows by more is still charged after the call (see vgpu.md, residual windows). */
+#define POOL_GRANULARITY (2ULL << 20)
+#define PLAN_LOCKS       16
 
 struct pool_charge {
     void *pool;
-    int dev; /* vgpu device index */
-    uint64_t charged;
+    int dev;          /* vgpu device index */
+    uint64_t charged; /* bytes charged in the region for this pool */
+    uint64_t live;    /* outstanding allocations recorded from it */
+    bool destroyed;   /* cuMemPoolDestroy'd: charge kept until live == 0 and a sync */
 };
 
-static struct pool_charge pools[MAX_POOLS];
-static int n_pools;
+static struct pool_charge *pools;
+static size_t n_pools, cap_pools;
 static pthread_mutex_t pools_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Serialise plan -> driver -> settle per pool (striped by pool address). */
+static pthread_mutex_t plan_locks[PLAN_LOCKS] = {
+#define L PTHREAD_MUTEX_INITIALIZER
+    L, L, L, L, L, L, L, L, L, L, L, L, L, L, L, L,
+#undef L
+};
 atomic_bool vgpu_any_pool;
 
-static uint64_t reserved_of(void *pool)
+static pthread_mutex_t *plan_lock(const void *pool)
+{
+    uintptr_t x = (uintptr_t)pool;
+    x ^= x >> 17;
+    x *= 0x9E3779B97F4A7C15ULL;
+    return &plan_locks[(x >> 32) % PLAN_LOCKS];
+}
+
+static uint64_t pool_attr(void *pool, CUmemPool_attribute attr)
 {
     cuuint64_t v = 0;
     if (!gs_real_cu.cuMemPoolGetAttribute ||
-        gs_real_cu.cuMemPoolGetAttribute((CUmemoryPool)pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
-                                         &v) != CUDA_SUCCESS)
+        gs_real_cu.cuMemPoolGetAttribute((CUmemoryPool)pool, attr, &v) != CUDA_SUCCESS)
         return UINT64_MAX;
     return v;
 }
 
 static struct pool_charge *find_locked(void *pool)
 {
-    for (int i = 0; i < n_pools; i++)
+    for (size_t i = 0; i < n_pools; i++)
         if (pools[i].pool == pool)
             return &pools[i];
     return NULL;
+}
+
+static void remove_locked(struct pool_charge *pc)
+{
+    vgpu_uncharge(vgpu_device_at(pc->dev), pc->charged);
+    *pc = pools[--n_pools];
+}
+
+/* Find or add (NULL only when memory for the table cannot be had: the caller refuses). */
+static struct pool_charge *get_locked(void *pool, const struct vgpu_device *d)
+{
+    struct pool_charge *pc = find_locked(pool);
+    if (pc && pc->destroyed && pc->live == 0)
+        remove_locked(pc); /* the driver freed it and handed out its address again */
+    else if (pc)
+        return pc;
+    if (n_pools == cap_pools) {
+        size_t ncap = cap_pools ? cap_pools * 2 : 16;
+        struct pool_charge *np = realloc(pools, ncap * sizeof(*np));
+        if (!np)
+            return NULL;
+        pools = np;
+        cap_pools = ncap;
+    }
+    pc = &pools[n_pools++];
+    memset(pc, 0, sizeof(*pc));
+    pc->pool = pool;
+    pc->dev = vgpu_device_index(d);
+    atomic_store(&vgpu_any_pool, true);
+    return pc;
 }
 
 void *vgpu_pool_of_device(CUdevice dev)
@@ -54,7 +106,9 @@ void *vgpu_pool_of_device(CUdevice dev)
  * charge stays where it was. */
 static int adjust_locked(struct pool_charge *pc)
 {
-    uint64_t reserved = reserved_of(pc->pool);
+    if (pc->destroyed)
+        return 0; /* attributes of a destroyed pool cannot be read: keep the charge */
+    uint64_t reserved = pool_attr(pc->pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
     if (reserved == UINT64_MAX)
         return 0;
     struct vgpu_device *d = vgpu_device_at(pc->dev);
@@ -68,54 +122,83 @@ static int adjust_locked(struct pool_charge *pc)
     return 0;
 }
 
-int vgpu_pool_after_alloc(void *pool, struct vgpu_device *d, uint64_t precharged)
+uint64_t vgpu_pool_plan(void *pool, struct vgpu_device *d, uint64_t size, uint64_t *claimed)
 {
+    pthread_mutex_lock(plan_lock(pool));
+    *claimed = 0;
+    uint64_t reserved = pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
+    uint64_t used = pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT);
+    uint64_t head =
+        reserved != UINT64_MAX && used != UINT64_MAX && reserved > used ? reserved - used : 0;
+    uint64_t grow = size > head ? size - head : 0;
+    if (!grow)
+        return 0;
+    /* round up to the granularity the pool grows by (saturating) */
+    uint64_t up = gs_sat_add_u64(grow, POOL_GRANULARITY - 1);
+    return up == UINT64_MAX ? UINT64_MAX : up / POOL_GRANULARITY * POOL_GRANULARITY;
+}
+
+void vgpu_pool_cancel(void *pool, uint64_t claimed)
+{
+    (void)claimed;
+    pthread_mutex_unlock(plan_lock(pool));
+}
+
+int vgpu_pool_settle(void *pool, struct vgpu_device *d, uint64_t reserved, uint64_t claimed)
+{
+    (void)claimed;
+    pthread_mutex_lock(&pools_lock);
+    struct pool_charge *pc = get_locked(pool, d);
+    int r;
+    if (!pc) {
+        vgpu_uncharge(d, reserved);
+        r = -ENOMEM;
+    } else {
+        pc->charged = gs_sat_add_u64(pc->charged, reserved); /* the reservation joins the pool */
+        pc->live++;
+        r = adjust_locked(pc);
+    }
+    pthread_mutex_unlock(&pools_lock);
+    pthread_mutex_unlock(plan_lock(pool));
+    return r;
+}
+
+void vgpu_pool_freed(void *pool, struct vgpu_device *d)
+{
+    (void)d;
     pthread_mutex_lock(&pools_lock);
     struct pool_charge *pc = find_locked(pool);
-    if (!pc && n_pools < MAX_POOLS) {
-        pc = &pools[n_pools++];
-        pc->pool = pool;
-        pc->dev = vgpu_device_index(d);
-        pc->charged = 0;
-        atomic_store(&vgpu_any_pool, true);
+    if (pc) {
+        if (pc->live)
+            pc->live--;
+        adjust_locked(pc);
     }
-    if (!pc) {
-        /* table full: keep the pre-charge as this allocation's charge */
-        pthread_mutex_unlock(&pools_lock);
-        return 0;
-    }
-    pc->charged += precharged; /* the pre-charge becomes part of the pool's charge */
-    int r = adjust_locked(pc);
     pthread_mutex_unlock(&pools_lock);
-    return r;
 }
 
 void vgpu_pools_sync(void)
 {
     pthread_mutex_lock(&pools_lock);
-    for (int i = 0; i < n_pools; i++)
-        adjust_locked(&pools[i]);
-    pthread_mutex_unlock(&pools_lock);
-}
-
-void vgpu_pool_forget(void *pool)
-{
-    pthread_mutex_lock(&pools_lock);
-    struct pool_charge *pc = find_locked(pool);
-    if (pc) {
-        vgpu_uncharge(vgpu_device_at(pc->dev), pc->charged);
-        *pc = pools[--n_pools];
+    for (size_t i = 0; i < n_pools;) {
+        struct pool_charge *pc = &pools[i];
+        if (pc->destroyed && pc->live == 0) {
+            remove_locked(pc); /* the last block went back: the driver released the pool */
+            continue;
+        }
+        adjust_locked(pc);
+        i++;
     }
     pthread_mutex_unlock(&pools_lock);
 }
 
-uint64_t vgpu_pool_headroom(void *pool)
+void vgpu_pool_destroyed(void *pool)
 {
-    cuuint64_t used = 0;
-    uint64_t reserved = reserved_of(pool);
-    if (reserved == UINT64_MAX ||
-        gs_real_cu.cuMemPoolGetAttribute((CUmemoryPool)pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT,
-                                         &used) != CUDA_SUCCESS)
-        return 0;
-    return reserved > used ? reserved - used : 0;
+    pthread_mutex_lock(&pools_lock);
+    struct pool_charge *pc = find_locked(pool);
+    if (pc) {
+        pc->destroyed = true;
+        if (pc->live == 0)
+            remove_locked(pc); /* nothing outstanding: the driver released it at once */
+    }
+    pthread_mutex_unlock(&pools_lock);
 }

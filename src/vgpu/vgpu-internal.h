@@ -109,18 +109,26 @@ void vgpu_region_atfork_child(void);
 
 /* ---- allocation table (alloc-table.c): per-process, keyed by pointer/handle ---- */
 enum vgpu_alloc_kind {
-    VGPU_KIND_DPTR = 1,   /* cuMemAlloc*, managed, pitch, async: freed by cuMemFree*/
-    VGPU_KIND_VMM = 2,    /* cuMemCreate handle */
-    VGPU_KIND_ARRAY = 3,  /* CUarray */
-    VGPU_KIND_MIPMAP = 4, /* CUmipmappedArray */
+    VGPU_KIND_DPTR = 1,    /* cuMemAlloc*, managed, pitch, async: freed by cuMemFree* */
+    VGPU_KIND_VMM = 2,     /* cuMemCreate physical handle, charged while the driver holds it */
+    VGPU_KIND_ARRAY = 3,   /* CUarray */
+    VGPU_KIND_MIPMAP = 4,  /* CUmipmappedArray */
+    VGPU_KIND_MAPPING = 5, /* cuMemMap of a VMM handle at a virtual address (never charged) */
 };
 
+/* One tracked allocation. Every allocation path records it through vgpu_alloc_charged(). */
 struct vgpu_alloc {
-    uint64_t key;
-    uint64_t size; /* bytes charged (0 for pool allocations: the pool is charged) */
+    uint64_t key;  /* device pointer, handle, or mapped virtual address */
+    uint64_t size; /* bytes charged (0 for pool allocations: the pool is charged; mapping: bytes
+                    * mapped) */
+    uint64_t aux;  /* MAPPING: the VMM handle it maps */
     void *pool;    /* CUmemoryPool for stream-ordered allocations, else NULL */
+    void *ctx;     /* CUcontext current when the allocation was made (NULL if none) */
     int32_t dev;   /* vgpu device index */
-    uint32_t kind;
+    uint32_t kind; /* enum vgpu_alloc_kind */
+    uint32_t refs; /* VMM: references the driver holds (handle until released + mappings +
+                    * retains); the charge goes back when it reaches 0 */
+    uint32_t reserved;
 };
 
 /* 0 = inserted, 1 = replaced an entry with the same key (copied to *replaced), -1 = no memory. */
@@ -128,8 +136,47 @@ int vgpu_table_insert(const struct vgpu_alloc *a, struct vgpu_alloc *replaced);
 /* Remove and return the entry; false if not tracked. */
 bool vgpu_table_remove(uint64_t key, uint32_t kind, struct vgpu_alloc *out);
 bool vgpu_table_lookup(uint64_t key, uint32_t kind, struct vgpu_alloc *out);
+/* Add delta to the entry's refs under its shard lock. Returns -1 if not tracked, 1 when refs
+ * reached 0 (the entry is removed and copied to *out), else 0 (*out gets the updated entry). */
+int vgpu_table_add_refs(uint64_t key, uint32_t kind, int32_t delta, struct vgpu_alloc *out);
+/* Remove every entry for which match() is true and call removed() for each (outside the shard
+ * locks, so removed() may charge/uncharge). Returns how many were removed. Used to give back
+ * what a destroyed/reset context owned (match on ->ctx). */
+size_t vgpu_table_remove_if(bool (*match)(const struct vgpu_alloc *a, void *arg),
+                            void (*removed)(const struct vgpu_alloc *a, void *arg), void *arg);
 size_t vgpu_table_count(void);
 void vgpu_table_reset(void);
+
+/* ---- the one way to charge an allocation (charge.c) ----
+ * Every allocation hook goes through vgpu_alloc_charged():
+ *   1. reserve `reserve` bytes in the claim's region (against the limit) BEFORE the driver call;
+ *   2. call the driver (alloc());
+ *   3. on failure give the reservation back and return the driver's error;
+ *   4. settle: the driver reports the bytes it really took (<= reserve: the rest goes back now;
+ *      more than reserve: the difference is charged, or the allocation is undone with OOM);
+ *   5. record {key, size, kind, device, pool, current CUcontext} in the allocation table (no
+ *      memory for the record: undone with OOM — never an untracked charge).
+ * Pool allocations (req.pool != NULL) reserve what the pool may have to grow by and settle
+ * the pool's charge (pools.c) instead of a per-allocation size. */
+struct vgpu_alloc_req {
+    struct vgpu_device *dev; /* NULL or untracked: the driver is called without accounting */
+    uint32_t kind;           /* enum vgpu_alloc_kind */
+    uint64_t reserve;        /* worst-case bytes, reserved before the driver call */
+    void *pool;              /* stream-ordered allocation from this pool, else NULL */
+};
+/* The driver call: writes the new key and the bytes actually taken (set *taken = reserve when
+ * the size is known up front). */
+typedef CUresult (*vgpu_driver_alloc_fn)(void *arg, uint64_t *key, uint64_t *taken);
+/* Undo a successful driver allocation (used when settling or recording fails). */
+typedef void (*vgpu_driver_undo_fn)(void *arg, uint64_t key);
+CUresult vgpu_alloc_charged(const struct vgpu_alloc_req *req, vgpu_driver_alloc_fn alloc,
+                            vgpu_driver_undo_fn undo, void *arg);
+/* The free side: remove the record, call free(), give the charge back if the driver freed it
+ * (or put the record back if it failed). Untracked keys are forwarded untouched. */
+typedef CUresult (*vgpu_driver_free_fn)(void *arg, uint64_t key);
+CUresult vgpu_free_charged(uint64_t key, uint32_t kind, vgpu_driver_free_fn free_fn, void *arg);
+/* Give back what a removed record charged (the driver has freed it). */
+void vgpu_alloc_uncharge(const struct vgpu_alloc *a);
 
 /* ---- devices (devices.c) ---- */
 #define VGPU_MAX_DEVICES 64
@@ -173,12 +220,23 @@ void vgpu_uncharge(struct vgpu_device *d, uint64_t size);
 /* ---- memory pools (pools.c) ---- */
 /* Re-read RESERVED_MEM_CURRENT of every pool this process charged and adjust the charges. */
 void vgpu_pools_sync(void);
-/* After an allocation from pool for which `precharged` bytes were charged beforehand: bring the
- * pool's charge to what it reserves; -ENOMEM if the growth does not fit. */
-int vgpu_pool_after_alloc(void *pool, struct vgpu_device *d, uint64_t precharged);
-/* Bytes the pool can still hand out without growing (reserved - used), for the pre-check. */
-uint64_t vgpu_pool_headroom(void *pool);
-void vgpu_pool_forget(void *pool);
+/* Before an allocation of size bytes from pool: how much must be reserved in the region (what
+ * the pool would have to grow by: the part its free blocks cannot serve, rounded up to the pool
+ * granularity). Allocations from one pool are serialised from vgpu_pool_plan() to
+ * vgpu_pool_settle()/vgpu_pool_cancel() (the reservation is exact, not raced by other threads). */
+uint64_t vgpu_pool_plan(void *pool, struct vgpu_device *d, uint64_t size, uint64_t *claimed);
+/* After the driver allocated: the reservation becomes part of the pool's charge, which is
+ * brought to what the pool reserves; -ENOMEM if growth beyond the reservation does not fit (the
+ * allocation still counts as outstanding until vgpu_pool_freed()). */
+int vgpu_pool_settle(void *pool, struct vgpu_device *d, uint64_t reserved, uint64_t claimed);
+/* The driver refused: end the plan (the caller gives the reservation back). */
+void vgpu_pool_cancel(void *pool, uint64_t claimed);
+/* An allocation from pool was freed: re-read what the pool reserves. */
+void vgpu_pool_freed(void *pool, struct vgpu_device *d);
+/* cuMemPoolDestroy succeeded. A real driver keeps a destroyed pool's memory until its last
+ * outstanding allocation is freed: the pool's charge stays until then (and the next
+ * synchronisation after it). */
+void vgpu_pool_destroyed(void *pool);
 void *vgpu_pool_of_device(CUdevice dev);
 extern atomic_bool vgpu_any_pool;
 
