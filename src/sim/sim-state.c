@@ -412,6 +412,8 @@ int sim_mem_charge(struct sim_state *st, int dev, uint64_t bytes)
         return -ENOMEM;
     }
     d->used_mem += bytes;
+    if (d->used_mem > d->peak_mem)
+        d->peak_mem = d->used_mem;
     sh->procs[st->slot].mem[dev] += bytes;
     sim_unlock(st);
     return 0;

@@ -61,7 +61,9 @@ struct sim_dev_state {
     uint64_t used_mem;   /* == sum of live procs' mem[dev] */
     uint64_t tail_ns;    /* the device is busy until then (end of the last enqueued kernel) */
     uint64_t ring_count; /* intervals ever appended; ring[i % SIM_RING] */
-    uint64_t reserved[4];
+    uint64_t peak_mem;   /* high-water mark of used_mem since the state was created (tests judge
+                          * an interposer's transient overshoot from it) */
+    uint64_t reserved[3];
     struct sim_interval ring[SIM_RING];
 };
 
