@@ -18,8 +18,8 @@
 #include "common/k8s.h"
 #include "plugin/cdi.h"
 #include "plugin/checkpoint.h"
-#include "gpu/claim.h"
-#include "gpu/discovery.h"
+#include "plugin/claim.h"
+#include "plugin/discovery.h"
 #include "plugin/metrics.h"
 
 struct driver_config {

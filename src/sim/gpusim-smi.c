@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "gpu/smi.h"
+#include "sim/smi.h"
 
 static const char usage[] =
     "usage: gpusim-smi [--query-gpu=FIELD[,FIELD...] [--format=csv[,noheader][,nounits]]]\n"
@@ -37,7 +37,7 @@ int main(int argc, char **argv)
         return 2;
     }
     struct gs_error err = {0};
-    int r = query ? gpu_smi_query(stdout, query, format, &err) : gpu_smi_print(stdout, &err);
+    int r = query ? gs_smi_query(stdout, query, format, &err) : gs_smi_print(stdout, &err);
     if (r < 0) {
         fprintf(stderr, "gpusim-smi: %s\n", err.msg);
         return r == -EINVAL ? 2 : 1;

@@ -2,58 +2,164 @@
 /*
  * Compute limiter: a token bucket of GPU time per device, shared by the claim's processes through
  * the region (struct gs_region_device: budget_ns, refill_ns). The bucket refills at cores% of
- * wall time; each launch is charged the GPU time its kernel occupies the device; launches wait
- * while the bucket is empty.
+ * wall time; launches wait while it is empty. Design (docs/internals/vgpu.md, "Compute limiter"):
  *
- * GPU time is measured with events recorded around sampled launches on the launch's stream
- * (every launch of a kernel until it has GS_EST_WARM samples, then one in GS_EST_EVERY). The
- * estimate per (function, grid, block) is the minimum of the last 192..256 samples: a sample that
- * waited behind other processes' work on a time-sliced device is longer than the kernel, so the
- * shortest recent sample is the best estimate of the kernel itself. Every launch is charged the
- * estimate up front (gating stays immediate even for long asynchronous queues); launches of a
- * kernel not measured yet are charged when their measurement completes.
+ *  - Every launch is charged up front: the estimate of its key (function, grid, block, device),
+ *    a decayed mean of that key's measured GPU times. A key never measured is charged the
+ *    device's mean and is always measured.
+ *  - Measured launches are corrected to their measured time (charge += measured - estimate) when
+ *    their end event completes. A launch is measured while its key is warming up (the first
+ *    EST_WARM launches), then at random with probability 1/SAMPLE_ONE_IN, so the launches that
+ *    are not measured are a random sample the application cannot choose: their estimate is
+ *    unbiased, and the decayed mean telescopes (the error over any run is bounded by the change
+ *    of the estimate over the run divided by the decay weight, not by the run's length).
+ *  - A launch chosen for measurement is always measured: when all REC_MAX records are in flight
+ *    it first waits for the oldest one. Nothing is dropped unmeasured.
+ *  - A launch of a key without any completed measurement waits for that key's measurement in
+ *    flight, so a deep queue of a new kernel cannot run ahead of the budget.
+ *
+ * Threads: one process-wide mutex guards the estimates and records; it is never held while
+ * sleeping or waiting on an event. A record's events are destroyed only under the mutex, when the
+ * record is consumed and no thread waits on it (refs == 0): a waiter takes a reference under the
+ * mutex before it lets go of it to wait.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
 
+#include "vgpu/limiter.h"
 #include "vgpu/vgpu-internal.h"
 
-#define EST_SLOTS    1024
-#define PENDING_MAX  128
-#define GS_EST_WARM  32
-#define GS_EST_EVERY 4
-#define WAIT_MIN_NS  20000LL
-#define WAIT_MAX_NS  5000000LL
-
-/* Windowed minimum: ns = min over the last (EST_WINDOWS-1)*EST_WINDOW..EST_WINDOWS*EST_WINDOW
- * samples, so kernels that waited behind another container's work (even for long phase-locked
- * stretches) do not inflate the estimate unless every recent sample did (the kernel really got
- * longer). */
-#define EST_WINDOW  64
-#define EST_WINDOWS 4
+#define EST_SLOTS       1024 /* estimates per process (direct-mapped, replaced on collision) */
+#define REC_MAX         256  /* measurements in flight at once */
+#define EST_WARM        8    /* launches of a key always measured */
+#define SAMPLE_ONE_IN   8    /* then each launch is measured with probability 1/8 */
+#define EST_DECAY_SHIFT 3    /* decayed mean: est += (sample - est) / 8 */
+#define POLL_MAX        16   /* completions consumed per poll */
+#define POLL_EVERY_NS   20000ULL
+#define WAIT_MIN_NS     20000LL
+#define WAIT_MAX_NS     5000000LL
+#define STAMP_EVERY_NS  1000000ULL /* last_kernel_ns is refreshed at most once per ms */
 
 struct estimate {
-    uint64_t key;
-    int64_t ns;
-    int64_t win_min[EST_WINDOWS]; /* win_min[cur] is being filled */
-    uint32_t cur, cur_n;
+    uint64_t key; /* 0 = empty */
+    int64_t ns;   /* decayed mean of the measured GPU times */
     uint32_t samples;
-    uint32_t since_sample;
+    uint32_t taken; /* launches chosen for measurement */
+    int32_t rec;    /* newest record of this key (valid while it is in flight with this key) */
+    uint32_t reserved;
 };
 
-struct pending {
+enum rec_state { REC_FREE = 0, REC_OWNED, REC_IN_FLIGHT, REC_CONSUMED };
+
+struct record {
     CUevent start, end;
     uint64_t key;
-    int dev;
-    int64_t charged;
+    struct gs_region_device *rd;
+    int64_t charged; /* charged up front */
+    int32_t dev;
+    uint32_t refs; /* threads waiting on `end` without the mutex */
+    uint32_t state;
 };
 
-static struct estimate est[EST_SLOTS];
-static struct pending ring[PENDING_MAX];
-static unsigned ring_head, ring_tail; /* tail - head = in flight */
 static pthread_mutex_t lim_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct estimate est[EST_SLOTS];
+static struct record recs[REC_MAX];
+static int32_t free_list[REC_MAX];
+static int n_free = -1; /* -1: not initialised */
+static int32_t fifo[REC_MAX];
+static unsigned fifo_head, fifo_tail; /* records in flight, in launch order */
+static int64_t dev_mean[GS_REGION_MAX_DEVICES];
+static uint64_t n_measured, n_waits;
+static _Atomic uint64_t last_poll_ns;
+static _Atomic uint64_t stamp_ns[GS_REGION_MAX_DEVICES]; /* monotonic time of our last stamp */
+static _Atomic uint64_t seed_counter;
+
+/* ------------------------------------------------------------------ ops */
+
+static uint64_t real_wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void real_sleep_ns(int64_t ns)
+{
+    struct timespec ts = {.tv_sec = ns / 1000000000LL, .tv_nsec = ns % 1000000000LL};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static CUresult real_event_create(CUevent *ev)
+{
+    return gs_real_cu.cuEventCreate ? gs_real_cu.cuEventCreate(ev, CU_EVENT_DEFAULT)
+                                    : CUDA_ERROR_NOT_SUPPORTED;
+}
+
+static CUresult real_event_record(CUevent ev, CUstream stream)
+{
+    return gs_real_cu.cuEventRecord(ev, stream);
+}
+
+static CUresult real_event_query(CUevent ev)
+{
+    return gs_real_cu.cuEventQuery(ev);
+}
+
+static CUresult real_event_sync(CUevent ev)
+{
+    return gs_real_cu.cuEventSynchronize ? gs_real_cu.cuEventSynchronize(ev)
+                                         : CUDA_ERROR_NOT_SUPPORTED;
+}
+
+static CUresult real_event_elapsed(float *ms, CUevent start, CUevent end)
+{
+    CUresult r = CUDA_ERROR_NOT_SUPPORTED;
+    if (gs_real_cu.cuEventElapsedTime_v2)
+        r = gs_real_cu.cuEventElapsedTime_v2(ms, start, end);
+    if (r != CUDA_SUCCESS && gs_real_cu.cuEventElapsedTime)
+        r = gs_real_cu.cuEventElapsedTime(ms, start, end);
+    return r;
+}
+
+static CUresult real_event_destroy(CUevent ev)
+{
+    return gs_real_cu.cuEventDestroy_v2(ev);
+}
+
+static const struct vgpu_limiter_ops real_ops = {
+    .now_ns = vgpu_now_ns,
+    .wall_ns = real_wall_ns,
+    .sleep_ns = real_sleep_ns,
+    .event_create = real_event_create,
+    .event_record = real_event_record,
+    .event_query = real_event_query,
+    .event_sync = real_event_sync,
+    .event_elapsed = real_event_elapsed,
+    .event_destroy = real_event_destroy,
+};
+
+static const struct vgpu_limiter_ops *ops = &real_ops;
+
+/* ------------------------------------------------------------------ estimates, records */
+
+static uint64_t rng_next(void)
+{
+    static _Thread_local uint64_t s;
+    if (GS_UNLIKELY(s == 0)) {
+        uint64_t z = (ops->seed ? ops->seed : ops->now_ns()) +
+                     0x9E3779B97F4A7C15ULL * (atomic_fetch_add(&seed_counter, 1) + 1);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+        s = (z ^ (z >> 31)) | 1;
+    }
+    s ^= s >> 12;
+    s ^= s << 25;
+    s ^= s >> 27;
+    return s * 0x2545F4914F6CDD1DULL;
+}
 
 static struct estimate *est_slot(uint64_t key)
 {
@@ -61,23 +167,130 @@ static struct estimate *est_slot(uint64_t key)
     if (e->key != key) {
         memset(e, 0, sizeof(*e));
         e->key = key;
+        e->rec = -1;
     }
     return e;
 }
 
-static void charge(struct vgpu_device *d, int64_t ns)
+static void recs_init_locked(void)
 {
-    if (ns <= 0)
+    if (n_free >= 0)
         return;
-    struct gs_region_device *rd = vgpu_region_dev(d->region, d->slot);
-    atomic_fetch_sub(&rd->budget_ns, ns);
-    atomic_fetch_add(&rd->busy_ns, (uint64_t)ns);
+    n_free = 0;
+    for (int i = REC_MAX - 1; i >= 0; i--)
+        free_list[n_free++] = i;
 }
 
-static void refill(struct gs_region_device *rd, uint32_t cores)
+static void rec_free_locked(int32_t i)
 {
-    uint64_t now = vgpu_now_ns();
-    uint64_t last = atomic_load(&rd->refill_ns);
+    struct record *p = &recs[i];
+    if (p->start)
+        ops->event_destroy(p->start);
+    if (p->end)
+        ops->event_destroy(p->end);
+    memset(p, 0, sizeof(*p));
+    free_list[n_free++] = i;
+}
+
+static void add_signed(_Atomic uint64_t *c, int64_t d)
+{
+    if (d >= 0)
+        atomic_fetch_add_explicit(c, (uint64_t)d, memory_order_relaxed);
+    else
+        atomic_fetch_sub_explicit(c, (uint64_t)-d, memory_order_relaxed);
+}
+
+static void decay(int64_t *mean, int64_t sample, bool first)
+{
+    if (first)
+        *mean = sample;
+    else
+        *mean += (sample - *mean) / (1 << EST_DECAY_SHIFT);
+}
+
+/* A completed record: correct the launch's charge to its measured time, update the estimates. */
+static void consume_locked(struct record *p, CUresult q)
+{
+    float ms = -1;
+    int64_t ns = -1;
+    if (q == CUDA_SUCCESS && ops->event_elapsed(&ms, p->start, p->end) == CUDA_SUCCESS && ms >= 0)
+        ns = (int64_t)((double)ms * 1e6);
+    struct gs_region_device *rd = p->rd;
+    if (ns < 0) {
+        /* not measurable (context gone, driver error): the launch keeps its up-front charge */
+        atomic_fetch_add_explicit(&rd->gpu_busy_ns, (uint64_t)p->charged, memory_order_relaxed);
+        return;
+    }
+    int64_t delta = ns - p->charged;
+    atomic_fetch_sub_explicit(&rd->budget_ns, delta, memory_order_relaxed);
+    add_signed(&rd->busy_ns, delta);
+    atomic_fetch_add_explicit(&rd->gpu_busy_ns, (uint64_t)ns, memory_order_relaxed);
+    struct estimate *e = est_slot(p->key);
+    decay(&e->ns, ns, e->samples == 0);
+    e->samples++;
+    decay(&dev_mean[p->dev], ns, dev_mean[p->dev] == 0);
+    n_measured++;
+    VLOG(VGPU_LOG_DEBUG, "limiter: kernel %llx measured %lld ns (charged %lld), estimate %lld ns",
+         (unsigned long long)p->key, (long long)ns, (long long)p->charged, (long long)e->ns);
+}
+
+/* Consume completed measurements in launch order (caller holds lim_lock). */
+static void poll_locked(void)
+{
+    for (int n = 0; n < POLL_MAX && fifo_head != fifo_tail; n++) {
+        int32_t i = fifo[fifo_head % REC_MAX];
+        struct record *p = &recs[i];
+        CUresult q = ops->event_query(p->end);
+        if (q == CUDA_ERROR_NOT_READY)
+            break;
+        consume_locked(p, q);
+        fifo_head++;
+        if (p->refs)
+            p->state = REC_CONSUMED; /* the last waiter frees it */
+        else
+            rec_free_locked(i);
+    }
+}
+
+/* Wait (without the mutex) until record i's end event completes, then consume what completed.
+ * Called and returns with lim_lock held. */
+static void wait_record_locked(int32_t i)
+{
+    struct record *p = &recs[i];
+    p->refs++;
+    CUevent ev = p->end;
+    n_waits++;
+    pthread_mutex_unlock(&lim_lock);
+    ops->event_sync(ev);
+    pthread_mutex_lock(&lim_lock);
+    p->refs--;
+    poll_locked();
+    if (p->state == REC_CONSUMED && p->refs == 0)
+        rec_free_locked(i);
+}
+
+static int32_t rec_take_locked(void)
+{
+    recs_init_locked();
+    while (n_free == 0 && fifo_head != fifo_tail) {
+        /* every record in flight: wait for the oldest rather than leave this launch unmeasured */
+        unsigned before = fifo_head;
+        wait_record_locked(fifo[fifo_head % REC_MAX]);
+        if (fifo_head == before)
+            break; /* the oldest did not complete (driver error): give up measuring */
+    }
+    if (n_free == 0)
+        return -1;
+    int32_t i = free_list[--n_free];
+    recs[i].state = REC_OWNED;
+    return i;
+}
+
+/* ------------------------------------------------------------------ bucket */
+
+static void refill(struct gs_region_device *rd, uint32_t cores, uint64_t now)
+{
+    uint64_t last = atomic_load_explicit(&rd->refill_ns, memory_order_relaxed);
     if (now <= last || !atomic_compare_exchange_strong(&rd->refill_ns, &last, now))
         return;
     int64_t add = (int64_t)((now - last) * cores / 100);
@@ -92,74 +305,20 @@ static void refill(struct gs_region_device *rd, uint32_t cores)
     }
 }
 
-/* Consume completed measurements (caller holds lim_lock). */
-static void poll_locked(void)
+/* Wait until the bucket holds budget; returns the monotonic time it did. */
+static uint64_t gate(struct gs_region_device *rd, uint32_t cores)
 {
-    while (ring_head != ring_tail) {
-        struct pending *p = &ring[ring_head % PENDING_MAX];
-        CUresult q = gs_real_cu.cuEventQuery(p->end);
-        if (q == CUDA_ERROR_NOT_READY)
-            break;
-        float ms = 0;
-        CUresult r = CUDA_ERROR_NOT_FOUND;
-        if (q == CUDA_SUCCESS) {
-            if (gs_real_cu.cuEventElapsedTime_v2)
-                r = gs_real_cu.cuEventElapsedTime_v2(&ms, p->start, p->end);
-            if (r != CUDA_SUCCESS && gs_real_cu.cuEventElapsedTime)
-                r = gs_real_cu.cuEventElapsedTime(&ms, p->start, p->end);
-        }
-        if (r == CUDA_SUCCESS && ms >= 0) {
-            int64_t ns = (int64_t)((double)ms * 1e6);
-            struct estimate *e = est_slot(p->key);
-            if (e->samples == 0)
-                for (int w = 0; w < EST_WINDOWS; w++)
-                    e->win_min[w] = INT64_MAX;
-            if (ns < e->win_min[e->cur])
-                e->win_min[e->cur] = ns;
-            if (++e->cur_n >= EST_WINDOW) {
-                e->cur = (e->cur + 1) % EST_WINDOWS;
-                e->win_min[e->cur] = INT64_MAX;
-                e->cur_n = 0;
-            }
-            e->ns = INT64_MAX;
-            for (int w = 0; w < EST_WINDOWS; w++)
-                e->ns = GS_MIN(e->ns, e->win_min[w]);
-            e->samples++;
-            VLOG(VGPU_LOG_DEBUG, "limiter: kernel %llx measured %lld ns, estimate %lld ns",
-                 (unsigned long long)p->key, (long long)ns, (long long)e->ns);
-            if (p->charged == 0) {
-                struct vgpu_device *d = vgpu_device_at(p->dev);
-                if (d && d->region)
-                    charge(d, e->ns);
-            }
-        }
-        gs_real_cu.cuEventDestroy_v2(p->start);
-        gs_real_cu.cuEventDestroy_v2(p->end);
-        ring_head++;
-    }
-}
-
-static void sleep_ns(int64_t ns)
-{
-    struct timespec ts = {.tv_sec = ns / 1000000000LL, .tv_nsec = ns % 1000000000LL};
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
-static void gate(struct vgpu_device *d)
-{
-    struct gs_region_device *rd = vgpu_region_dev(d->region, d->slot);
-    uint32_t cores = d->cfg.cores;
     for (;;) {
-        refill(rd, cores);
-        int64_t b = atomic_load(&rd->budget_ns);
+        uint64_t now = ops->now_ns();
+        refill(rd, cores, now);
+        int64_t b = atomic_load_explicit(&rd->budget_ns, memory_order_relaxed);
         if (b > 0)
-            return;
+            return now;
         int64_t wait = (-b) * 100 / cores + WAIT_MIN_NS;
         if (wait > WAIT_MAX_NS)
             wait = WAIT_MAX_NS;
-        sleep_ns(wait);
-        atomic_fetch_add(&rd->throttled_ns, (uint64_t)wait);
+        ops->sleep_ns(wait);
+        atomic_fetch_add_explicit(&rd->throttled_ns, (uint64_t)wait, memory_order_relaxed);
         if (pthread_mutex_trylock(&lim_lock) == 0) {
             poll_locked();
             pthread_mutex_unlock(&lim_lock);
@@ -167,93 +326,168 @@ static void gate(struct vgpu_device *d)
     }
 }
 
-void vgpu_limiter_before(struct vgpu_launch *l, uint64_t key, CUstream stream)
+static void stamp(struct gs_region_device *rd, int dev, uint64_t now)
 {
-    memset(l, 0, sizeof(*l));
-    struct vgpu_device *d = vgpu_device_current();
-    if (!d || !d->cfg.cores || !d->region || !gs_real_cu.cuEventCreate ||
-        !gs_real_cu.cuEventRecord || !gs_real_cu.cuEventQuery || !gs_real_cu.cuEventDestroy_v2)
+    uint64_t last = atomic_load_explicit(&stamp_ns[dev], memory_order_relaxed);
+    if (now - last < STAMP_EVERY_NS ||
+        !atomic_compare_exchange_strong_explicit(&stamp_ns[dev], &last, now, memory_order_relaxed,
+                                                 memory_order_relaxed))
         return;
-    l->dev = d;
-    l->key = key;
+    atomic_store_explicit(&rd->last_kernel_ns, ops->wall_ns(), memory_order_relaxed);
+}
+
+/* ------------------------------------------------------------------ launches */
+
+void vgpu_limiter_begin(struct vgpu_launch *l, struct gs_region_device *rd, int dev, uint32_t cores,
+                        uint64_t key, CUstream stream)
+{
+    l->rd = rd;
+    l->dev = dev;
     l->stream = stream;
+    l->rec = -1;
+    l->key = (key ^ ((uint64_t)(dev + 1) * 0xD6E8FEB86659FD93ULL)) | 1;
 
     /* Wait for budget first: the measurement must not include our own throttling. */
-    gate(d);
+    uint64_t now = gate(rd, cores);
+    stamp(rd, dev, now);
 
     pthread_mutex_lock(&lim_lock);
-    poll_locked();
-    struct estimate *e = est_slot(key);
-    if (e->samples == 0) {
-        /* Not measured yet: wait for an in-flight measurement of this kernel, if any, so an
-         * asynchronous queue of unknown kernels cannot run ahead of the budget. */
-        for (unsigned i = ring_head; i != ring_tail; i++) {
-            struct pending *p = &ring[i % PENDING_MAX];
-            if (p->key == key && gs_real_cu.cuEventSynchronize) {
-                CUevent ev = p->end;
-                pthread_mutex_unlock(&lim_lock);
-                gs_real_cu.cuEventSynchronize(ev);
-                pthread_mutex_lock(&lim_lock);
-                poll_locked();
-                break;
-            }
-        }
-        e = est_slot(key);
+    uint64_t lp = atomic_load_explicit(&last_poll_ns, memory_order_relaxed);
+    if (fifo_head != fifo_tail && now - lp >= POLL_EVERY_NS) {
+        atomic_store_explicit(&last_poll_ns, now, memory_order_relaxed);
+        poll_locked();
     }
-    bool sample = e->samples < GS_EST_WARM || ++e->since_sample >= GS_EST_EVERY;
-    int64_t pre = e->samples ? e->ns : 0;
-    if (sample && ring_tail - ring_head < PENDING_MAX) {
-        e->since_sample = 0;
-        if (gs_real_cu.cuEventCreate(&l->start, CU_EVENT_DEFAULT) == CUDA_SUCCESS &&
-            gs_real_cu.cuEventCreate(&l->end, CU_EVENT_DEFAULT) == CUDA_SUCCESS &&
-            gs_real_cu.cuEventRecord(l->start, stream) == CUDA_SUCCESS) {
-            /* recorded; end is recorded after the launch */
-        } else {
-            if (l->start)
-                gs_real_cu.cuEventDestroy_v2(l->start);
-            if (l->end)
-                gs_real_cu.cuEventDestroy_v2(l->end);
-            l->start = l->end = NULL;
+    struct estimate *e = est_slot(l->key);
+    if (e->samples == 0 && e->rec >= 0 && recs[e->rec].key == l->key &&
+        recs[e->rec].state == REC_IN_FLIGHT) {
+        /* Never measured: wait for the measurement in flight of this key, so a queue of a new
+         * kernel cannot run ahead of the budget. */
+        wait_record_locked(e->rec);
+        e = est_slot(l->key);
+    }
+    int64_t pre = e->samples ? e->ns : dev_mean[dev];
+    if (e->taken < EST_WARM || e->samples == 0 || rng_next() % SAMPLE_ONE_IN == 0) {
+        int32_t i = rec_take_locked();
+        e = est_slot(l->key);
+        if (i >= 0) {
+            struct record *p = &recs[i];
+            if (ops->event_create(&p->start) == CUDA_SUCCESS &&
+                ops->event_create(&p->end) == CUDA_SUCCESS &&
+                ops->event_record(p->start, stream) == CUDA_SUCCESS) {
+                e->taken++;
+                l->rec = i;
+            } else {
+                rec_free_locked(i);
+            }
         }
     }
     pthread_mutex_unlock(&lim_lock);
 
     l->precharged = pre;
-    charge(d, pre);
+    if (pre > 0) {
+        atomic_fetch_sub_explicit(&rd->budget_ns, pre, memory_order_relaxed);
+        atomic_fetch_add_explicit(&rd->busy_ns, (uint64_t)pre, memory_order_relaxed);
+    }
+}
+
+void vgpu_limiter_end(struct vgpu_launch *l, CUresult launched)
+{
+    struct gs_region_device *rd = l->rd;
+    if (launched != CUDA_SUCCESS) {
+        /* nothing ran: refund */
+        if (l->precharged > 0) {
+            atomic_fetch_add_explicit(&rd->budget_ns, l->precharged, memory_order_relaxed);
+            atomic_fetch_sub_explicit(&rd->busy_ns, (uint64_t)l->precharged, memory_order_relaxed);
+        }
+        if (l->rec >= 0) {
+            pthread_mutex_lock(&lim_lock);
+            rec_free_locked(l->rec);
+            pthread_mutex_unlock(&lim_lock);
+        }
+        return;
+    }
+    atomic_fetch_add_explicit(&rd->launches, 1, memory_order_relaxed);
+    if (l->rec < 0) {
+        atomic_fetch_add_explicit(&rd->gpu_busy_ns, (uint64_t)GS_MAX(l->precharged, 0),
+                                  memory_order_relaxed);
+        return;
+    }
+    pthread_mutex_lock(&lim_lock);
+    struct record *p = &recs[l->rec];
+    if (ops->event_record(p->end, l->stream) == CUDA_SUCCESS) {
+        p->key = l->key;
+        p->rd = rd;
+        p->dev = l->dev;
+        p->charged = l->precharged;
+        p->state = REC_IN_FLIGHT;
+        fifo[fifo_tail++ % REC_MAX] = l->rec;
+        est_slot(l->key)->rec = l->rec;
+    } else {
+        rec_free_locked(l->rec);
+        atomic_fetch_add_explicit(&rd->gpu_busy_ns, (uint64_t)GS_MAX(l->precharged, 0),
+                                  memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&lim_lock);
+}
+
+void vgpu_limiter_poll(void)
+{
+    pthread_mutex_lock(&lim_lock);
+    poll_locked();
+    pthread_mutex_unlock(&lim_lock);
+}
+
+void vgpu_limiter_set_ops(const struct vgpu_limiter_ops *o)
+{
+    pthread_mutex_lock(&lim_lock);
+    ops = o ? o : &real_ops;
+    memset(est, 0, sizeof(est));
+    memset(recs, 0, sizeof(recs));
+    memset(dev_mean, 0, sizeof(dev_mean));
+    n_free = -1;
+    fifo_head = fifo_tail = 0;
+    n_measured = n_waits = 0;
+    atomic_store(&last_poll_ns, 0);
+    for (int i = 0; i < GS_REGION_MAX_DEVICES; i++)
+        atomic_store(&stamp_ns[i], 0);
+    pthread_mutex_unlock(&lim_lock);
+}
+
+void vgpu_limiter_stats(uint64_t key, int dev, struct vgpu_limiter_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    uint64_t k = (key ^ ((uint64_t)(dev + 1) * 0xD6E8FEB86659FD93ULL)) | 1;
+    pthread_mutex_lock(&lim_lock);
+    const struct estimate *e = &est[(k * 0x9E3779B97F4A7C15ULL) >> 54];
+    if (e->key == k) {
+        out->estimate_ns = e->ns;
+        out->samples = e->samples;
+    }
+    out->in_flight = fifo_tail - fifo_head;
+    for (int i = 0; i < REC_MAX; i++)
+        out->held += recs[i].state == REC_CONSUMED;
+    out->measured = n_measured;
+    out->waits = n_waits;
+    pthread_mutex_unlock(&lim_lock);
+}
+
+/* ------------------------------------------------------------------ hooks' entry points */
+
+void vgpu_limiter_before(struct vgpu_launch *l, uint64_t key, CUstream stream)
+{
+    l->rd = NULL;
+    struct vgpu_device *d = vgpu_device_current();
+    if (!d || !d->cfg.cores || !d->region || !gs_real_cu.cuEventRecord ||
+        !gs_real_cu.cuEventQuery || !gs_real_cu.cuEventDestroy_v2)
+        return;
+    int dev = vgpu_device_index(d);
+    if (dev < 0 || dev >= GS_REGION_MAX_DEVICES)
+        return;
+    vgpu_limiter_begin(l, vgpu_region_dev(d->region, d->slot), dev, d->cfg.cores, key, stream);
 }
 
 void vgpu_limiter_after(struct vgpu_launch *l, CUresult launched)
 {
-    struct vgpu_device *d = l->dev;
-    if (!d)
-        return;
-    struct gs_region_device *rd = vgpu_region_dev(d->region, d->slot);
-    if (launched != CUDA_SUCCESS) {
-        /* nothing ran: refund */
-        atomic_fetch_add(&rd->budget_ns, l->precharged);
-        atomic_fetch_sub(&rd->busy_ns, (uint64_t)l->precharged);
-        if (l->start) {
-            gs_real_cu.cuEventDestroy_v2(l->start);
-            gs_real_cu.cuEventDestroy_v2(l->end);
-        }
-        return;
-    }
-    atomic_fetch_add(&rd->launches, 1);
-    if (!l->start)
-        return;
-    pthread_mutex_lock(&lim_lock);
-    if (ring_tail - ring_head < PENDING_MAX &&
-        gs_real_cu.cuEventRecord(l->end, l->stream) == CUDA_SUCCESS) {
-        struct pending *p = &ring[ring_tail % PENDING_MAX];
-        p->start = l->start;
-        p->end = l->end;
-        p->key = l->key;
-        p->dev = vgpu_device_index(d);
-        p->charged = l->precharged;
-        ring_tail++;
-    } else {
-        gs_real_cu.cuEventDestroy_v2(l->start);
-        gs_real_cu.cuEventDestroy_v2(l->end);
-    }
-    pthread_mutex_unlock(&lim_lock);
+    if (l->rd)
+        vgpu_limiter_end(l, launched);
 }

@@ -241,13 +241,15 @@ void *vgpu_pool_of_device(CUdevice dev);
 extern atomic_bool vgpu_any_pool;
 
 /* ---- limiter (limiter.c) ---- */
-/* Before a launch on the current context: wait for budget. Returns a token for after_launch. */
+/* Before a launch on the current context: wait for budget, charge the estimate. Fills a token for
+ * vgpu_limiter_after (details and the test interface: limiter.h). */
 struct vgpu_launch {
-    struct vgpu_device *dev;
-    uint64_t key;
+    struct gs_region_device *rd; /* NULL: not limited */
+    uint64_t key;                /* estimate key: (function, grid, block, device) */
     CUstream stream;
-    CUevent start, end;
-    int64_t precharged;
+    int32_t rec;        /* measurement record index, -1 when this launch is not measured */
+    int32_t dev;        /* vgpu device index */
+    int64_t precharged; /* GPU time charged up front (ns) */
 };
 void vgpu_limiter_before(struct vgpu_launch *l, uint64_t key, CUstream stream);
 void vgpu_limiter_after(struct vgpu_launch *l, CUresult launched);

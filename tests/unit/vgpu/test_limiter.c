@@ -1,0 +1,549 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The compute limiter's core (src/vgpu/limiter.c) driven with a fake clock and a fake GPU:
+ * kernels run one after another on one device timeline (FIFO, like gpusim), events complete when
+ * the work queued before them on their stream has, sleeping advances the clock. The busy share is
+ * judged from the fake GPU's own timeline (what it executed), never from the limiter's books.
+ *
+ * Covered: refill and the burst cap, the gate's waits, every launch charged (up front, corrected
+ * when measured), estimates that a few outliers cannot move much, the adversarial workloads of
+ * issue 11 (5 ms kernel with 10 % of launches at 50 us, strict 5 ms / 50 us alternation, 512
+ * launches per sync, a new key per launch) held to 30 % +-3 pp over a long run, the record pool
+ * never dropping a measurement, refunds of failed launches, the monitor fields (gpu_busy_ns,
+ * last_kernel_ns), and the event-destroy race (a thread waiting on a measurement's event while
+ * another thread consumes that measurement).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tap.h"
+#include "vgpu/limiter.h"
+#include "vgpu/vgpu-internal.h"
+
+/* libvgpu symbols limiter.c refers to outside its core (only used by vgpu_limiter_before). */
+struct gs_real_cuda gs_real_cu;
+struct vgpu_device *vgpu_device_current(void)
+{
+    return NULL;
+}
+int vgpu_device_index(const struct vgpu_device *d)
+{
+    (void)d;
+    return 0;
+}
+struct gs_region_device *vgpu_region_dev(struct vgpu_region *r, int slot)
+{
+    (void)r;
+    (void)slot;
+    return NULL;
+}
+
+#define MS 1000000ULL
+#define US 1000ULL
+
+/* ------------------------------------------------------------------ fake GPU */
+
+#define MAX_EVENTS  4096
+#define MAX_STREAMS 4
+
+struct fake_event {
+    uint64_t t; /* completes at */
+    bool live, recorded;
+};
+
+static pthread_mutex_t fk_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t fk_now;      /* fake CLOCK_MONOTONIC */
+static uint64_t fk_dev_tail; /* the device is busy until then */
+static uint64_t fk_stream_tail[MAX_STREAMS];
+static uint64_t fk_busy; /* GPU time executed (the outside truth) */
+static struct fake_event fk_events[MAX_EVENTS];
+static int fk_live_events, fk_max_live_events, fk_use_after_destroy;
+static uint64_t fk_launches;
+
+/* the race test: event_sync blocks until released */
+static bool fk_sync_blocks;
+static int fk_sync_waiting, fk_sync_release;
+static pthread_cond_t fk_cond = PTHREAD_COND_INITIALIZER;
+
+static int stream_ix(CUstream s)
+{
+    return (int)((uintptr_t)s % MAX_STREAMS);
+}
+
+static uint64_t f_now(void)
+{
+    pthread_mutex_lock(&fk_lock);
+    uint64_t t = fk_now;
+    pthread_mutex_unlock(&fk_lock);
+    return t;
+}
+
+static uint64_t f_wall(void)
+{
+    return 1700000000ULL * 1000000000ULL + f_now();
+}
+
+static void f_sleep(int64_t ns)
+{
+    pthread_mutex_lock(&fk_lock);
+    fk_now += (uint64_t)ns;
+    pthread_mutex_unlock(&fk_lock);
+}
+
+static struct fake_event *ev_of(CUevent e)
+{
+    return (struct fake_event *)(void *)e;
+}
+
+static CUresult f_create(CUevent *e)
+{
+    pthread_mutex_lock(&fk_lock);
+    for (int i = 0; i < MAX_EVENTS; i++) {
+        if (!fk_events[i].live) {
+            fk_events[i] = (struct fake_event){.live = true};
+            fk_live_events++;
+            fk_max_live_events = GS_MAX(fk_max_live_events, fk_live_events);
+            *e = (CUevent)(void *)&fk_events[i];
+            pthread_mutex_unlock(&fk_lock);
+            return CUDA_SUCCESS;
+        }
+    }
+    pthread_mutex_unlock(&fk_lock);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static CUresult f_record(CUevent e, CUstream s)
+{
+    pthread_mutex_lock(&fk_lock);
+    struct fake_event *f = ev_of(e);
+    CUresult r = CUDA_ERROR_INVALID_HANDLE;
+    if (f->live) {
+        f->t = GS_MAX(fk_now, fk_stream_tail[stream_ix(s)]);
+        f->recorded = true;
+        r = CUDA_SUCCESS;
+    } else {
+        fk_use_after_destroy++;
+    }
+    pthread_mutex_unlock(&fk_lock);
+    return r;
+}
+
+static CUresult f_query(CUevent e)
+{
+    pthread_mutex_lock(&fk_lock);
+    struct fake_event *f = ev_of(e);
+    CUresult r;
+    if (!f->live) {
+        fk_use_after_destroy++;
+        r = CUDA_ERROR_INVALID_HANDLE;
+    } else {
+        r = !f->recorded || fk_now >= f->t ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    }
+    pthread_mutex_unlock(&fk_lock);
+    return r;
+}
+
+static CUresult f_sync(CUevent e)
+{
+    pthread_mutex_lock(&fk_lock);
+    if (fk_sync_blocks) {
+        fk_sync_waiting++;
+        pthread_cond_broadcast(&fk_cond);
+        while (!fk_sync_release)
+            pthread_cond_wait(&fk_cond, &fk_lock);
+    }
+    struct fake_event *f = ev_of(e);
+    CUresult r = CUDA_SUCCESS;
+    if (!f->live) {
+        fk_use_after_destroy++;
+        r = CUDA_ERROR_INVALID_HANDLE;
+    } else if (f->recorded && fk_now < f->t) {
+        fk_now = f->t; /* the host waits until the GPU got there */
+    }
+    pthread_mutex_unlock(&fk_lock);
+    return r;
+}
+
+static CUresult f_elapsed(float *ms, CUevent a, CUevent b)
+{
+    pthread_mutex_lock(&fk_lock);
+    struct fake_event *x = ev_of(a), *y = ev_of(b);
+    CUresult r = CUDA_SUCCESS;
+    if (!x->live || !y->live) {
+        fk_use_after_destroy++;
+        r = CUDA_ERROR_INVALID_HANDLE;
+    } else if (fk_now < x->t || fk_now < y->t) {
+        r = CUDA_ERROR_NOT_READY;
+    } else {
+        *ms = (float)(((double)y->t - (double)x->t) / 1e6);
+    }
+    pthread_mutex_unlock(&fk_lock);
+    return r;
+}
+
+static CUresult f_destroy(CUevent e)
+{
+    pthread_mutex_lock(&fk_lock);
+    struct fake_event *f = ev_of(e);
+    if (!f->live)
+        fk_use_after_destroy++;
+    f->live = false;
+    fk_live_events--;
+    pthread_mutex_unlock(&fk_lock);
+    return CUDA_SUCCESS;
+}
+
+static const struct vgpu_limiter_ops fake_ops = {
+    .now_ns = f_now,
+    .wall_ns = f_wall,
+    .sleep_ns = f_sleep,
+    .event_create = f_create,
+    .event_record = f_record,
+    .event_query = f_query,
+    .event_sync = f_sync,
+    .event_elapsed = f_elapsed,
+    .event_destroy = f_destroy,
+    .seed = 42,
+};
+
+/* The GPU runs a kernel of `ns` queued on stream s. */
+static void fake_kernel(CUstream s, uint64_t ns)
+{
+    pthread_mutex_lock(&fk_lock);
+    uint64_t start = GS_MAX(fk_now, fk_dev_tail);
+    fk_dev_tail = start + ns;
+    fk_stream_tail[stream_ix(s)] = fk_dev_tail;
+    fk_busy += ns;
+    fk_launches++;
+    pthread_mutex_unlock(&fk_lock);
+}
+
+/* cuCtxSynchronize: the host waits for the device. */
+static void fake_sync_all(void)
+{
+    pthread_mutex_lock(&fk_lock);
+    fk_now = GS_MAX(fk_now, fk_dev_tail);
+    pthread_mutex_unlock(&fk_lock);
+}
+
+static struct gs_region_device rd;
+
+static void reset_world(void)
+{
+    pthread_mutex_lock(&fk_lock);
+    fk_now = 1000 * MS;
+    fk_dev_tail = 0;
+    memset(fk_stream_tail, 0, sizeof(fk_stream_tail));
+    fk_busy = 0;
+    fk_launches = 0;
+    memset(fk_events, 0, sizeof(fk_events));
+    fk_live_events = fk_max_live_events = 0;
+    fk_use_after_destroy = 0;
+    fk_sync_blocks = false;
+    fk_sync_waiting = fk_sync_release = 0;
+    pthread_mutex_unlock(&fk_lock);
+    vgpu_limiter_set_ops(&fake_ops);
+    memset(&rd, 0, sizeof(rd));
+    atomic_store(&rd.refill_ns, f_now());
+}
+
+/* One launch of `ns` through the limiter (key = function/grid/block hash of the hooks). */
+static void launch(uint64_t key, CUstream s, uint64_t ns)
+{
+    struct vgpu_launch l;
+    vgpu_limiter_begin(&l, &rd, 0, 30, key, s);
+    fake_kernel(s, ns);
+    vgpu_limiter_end(&l, CUDA_SUCCESS);
+}
+
+/* Consume every completed measurement (a poll takes a bounded number at a time). */
+static void drain(void)
+{
+    struct vgpu_limiter_stats st;
+    for (int i = 0; i < 1000; i++) {
+        vgpu_limiter_poll();
+        vgpu_limiter_stats(0, 0, &st);
+        if (st.in_flight == 0)
+            return;
+    }
+}
+
+/* ------------------------------------------------------------------ workloads */
+
+enum workload { W_CONST, W_RANDOM10, W_ALTERNATE, W_NEW_KEYS };
+
+/* Run a workload for `secs` of fake time, `queue` launches between syncs; returns the share of
+ * the device it got, in percent, from the fake GPU's timeline. */
+static double run(enum workload w, int queue, uint64_t kernel_ns, double secs)
+{
+    reset_world();
+    uint64_t t0 = f_now(), end = t0 + (uint64_t)(secs * 1e9);
+    unsigned seed = 7;
+    uint64_t n = 0;
+    while (f_now() < end) {
+        for (int i = 0; i < queue; i++, n++) {
+            uint64_t ns = kernel_ns, key = 0xF00D;
+            if (w == W_RANDOM10 && rand_r(&seed) % 10 == 0)
+                ns = 50 * US;
+            else if (w == W_ALTERNATE && n % 2)
+                ns = 50 * US;
+            else if (w == W_NEW_KEYS)
+                key = 0x10000 + n; /* another grid every launch */
+            launch(key, NULL, ns);
+        }
+        fake_sync_all();
+    }
+    return 100.0 * (double)fk_busy / (double)(f_now() - t0);
+}
+
+static void check_share(const char *what, double share)
+{
+    ok(share >= 27.0 && share <= 33.0, "%s: long-run share %.2f %% within 30 +-3 pp", what, share);
+}
+
+/* ------------------------------------------------------------------ tests */
+
+static void test_refill_and_gate(void)
+{
+    reset_world();
+    is_int(atomic_load(&rd.budget_ns), 0, "the bucket starts empty");
+    f_sleep(10 * MS);
+    launch(0xA, NULL, 1 * MS);
+    /* 10 ms at 30 % refilled 3 ms; the first launch of a key is charged the device mean (0) */
+    is_int(atomic_load(&rd.budget_ns), 3 * MS, "10 ms at cores 30 refills 3 ms");
+    fake_sync_all();
+    drain();
+    is_int(atomic_load(&rd.budget_ns), 2 * MS,
+           "its measurement (1 ms) is charged when it completes");
+    f_sleep(10000 * MS);
+    struct vgpu_launch l;
+    vgpu_limiter_begin(&l, &rd, 0, 30, 0xB, NULL);
+    vgpu_limiter_end(&l, CUDA_ERROR_INVALID_VALUE);
+    is_int(atomic_load(&rd.budget_ns), GS_REGION_BURST_NS * 30 / 100,
+           "a long idle fills the bucket only to the burst cap (100 ms x 30 %%)");
+
+    /* a debt of 3 ms at cores 30 is waited off in about 10 ms of wall time */
+    reset_world();
+    atomic_store(&rd.budget_ns, -3 * (int64_t)MS);
+    uint64_t t0 = f_now();
+    vgpu_limiter_begin(&l, &rd, 0, 30, 0xC, NULL);
+    uint64_t waited = f_now() - t0;
+    vgpu_limiter_end(&l, CUDA_ERROR_INVALID_VALUE);
+    ok(waited >= 10 * MS && waited <= 10 * MS + 100 * US,
+       "a 3 ms debt at cores 30 waits 10 ms (waited %.3f ms)", (double)waited / 1e6);
+    ok(atomic_load(&rd.throttled_ns) >= 10 * MS, "the wait is counted in throttled_ns");
+}
+
+static void test_every_launch_charged(void)
+{
+    reset_world();
+    atomic_store(&rd.budget_ns, 1000 * (int64_t)MS); /* no waiting: look at the books only */
+    for (int i = 0; i < 400; i++)
+        launch(0xBEEF, NULL, 1 * MS);
+    fake_sync_all();
+    drain();
+    struct vgpu_limiter_stats st;
+    vgpu_limiter_stats(0xBEEF, 0, &st);
+    ok(st.estimate_ns == (int64_t)MS, "estimate of a steady 1 ms kernel is 1 ms (%lld)",
+       (long long)st.estimate_ns);
+    ok(st.samples >= 8 && st.samples < 120,
+       "warm-up measured, then a sample of the rest (%u of 400 measured)", st.samples);
+    is_uint(atomic_load(&rd.busy_ns), 400 * MS,
+            "400 launches charged 400 ms (first one corrected)");
+    is_uint(atomic_load(&rd.gpu_busy_ns), 400 * MS, "gpu_busy_ns: 400 ms of busy GPU time");
+    is_uint(atomic_load(&rd.launches), 400, "launches counted");
+    is_int(atomic_load(&rd.budget_ns), 600 * (int64_t)MS, "the bucket lost exactly 400 ms");
+    is_int(st.in_flight, 0, "nothing left in flight after a sync");
+    is_int(fk_live_events, 0, "every measurement's events destroyed");
+}
+
+static void test_outliers(void)
+{
+    reset_world();
+    atomic_store(&rd.budget_ns, 100000 * (int64_t)MS);
+    for (int i = 0; i < 16; i++)
+        launch(0x51, NULL, 1 * MS);
+    fake_sync_all();
+    vgpu_limiter_poll();
+    struct vgpu_limiter_stats st;
+    /* one short sample cannot make the kernel cheap (the old minimum-of-samples dropped to it) */
+    vgpu_limiter_set_ops(&fake_ops); /* fresh estimates, same world */
+    for (int i = 0; i < 8; i++) {
+        launch(0x52, NULL, i == 7 ? 50 * US : 1 * MS);
+        fake_sync_all();
+    }
+    vgpu_limiter_poll();
+    vgpu_limiter_stats(0x52, 0, &st);
+    ok(st.estimate_ns >= (int64_t)(MS * 85 / 100),
+       "one 50 us launch among 1 ms ones moves the estimate by at most 1/8 (%lld ns)",
+       (long long)st.estimate_ns);
+    /* one long sample (e.g. a wait behind another container) cannot make it expensive for long */
+    launch(0x53, NULL, 1 * MS);
+    fake_sync_all();
+    for (int i = 0; i < 7; i++) {
+        launch(0x53, NULL, i == 0 ? 100 * MS : 1 * MS);
+        fake_sync_all();
+    }
+    for (int i = 0; i < 24; i++) {
+        launch(0x53, NULL, 1 * MS);
+        fake_sync_all();
+    }
+    vgpu_limiter_poll();
+    vgpu_limiter_stats(0x53, 0, &st);
+    ok(st.estimate_ns <= (int64_t)(MS * 12 / 10),
+       "after one 100 ms outlier the estimate is back near 1 ms within 24 launches (%lld ns)",
+       (long long)st.estimate_ns);
+}
+
+static void test_adversarial(void)
+{
+    check_share("steady 1 ms kernel, one per sync", run(W_CONST, 1, 1 * MS, 120));
+    check_share("5 ms kernel, 10 % of launches at 50 us", run(W_RANDOM10, 1, 5 * MS, 300));
+    check_share("strictly alternating 5 ms / 50 us", run(W_ALTERNATE, 1, 5 * MS, 300));
+    check_share("alternating, 16 launches per sync", run(W_ALTERNATE, 16, 5 * MS, 300));
+    check_share("512 launches of 1 ms per sync", run(W_CONST, 512, 1 * MS, 300));
+    check_share("512 launches of 50 us per sync", run(W_CONST, 512, 50 * US, 120));
+    check_share("a new key (grid) every launch, 64 per sync", run(W_NEW_KEYS, 64, 1 * MS, 120));
+}
+
+static void test_pool_never_drops(void)
+{
+    /* 600 launches of never-measured keys queued without a sync: each must be measured, so
+     * once the 256 records are in flight a launch waits for the oldest */
+    reset_world();
+    atomic_store(&rd.budget_ns, 100000 * (int64_t)MS);
+    for (int i = 0; i < 600; i++)
+        launch(0x90000 + (uint64_t)i, NULL, 1 * MS);
+    struct vgpu_limiter_stats st;
+    vgpu_limiter_stats(0, 0, &st);
+    ok(fk_max_live_events <= 2 * 256,
+       "never more than 256 measurements (event pairs) at once (%d events)", fk_max_live_events);
+    ok(st.waits > 0, "a launch waited for the oldest measurement instead of going unmeasured");
+    fake_sync_all();
+    drain();
+    vgpu_limiter_stats(0, 0, &st);
+    is_uint(st.measured, 600, "all 600 launches of new kernels were measured");
+    is_uint(atomic_load(&rd.busy_ns), 600 * MS, "and charged exactly their 600 ms");
+    is_int(fk_use_after_destroy, 0, "no event used after it was destroyed");
+}
+
+static void test_refund(void)
+{
+    reset_world();
+    atomic_store(&rd.budget_ns, 1000 * (int64_t)MS);
+    for (int i = 0; i < 16; i++)
+        launch(0x77, NULL, 2 * MS);
+    fake_sync_all();
+    vgpu_limiter_poll();
+    int64_t b = atomic_load(&rd.budget_ns);
+    uint64_t busy = atomic_load(&rd.busy_ns), gb = atomic_load(&rd.gpu_busy_ns);
+    struct vgpu_launch l;
+    vgpu_limiter_begin(&l, &rd, 0, 30, 0x77, NULL);
+    ok(atomic_load(&rd.budget_ns) == b - 2 * (int64_t)MS,
+       "a launch is charged its estimate up front");
+    vgpu_limiter_end(&l, CUDA_ERROR_INVALID_VALUE);
+    is_int(atomic_load(&rd.budget_ns), b, "a launch the driver refused is refunded");
+    is_uint(atomic_load(&rd.busy_ns), busy, "busy_ns refunded");
+    is_uint(atomic_load(&rd.gpu_busy_ns), gb, "gpu_busy_ns unchanged (nothing ran)");
+    is_uint(atomic_load(&rd.launches), 16, "not counted as a launch");
+    fake_sync_all();
+    vgpu_limiter_poll();
+    is_int(fk_live_events, 0, "its measurement events are destroyed");
+}
+
+static void test_monitor_fields(void)
+{
+    reset_world();
+    atomic_store(&rd.budget_ns, 1000 * (int64_t)MS);
+    is_uint(atomic_load(&rd.last_kernel_ns), 0, "last_kernel_ns is 0 before any launch");
+    launch(0x33, NULL, 1 * MS);
+    uint64_t first = atomic_load(&rd.last_kernel_ns);
+    is_uint(first, f_wall(), "last_kernel_ns is the wall time of the launch");
+    f_sleep(500 * US);
+    launch(0x33, NULL, 1 * MS);
+    is_uint(atomic_load(&rd.last_kernel_ns), first, "refreshed at most once per ms");
+    f_sleep(600 * US);
+    launch(0x33, NULL, 1 * MS);
+    is_uint(atomic_load(&rd.last_kernel_ns), f_wall(), "refreshed after 1 ms");
+    uint64_t prev = 0;
+    bool mono = true;
+    unsigned seed = 3;
+    for (int i = 0; i < 2000; i++) {
+        launch(0x34, NULL, rand_r(&seed) % 2 ? 50 * US : 5 * MS);
+        if (i % 8 == 7)
+            fake_sync_all();
+        uint64_t g = atomic_load(&rd.gpu_busy_ns);
+        mono = mono && g >= prev;
+        prev = g;
+    }
+    ok(mono, "gpu_busy_ns never decreases, even when corrections refund");
+    fake_sync_all();
+    drain();
+    double err = ((double)atomic_load(&rd.gpu_busy_ns) - (double)fk_busy) / (double)fk_busy;
+    ok(err > -0.05 && err < 0.05, "gpu_busy_ns within 5 %% of the GPU time executed (%+.2f %%)",
+       100 * err);
+}
+
+/* The race: thread A waits on the end event of a measurement in flight (a kernel never
+ * measured waits for its first measurement) while thread B consumes that measurement. Before
+ * the fix B destroyed the events A was still waiting on. */
+static void *race_waiter(void *arg)
+{
+    (void)arg;
+    struct vgpu_launch l;
+    vgpu_limiter_begin(&l, &rd, 0, 30, 0xACE, NULL);
+    fake_kernel(NULL, 1 * MS);
+    vgpu_limiter_end(&l, CUDA_SUCCESS);
+    return NULL;
+}
+
+static void test_event_destroy_race(void)
+{
+    reset_world();
+    atomic_store(&rd.budget_ns, 1000 * (int64_t)MS);
+    launch(0xACE, NULL, 5 * MS); /* measured, in flight for 5 ms */
+    pthread_mutex_lock(&fk_lock);
+    fk_sync_blocks = true;
+    pthread_mutex_unlock(&fk_lock);
+    pthread_t a;
+    pthread_create(&a, NULL, race_waiter, NULL);
+    pthread_mutex_lock(&fk_lock);
+    while (fk_sync_waiting == 0)
+        pthread_cond_wait(&fk_cond, &fk_lock);
+    fk_now += 10 * MS; /* the kernel completes while A waits on its event */
+    pthread_mutex_unlock(&fk_lock);
+    vgpu_limiter_poll(); /* thread B (here: main) consumes the measurement */
+    struct vgpu_limiter_stats st;
+    vgpu_limiter_stats(0xACE, 0, &st);
+    is_uint(st.samples, 1, "B consumed the measurement A waits on");
+    is_int(st.held, 1, "its record stays allocated while A holds a reference");
+    pthread_mutex_lock(&fk_lock);
+    fk_sync_release = 1;
+    fk_sync_blocks = false;
+    pthread_cond_broadcast(&fk_cond);
+    pthread_mutex_unlock(&fk_lock);
+    pthread_join(a, NULL);
+    is_int(fk_use_after_destroy, 0, "A never used an event after it was destroyed");
+    fake_sync_all();
+    vgpu_limiter_poll();
+    vgpu_limiter_stats(0xACE, 0, &st);
+    is_int(st.held, 0, "the last holder freed the record");
+    is_int(fk_live_events, 0, "and destroyed its events");
+}
+
+int main(void)
+{
+    tap_plan_auto();
+    test_refill_and_gate();
+    test_every_launch_charged();
+    test_outliers();
+    test_refund();
+    test_monitor_fields();
+    test_pool_never_drops();
+    test_event_destroy_race();
+    test_adversarial();
+    vgpu_limiter_set_ops(NULL);
+    return tap_done();
+}
