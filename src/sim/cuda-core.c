@@ -41,15 +41,20 @@ void *cu_obj_new(uint32_t kind, size_t size)
     return o;
 }
 
-void cu_obj_del(void *p)
+void cu_obj_del_locked(void *p)
 {
     struct cu_obj *o = p;
-    pthread_mutex_lock(&cu_g.lock);
     if (o->alive) {
         o->alive = false;
         o->free_next = cu_g.free_list[o->kind];
         cu_g.free_list[o->kind] = o;
     }
+}
+
+void cu_obj_del(void *p)
+{
+    pthread_mutex_lock(&cu_g.lock);
+    cu_obj_del_locked(p);
     pthread_mutex_unlock(&cu_g.lock);
 }
 

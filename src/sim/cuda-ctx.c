@@ -148,6 +148,8 @@ CU_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
         return CUDA_ERROR_INVALID_CONTEXT;
     }
     if (--c->refs == 0) {
+        cu_wait_until(__atomic_load_n(&c->tail_ns, __ATOMIC_ACQUIRE));
+        cu_ctx_free_owned_locked(c);
         cu_ctx_deactivate(c);
         c->h.alive = false;
     }
@@ -163,6 +165,8 @@ CU_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
     struct sim_ctx *c = &cu_g.primary[dev];
     pthread_mutex_lock(&cu_g.lock);
     if (c->refs > 0) {
+        cu_wait_until(__atomic_load_n(&c->tail_ns, __ATOMIC_ACQUIRE));
+        cu_ctx_free_owned_locked(c);
         cu_ctx_deactivate(c);
         c->refs = 0;
         c->h.alive = false;
@@ -268,6 +272,9 @@ CU_API CUresult cuCtxDestroy_v2(CUcontext ctx)
     if (!ctx_usable(c) || c->primary)
         return CUDA_ERROR_INVALID_CONTEXT;
     cu_wait_until(__atomic_load_n(&c->tail_ns, __ATOMIC_ACQUIRE));
+    pthread_mutex_lock(&cu_g.lock);
+    cu_ctx_free_owned_locked(c);
+    pthread_mutex_unlock(&cu_g.lock);
     cu_ctx_deactivate(c);
     /* Unbind from this thread's stack (other threads see it as destroyed). */
     int kept = 0;

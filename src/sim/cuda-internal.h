@@ -121,6 +121,7 @@ struct sim_pool {
 
 struct sim_array {
     struct cu_obj h;
+    struct sim_ctx *ctx; /* owner: destroyed with it */
     int dev;
     uint64_t bytes;
     bool mipmapped;
@@ -188,6 +189,8 @@ static inline bool cu_valid(const void *p, uint32_t kind)
 void *cu_obj_new(uint32_t kind, size_t size);
 /* Mark dead and recycle. */
 void cu_obj_del(void *p);
+/* The same with cu_g.lock already held. */
+void cu_obj_del_locked(void *p);
 
 /* Current context of the calling thread (validated), or NULL with *err set. */
 struct sim_ctx *cu_ctx_current(CUresult *err);
@@ -202,6 +205,9 @@ uint64_t cu_enqueue(struct sim_stream *s, uint64_t cost_ns);
 /* Activate / deactivate a context on its device (charge the overhead, count it). */
 CUresult cu_ctx_activate(struct sim_ctx *c);
 void cu_ctx_deactivate(struct sim_ctx *c);
+/* Free what a context owns when it is destroyed (cuCtxDestroy, primary reset or last release):
+ * its cuMemAlloc/pitch/managed allocations, arrays, modules and streams (cu_g.lock held). */
+void cu_ctx_free_owned_locked(struct sim_ctx *c);
 /* Lazily create the default pool of an ordinal (cu_g.lock held). */
 struct sim_pool *cu_default_pool_locked(int ordinal);
 /* Reset process-local allocation state (after fork / at unload). */

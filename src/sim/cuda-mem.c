@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/cuda_array.h"
 #include "sim/cuda-internal.h"
 
 static uint64_t round_up(uint64_t v, uint64_t a)
@@ -50,11 +51,13 @@ void cu_mem_reset(void)
     memset(cu_g.current_pool, 0, sizeof(cu_g.current_pool));
 }
 
-static CUresult alloc_charged(CUdeviceptr *dptr, uint64_t bytes, uint32_t kind, int dev)
+/* A context-owned allocation (aux = the context: cuCtxDestroy frees it). */
+static CUresult alloc_charged(CUdeviceptr *dptr, uint64_t bytes, uint32_t kind, struct sim_ctx *c)
 {
+    int dev = c->dev;
     if (sim_mem_charge(cu_g.st, dev, bytes) < 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    struct sim_map_entry e = {.size = bytes, .kind = kind, .dev = dev};
+    struct sim_map_entry e = {.size = bytes, .aux = c, .kind = kind, .dev = dev};
     pthread_mutex_lock(&cu_g.mem_lock);
     int r = place_locked(&cu_g.allocs, &e, dev, CU_ADDR_ALIGN);
     pthread_mutex_unlock(&cu_g.mem_lock);
@@ -74,7 +77,7 @@ CU_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
         return r;
     if (!dptr || bytesize == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    return alloc_charged(dptr, bytesize, CU_ALLOC_PLAIN, c->dev);
+    return alloc_charged(dptr, bytesize, CU_ALLOC_PLAIN, c);
 }
 
 CU_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
@@ -92,7 +95,7 @@ CU_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t Wid
     uint64_t bytes = gs_sat_mul_u64(pitch, Height);
     if (bytes == UINT64_MAX)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    r = alloc_charged(dptr, bytes, CU_ALLOC_PITCH, c->dev);
+    r = alloc_charged(dptr, bytes, CU_ALLOC_PITCH, c);
     if (r == CUDA_SUCCESS)
         *pPitch = pitch;
     return r;
@@ -108,7 +111,7 @@ CU_API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned i
         return CUDA_ERROR_INVALID_VALUE;
     if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
         return CUDA_ERROR_INVALID_VALUE;
-    return alloc_charged(dptr, bytesize, CU_ALLOC_MANAGED, c->dev);
+    return alloc_charged(dptr, bytesize, CU_ALLOC_MANAGED, c);
 }
 
 /* ------------------------------------------------------------------ pools */
@@ -736,31 +739,6 @@ CU_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDe
 }
 
 /* ------------------------------------------------------------------ arrays */
-static uint64_t format_bytes(CUarray_format f)
-{
-    switch (f) {
-    case CU_AD_FORMAT_UNSIGNED_INT8:
-    case CU_AD_FORMAT_SIGNED_INT8:
-        return 1;
-    case CU_AD_FORMAT_UNSIGNED_INT16:
-    case CU_AD_FORMAT_SIGNED_INT16:
-    case CU_AD_FORMAT_HALF:
-        return 2;
-    case CU_AD_FORMAT_UNSIGNED_INT32:
-    case CU_AD_FORMAT_SIGNED_INT32:
-    case CU_AD_FORMAT_FLOAT:
-        return 4;
-    default:
-        return 0;
-    }
-}
-
-/* Bytes of a W x H x D array level (H, D of 0 mean 1). */
-static uint64_t level_bytes(uint64_t w, uint64_t h, uint64_t d, uint64_t texel)
-{
-    return gs_sat_mul_u64(gs_sat_mul_u64(gs_sat_mul_u64(w, h ? h : 1), d ? d : 1), texel);
-}
-
 /* *out is written only when CUDA_SUCCESS is returned. */
 static CUresult array_new(CUarray *out, uint64_t bytes, bool mip)
 {
@@ -775,6 +753,7 @@ static CUresult array_new(CUarray *out, uint64_t bytes, bool mip)
         sim_mem_uncharge(cu_g.st, c->dev, bytes);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    a->ctx = c;
     a->dev = c->dev;
     a->bytes = bytes;
     a->mipmapped = mip;
@@ -782,22 +761,15 @@ static CUresult array_new(CUarray *out, uint64_t bytes, bool mip)
     return CUDA_SUCCESS;
 }
 
-static uint64_t texel_of(CUarray_format f, unsigned int ch)
-{
-    if (ch != 1 && ch != 2 && ch != 4)
-        return 0;
-    return format_bytes(f) * ch;
-}
-
 CU_API CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *d)
 {
     CU_CHECK_INIT();
     if (!pHandle || !d || d->Width == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    uint64_t t = texel_of(d->Format, d->NumChannels);
-    if (!t)
-        return CUDA_ERROR_INVALID_VALUE;
-    return array_new(pHandle, level_bytes(d->Width, d->Height, 1, t), false);
+    uint64_t bytes = gs_cuda_array_bytes(d->Width, d->Height, 1, d->Format, d->NumChannels);
+    if (!bytes)
+        return CUDA_ERROR_INVALID_VALUE; /* unknown format or channel count */
+    return array_new(pHandle, bytes, false);
 }
 
 CU_API CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d)
@@ -805,10 +777,10 @@ CU_API CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPT
     CU_CHECK_INIT();
     if (!pHandle || !d || d->Width == 0 || (d->Depth && !d->Height))
         return CUDA_ERROR_INVALID_VALUE;
-    uint64_t t = texel_of(d->Format, d->NumChannels);
-    if (!t)
-        return CUDA_ERROR_INVALID_VALUE;
-    return array_new(pHandle, level_bytes(d->Width, d->Height, d->Depth, t), false);
+    uint64_t bytes = gs_cuda_array_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels);
+    if (!bytes)
+        return CUDA_ERROR_INVALID_VALUE; /* unknown format or channel count */
+    return array_new(pHandle, bytes, false);
 }
 
 CU_API CUresult cuArrayDestroy(CUarray hArray)
@@ -828,15 +800,10 @@ CU_API CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARR
     CU_CHECK_INIT();
     if (!pHandle || !d || d->Width == 0 || numMipmapLevels == 0 || numMipmapLevels > 32)
         return CUDA_ERROR_INVALID_VALUE;
-    uint64_t t = texel_of(d->Format, d->NumChannels);
-    if (!t)
-        return CUDA_ERROR_INVALID_VALUE;
-    uint64_t total = 0;
-    for (unsigned int l = 0; l < numMipmapLevels; l++) {
-        uint64_t w = GS_MAX(d->Width >> l, 1), h = d->Height ? GS_MAX(d->Height >> l, 1) : 0,
-                 z = d->Depth ? GS_MAX(d->Depth >> l, 1) : 0;
-        total = gs_sat_add_u64(total, level_bytes(w, h, z, t));
-    }
+    uint64_t total = gs_cuda_mipmap_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels,
+                                          numMipmapLevels);
+    if (!total)
+        return CUDA_ERROR_INVALID_VALUE; /* unknown format or channel count */
     CUarray a = NULL; /* array_new() sets it on CUDA_SUCCESS, which cu_ctx_current() never gives
                          with a NULL context (in another file, so the analyzer cannot see it) */
     CUresult r = array_new(&a, total, true);
@@ -854,4 +821,56 @@ CU_API CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)
     sim_mem_uncharge(cu_g.st, a->dev, a->bytes);
     cu_obj_del(a);
     return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ context teardown */
+static bool ctx_owned_kind(uint32_t kind)
+{
+    return kind == CU_ALLOC_PLAIN || kind == CU_ALLOC_PITCH || kind == CU_ALLOC_MANAGED;
+}
+
+/*
+ * Like the driver (cuCtxDestroy: "Destroys and cleans up all resources associated with the
+ * context", memory from cuMemAlloc, cuMemAllocPitch, cuMemAllocManaged, arrays, modules,
+ * streams): everything the context owns goes, and its bytes go back to the device. Memory from
+ * cuMemCreate, cuMemAllocAsync and cuMemAllocFromPoolAsync belongs to no context and stays until
+ * freed explicitly (the driver documents the same). cu_g.lock held.
+ */
+void cu_ctx_free_owned_locked(struct sim_ctx *c)
+{
+    uint64_t give[SIM_MAX_DEVICES] = {0};
+    pthread_mutex_lock(&cu_g.mem_lock);
+    for (size_t i = 0; i < cu_g.allocs.cap;) {
+        const struct sim_map_entry *e = &cu_g.allocs.e[i];
+        if (e->key && e->aux == c && ctx_owned_kind(e->kind)) {
+            if (e->dev >= 0 && e->dev < SIM_MAX_DEVICES)
+                give[e->dev] = gs_sat_add_u64(give[e->dev], e->size);
+            /* Backward-shift deletion may move a later entry into slot i: look at it again.
+             * Entries only move towards their home slot, so none is skipped. */
+            sim_map_del(&cu_g.allocs, e->key, NULL);
+            continue;
+        }
+        i++;
+    }
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    for (struct cu_obj *o = cu_g.all; o; o = o->all_next) {
+        if (!o->alive)
+            continue;
+        if (o->kind == CU_OBJ_ARRAY && ((struct sim_array *)o)->ctx == c) {
+            struct sim_array *a = (struct sim_array *)o;
+            give[a->dev] = gs_sat_add_u64(give[a->dev], a->bytes);
+            cu_obj_del_locked(a);
+        } else if (o->kind == CU_OBJ_STREAM && ((struct sim_stream *)o)->ctx == c) {
+            cu_obj_del_locked(o);
+        } else if (o->kind == CU_OBJ_MODULE && ((struct sim_module *)o)->ctx == c) {
+            struct sim_module *m = (struct sim_module *)o;
+            for (struct sim_func *f = m->funcs; f; f = f->next)
+                cu_obj_del_locked(f);
+            m->funcs = NULL;
+            cu_obj_del_locked(m);
+        }
+    }
+    for (int d = 0; d < SIM_MAX_DEVICES; d++)
+        if (give[d])
+            sim_mem_uncharge(cu_g.st, d, give[d]);
 }
