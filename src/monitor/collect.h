@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One scrape: the catalog's claims and GPUs turned into the exposition (every family is listed,
+ * with type, unit, labels and source, in docs/internals/monitor.md). Regions are read live, under
+ * the catalog lock; the text is rendered after it is released.
+ */
+#ifndef GS_MONITOR_COLLECT_H
+#define GS_MONITOR_COLLECT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "monitor/catalog.h"
+#include "monitor/expo.h"
+
+#define MON_SCRAPE_BUCKETS 10
+
+/* Durations of completed scrapes (gpuslice_monitor_scrape_duration_seconds). */
+struct mon_scrape_stats {
+    _Atomic uint64_t bucket[MON_SCRAPE_BUCKETS]; /* not cumulative */
+    _Atomic uint64_t count;
+    _Atomic uint64_t sum_ns;
+};
+
+struct mon_collect_opts {
+    const char *node;
+    const char *version;
+    bool legacy; /* also HAMi's older names */
+};
+
+/* Build and render one exposition; *text is malloc'd. */
+int mon_collect(struct mon_catalog *c, const struct mon_collect_opts *o,
+                struct mon_scrape_stats *stats, enum mon_format fmt, char **text, size_t *len);
+
+/* Every family name the monitor can export (NULL-terminated; with the legacy ones), as it appears
+ * in a query (counters with _total, info with _info). For the dashboard test. */
+extern const char *const mon_exported_names[];
+
+#endif /* GS_MONITOR_COLLECT_H */

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The option table of gpuslice-monitor. */
+#include "monitor/options.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "common/config.h"
+#include "common/macros.h"
+
+#define OFF(f) offsetof(struct mon_options, f)
+
+static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
+
+static const struct gs_option options[] = {
+    {.name = "listen",
+     .env = "GPUSLICE_MONITOR_LISTEN",
+     .type = GS_OPT_STRING,
+     .def = ":" MON_DEFAULT_LISTEN,
+     .metavar = "[HOST]:PORT",
+     .offset = OFF(listen),
+     .help = "address of /metrics, /healthz, /readyz (empty host = all IPv4 addresses)"},
+    {.name = "node-name",
+     .env = "NODE_NAME",
+     .type = GS_OPT_STRING,
+     .offset = OFF(node_name),
+     .help = "this node's name (the `node` label); unset = the host name"},
+    {.name = "kubeconfig",
+     .env = "KUBECONFIG",
+     .type = GS_OPT_STRING,
+     .metavar = "FILE",
+     .offset = OFF(kubeconfig),
+     .help = "kubeconfig (http:// or https:// server); unset: in-cluster when it is, else no "
+             "Kubernetes (pod labels stay empty)"},
+    {.name = "no-kubernetes",
+     .env = "GPUSLICE_MONITOR_NO_KUBERNETES",
+     .type = GS_OPT_BOOL,
+     .offset = OFF(no_kubernetes),
+     .help = "never ask an API server (claims keep empty pod labels)"},
+    {.name = "driver-name",
+     .env = "GPUSLICE_DRIVER_NAME",
+     .type = GS_OPT_STRING,
+     .def = MON_DEFAULT_DRIVER,
+     .offset = OFF(driver_name),
+     .help = "DRA driver name (default --state-dir)"},
+    {.name = "host-dir",
+     .env = "GPUSLICE_HOST_DIR",
+     .type = GS_OPT_STRING,
+     .def = "/usr/local/vgpu",
+     .metavar = "DIR",
+     .offset = OFF(host_dir),
+     .help = "the kubelet plugin's host dir: claims/<uid>/region/region are the claims' shared "
+             "regions"},
+    {.name = "state-dir",
+     .env = "GPUSLICE_PLUGIN_STATE_DIR",
+     .type = GS_OPT_STRING,
+     .metavar = "DIR",
+     .offset = OFF(state_dir),
+     .help = "the kubelet plugin's state dir (checkpoint.json); unset = "
+             "/var/lib/kubelet/plugins/<driver>"},
+    {.name = "standalone-state-dir",
+     .env = "GPUSLICE_STATE_DIR",
+     .type = GS_OPT_STRING,
+     .metavar = "DIR",
+     .offset = OFF(standalone_state_dir),
+     .help = "state dir of `gpuslice run` (ledger.db); unset = the standalone mode's default "
+             "(/var/lib/gpuslice as root, else ~/.local/state/gpuslice)"},
+    {.name = "legacy-metrics",
+     .env = "GPUSLICE_MONITOR_LEGACY_METRICS",
+     .type = GS_OPT_BOOL,
+     .offset = OFF(legacy_metrics),
+     .help = "also export HAMi's older metric names with their historic labels"},
+    {.name = "tls-cert-file",
+     .env = "GPUSLICE_MONITOR_TLS_CERT_FILE",
+     .type = GS_OPT_STRING,
+     .metavar = "FILE",
+     .offset = OFF(tls_cert_file),
+     .help = "serve HTTPS with this PEM certificate chain (re-read when it changes); unset = "
+             "plain HTTP"},
+    {.name = "tls-key-file",
+     .env = "GPUSLICE_MONITOR_TLS_KEY_FILE",
+     .type = GS_OPT_STRING,
+     .metavar = "FILE",
+     .offset = OFF(tls_key_file),
+     .help = "PEM private key of --tls-cert-file"},
+    {.name = "cert-check-interval",
+     .type = GS_OPT_DURATION,
+     .def = "1s",
+     .min = "10ms",
+     .max = "1h",
+     .offset = OFF(cert_check_interval_ns),
+     .help = "how often (at most) the certificate files are checked for changes"},
+    {.name = "refresh-interval",
+     .env = "GPUSLICE_MONITOR_REFRESH_INTERVAL",
+     .type = GS_OPT_DURATION,
+     .def = "1s",
+     .min = "50ms",
+     .max = "1m",
+     .offset = OFF(refresh_interval_ns),
+     .help = "how often claims are re-listed, GPUs sampled and utilisation windows closed"},
+    {.name = "resync-interval",
+     .env = "GPUSLICE_MONITOR_RESYNC_INTERVAL",
+     .type = GS_OPT_DURATION,
+     .def = "30s",
+     .min = "100ms",
+     .max = "1h",
+     .offset = OFF(resync_interval_ns),
+     .help = "how often a claim's pods and containers are resolved again through the API"},
+    {.name = "api-timeout",
+     .env = "GPUSLICE_MONITOR_API_TIMEOUT",
+     .type = GS_OPT_DURATION,
+     .def = "3s",
+     .min = "100ms",
+     .max = "1m",
+     .offset = OFF(api_timeout_ns),
+     .help = "timeout of one API server request"},
+    {.name = "max-connections",
+     .type = GS_OPT_INT,
+     .def = "64",
+     .min = "1",
+     .max = "4096",
+     .offset = OFF(max_connections),
+     .help = "concurrent HTTP connections"},
+    {.name = "log-level",
+     .env = "GS_LOG_LEVEL",
+     .type = GS_OPT_ENUM,
+     .choices = log_levels,
+     .def = "info",
+     .offset = OFF(log_level),
+     .help = "log verbosity"},
+};
+
+static const struct gs_config_spec spec = {
+    .program = "gpuslice-monitor",
+    .summary = "Per-node GPU monitor: device usage (NVML), the live usage and allocation of every "
+               "claim the kubelet plugin prepared and of every `gpuslice run` slice, with HAMi's "
+               "metric names. Serves /metrics (Prometheus text 0.0.4 or OpenMetrics), /healthz, "
+               "/readyz.",
+    .options = options,
+    .n_options = GS_ARRAY_SIZE(options),
+    .config_env = "GPUSLICE_MONITOR_CONFIG",
+};
+
+int mon_options_parse(struct mon_options *o, int argc, char *const *argv, FILE *out,
+                      struct gs_error *err)
+{
+    int first = argc;
+    memset(o, 0, sizeof(*o));
+    int r = gs_config_parse(&spec, o, argc, argv, out, &first, err);
+    if (r != 0)
+        return r;
+    if (first < argc)
+        return gs_error_set(err, -EINVAL, "unexpected argument \"%.64s\" (see --help)",
+                            argv[first]);
+    const struct {
+        const char *flag, *value;
+    } names[] = {
+        {"--listen", o->listen}, {"--driver-name", o->driver_name}, {"--host-dir", o->host_dir}};
+    for (size_t i = 0; i < GS_ARRAY_SIZE(names); i++)
+        if (!names[i].value || !names[i].value[0])
+            return gs_error_set(err, -EINVAL, "%s: must not be empty", names[i].flag);
+    bool cert = o->tls_cert_file && o->tls_cert_file[0],
+         key = o->tls_key_file && o->tls_key_file[0];
+    if (cert != key)
+        return gs_error_set(err, -EINVAL, "%s is set but %s is not: HTTPS needs both",
+                            cert ? "--tls-cert-file" : "--tls-key-file",
+                            cert ? "--tls-key-file" : "--tls-cert-file");
+    return 0;
+}
+
+void mon_options_free(struct mon_options *o)
+{
+    gs_config_free(&spec, o);
+}

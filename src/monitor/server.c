@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "monitor/server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/macros.h"
+#include "webhook/server.h"
+#include "webhook/tls.h"
+
+struct mon_server {
+    struct mon_server_config cfg;
+    struct MHD_Daemon *daemon;
+    struct mon_scrape_stats stats;
+    atomic_bool draining;
+};
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type,
+                             char *body, size_t len, bool owned)
+{
+    struct MHD_Response *resp = MHD_create_response_from_buffer(
+        len, body, owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+    if (!resp) {
+        if (owned)
+            free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    enum MHD_Result r = MHD_queue_response(c, status, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
+static enum MHD_Result text(struct MHD_Connection *c, unsigned status, const char *msg)
+{
+    return reply(c, status, "text/plain; charset=utf-8", (char *)msg, strlen(msg), false);
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *upload_data,
+                              size_t *upload_data_size, void **con_cls)
+{
+    struct mon_server *s = cls;
+    if (!*con_cls) { /* first call: headers only */
+        *con_cls = s;
+        return MHD_YES;
+    }
+    if (*upload_data_size) { /* no route takes a body: drop it */
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    if (strcmp(url, "/metrics") == 0) {
+        if (!get)
+            return text(c, 405, "GET only\n");
+        const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept");
+        enum mon_format fmt = mon_expo_negotiate(accept);
+        char *body = NULL;
+        size_t len = 0;
+        int r = mon_collect(s->cfg.catalog, &s->cfg.collect, &s->stats, fmt, &body, &len);
+        if (r < 0) {
+            char q[128];
+            gs_error_log("scrape failed", "error=%s", gs_log_quote(q, sizeof(q), gs_strerror(r)));
+            return text(c, 500, "cannot build the exposition\n");
+        }
+        return reply(c, 200,
+                     fmt == MON_FORMAT_OPENMETRICS ? MON_CONTENT_TYPE_OPENMETRICS
+                                                   : MON_CONTENT_TYPE_TEXT,
+                     body, len, true);
+    }
+    if (strcmp(url, "/healthz") == 0)
+        return get ? text(c, 200, "ok\n") : text(c, 405, "GET only\n");
+    if (strcmp(url, "/readyz") == 0) {
+        if (!get)
+            return text(c, 405, "GET only\n");
+        if (atomic_load(&s->draining))
+            return text(c, 503, "shutting down\n");
+        if (!atomic_load(&s->cfg.catalog->ready))
+            return text(c, 503, "first refresh not completed\n");
+        return text(c, 200, "ok\n");
+    }
+    return text(c, 404, "not found: /metrics, /healthz, /readyz\n");
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap) GS_PRINTF(2, 0);
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char msg[512], q[600];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+        msg[--n] = '\0';
+    gs_debug("http server", "detail=%s", gs_log_quote(q, sizeof(q), msg));
+}
+
+struct mon_server *mon_server_start(const struct mon_server_config *cfg, struct gs_error *err)
+{
+    struct sockaddr_storage addr;
+    if (wh_parse_listen(cfg->listen, &addr, err) < 0)
+        return NULL;
+    struct mon_server *s = calloc(1, sizeof(*s));
+    if (!s) {
+        gs_error_set(err, -ENOMEM, "out of memory");
+        return NULL;
+    }
+    s->cfg = *cfg;
+    unsigned flags =
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    if (addr.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    unsigned limit = cfg->connection_limit ? cfg->connection_limit : 64;
+    if (cfg->tls)
+        s->daemon = MHD_start_daemon(
+            flags | MHD_USE_TLS, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR,
+            (struct sockaddr *)&addr, MHD_OPTION_HTTPS_CERT_CALLBACK, wh_tls_retrieve,
+            MHD_OPTION_HTTPS_PRIORITIES, WH_TLS_PRIORITIES, MHD_OPTION_CONNECTION_LIMIT, limit,
+            MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+            MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
+    else
+        s->daemon =
+            MHD_start_daemon(flags, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR,
+                             (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT, limit,
+                             MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_EXTERNAL_LOGGER,
+                             mhd_log, s, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
+    if (!s->daemon) {
+        gs_error_set(err, -EADDRNOTAVAIL, "cannot serve on %s (address in use or not available?)",
+                     cfg->listen);
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+unsigned mon_server_port(const struct mon_server *s)
+{
+    const union MHD_DaemonInfo *i = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
+    return i ? i->port : 0;
+}
+
+void mon_server_drain(struct mon_server *s)
+{
+    if (s)
+        atomic_store(&s->draining, true);
+}
+
+void mon_server_stop(struct mon_server *s)
+{
+    if (!s)
+        return;
+    atomic_store(&s->draining, true);
+    MHD_stop_daemon(s->daemon);
+    free(s);
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The monitor's HTTP server (libmicrohttpd, as the webhook): GET/HEAD /metrics, /healthz,
+ * /readyz. Plain HTTP by default; HTTPS when a certificate is given (webhook/tls.h: the pair is
+ * re-read when the files change). One thread per connection, bounded by --max-connections.
+ *
+ *   /metrics  Prometheus text 0.0.4, or OpenMetrics 1.0.0 when Accept asks for it
+ *   /healthz  200 "ok" while the process serves
+ *   /readyz   200 "ok" once the first refresh completed, 503 before and while stopping
+ */
+#ifndef GS_MONITOR_SERVER_H
+#define GS_MONITOR_SERVER_H
+
+#include "common/error.h"
+#include "monitor/catalog.h"
+#include "monitor/collect.h"
+
+struct wh_tls;
+
+struct mon_server_config {
+    const char *listen; /* "[host]:port"; empty host = all IPv4 addresses */
+    unsigned connection_limit;
+    struct wh_tls *tls; /* NULL: plain HTTP */
+    struct mon_catalog *catalog;
+    struct mon_collect_opts collect;
+};
+
+struct mon_server;
+
+struct mon_server *mon_server_start(const struct mon_server_config *cfg, struct gs_error *err);
+/* The port actually bound (for --listen :0). */
+unsigned mon_server_port(const struct mon_server *s);
+/* /readyz fails from now on. */
+void mon_server_drain(struct mon_server *s);
+void mon_server_stop(struct mon_server *s);
+
+#endif /* GS_MONITOR_SERVER_H */
