@@ -7,9 +7,14 @@
     sys.exit(t.done())
 
 Paths come from the environment meson sets for every test (see top-level meson.build):
-GS_SOURCE_ROOT, GS_BUILD_ROOT, GS_SHARED_DIR, GS_SIM_DIR, GS_VGPU_LIB, GS_GPUSLICE,
-GS_GPUSIM_SMI, GS_PLUGIN, GS_WEBHOOK, GS_SANITIZE.
+GS_SOURCE_ROOT, GS_BUILD_ROOT, GS_SIM_DIR, GS_VGPU_LIB, GS_GPUSLICE,
+GS_GPUSIM_SMI, GS_PLUGIN, GS_WEBHOOK, GS_SANITIZE, GS_REFERENCE_DIR.
+
+Reference data (Kubernetes JSON schemas and API fixtures, the CDI schema, CEL conformance files) is
+not part of the repository: a test finds it with reference_path() and, when it is absent, calls
+skip_reference() once and runs everything else (see docs/internals/build.md).
 """
+import json
 import os
 import subprocess
 import sys
@@ -42,6 +47,21 @@ class Tap:
         self.n += 1
         print(f"ok {self.n} - {name} # SKIP {why}")
 
+    def valid(self, validator, obj, name):
+        """ok when `obj` validates under the jsonschema `validator`. A None validator means the
+        reference schemas are absent: the schema oracle is skipped, said once per program."""
+        return self.no_schema_errors(None if validator is None else schema_errors(validator, obj),
+                                     name)
+
+    def no_schema_errors(self, errors, name):
+        """ok when the list of schema errors is empty; None means the reference schemas are
+        absent (skipped, said once)."""
+        if errors is None:
+            skip_reference(self, 'schema oracle: objects validate against the strict Kubernetes '
+                                 'and CDI schemas', 'k8s-json-schema')
+            return True
+        return self.ok(not errors, name, diag='\n'.join(str(e) for e in errors))
+
     def diag(self, msg):
         for line in str(msg).splitlines() or ['']:
             print(f"# {line}")
@@ -61,9 +81,61 @@ class Tap:
 
 
 def env_paths():
-    keys = ['GS_SOURCE_ROOT', 'GS_BUILD_ROOT', 'GS_SHARED_DIR', 'GS_SIM_DIR', 'GS_VGPU_LIB',
-            'GS_GPUSLICE', 'GS_GPUSIM_SMI', 'GS_PLUGIN', 'GS_WEBHOOK']
+    keys = ['GS_SOURCE_ROOT', 'GS_BUILD_ROOT', 'GS_SIM_DIR', 'GS_VGPU_LIB',
+            'GS_GPUSLICE', 'GS_GPUSIM_SMI', 'GS_PLUGIN', 'GS_WEBHOOK', 'GS_REFERENCE_DIR']
     return {k: os.environ.get(k, '') for k in keys}
+
+
+def reference_dir():
+    """The reference data folder: $GPUSLICE_REFERENCE_DIR when set, else GS_REFERENCE_DIR (meson's
+    default: ../shared/reference beside the clone). None when that folder does not exist."""
+    d = os.environ.get('GPUSLICE_REFERENCE_DIR') or os.environ.get('GS_REFERENCE_DIR', '')
+    return d if d and os.path.isdir(d) else None
+
+
+def reference_path(*parts):
+    """Path of a file or folder of the reference data, or None when it is absent."""
+    d = reference_dir()
+    if d is None:
+        return None
+    p = os.path.join(d, *parts)
+    return p if os.path.exists(p) else None
+
+
+def reference_json(*parts):
+    """The parsed JSON file of the reference data, or None when it is absent."""
+    p = reference_path(*parts)
+    if p is None:
+        return None
+    with open(p, encoding='utf-8') as f:
+        return json.load(f)
+
+
+_reference_skips = set()
+
+
+def skip_reference(t, what, *parts):
+    """Report, once per test program and oracle, that the oracle `what` is skipped because the
+    reference data (reference_dir()/parts) is absent. With GPUSLICE_REQUIRE_REFERENCE=1 (CI sets
+    it) the absence is a failure instead, so CI cannot silently lose an oracle."""
+    if what in _reference_skips:
+        return
+    _reference_skips.add(what)
+    base = (os.environ.get('GPUSLICE_REFERENCE_DIR') or os.environ.get('GS_REFERENCE_DIR')
+            or '(unset)')
+    where = os.path.join(base, *parts)
+    why = (f'reference data absent ({where}): clone ../shared beside the repository or set '
+           'GPUSLICE_REFERENCE_DIR')
+    if os.environ.get('GPUSLICE_REQUIRE_REFERENCE') == '1':
+        t.ok(False, f'{what}: reference data required (GPUSLICE_REQUIRE_REFERENCE=1)', diag=why)
+    else:
+        t.skip(what, why)
+
+
+def schema_errors(validator, obj):
+    """Every error of `obj` under a jsonschema validator, as 'path/to/field: message'."""
+    return [f"{'/'.join(str(p) for p in e.absolute_path)}: {e.message}"
+            for e in validator.iter_errors(obj)]
 
 
 def sanitizer_runtime():

@@ -17,7 +17,9 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static int tap_n_ = 0, tap_failed_ = 0, tap_auto_ = 0;
 
@@ -95,6 +97,33 @@ static inline void skip(const char *what, const char *why)
             diag("  \"%s\" does not contain \"%s\" (%s:%d)", g_ ? g_ : "(null)", n_, __FILE__,     \
                  __LINE__);                                                                        \
     } while (0)
+
+/* The reference data folder (Kubernetes fixtures and schemas, outside the repository):
+ * $GPUSLICE_REFERENCE_DIR, else GS_REFERENCE_DIR that meson sets. NULL when it does not exist: the
+ * caller then calls tap_skip_reference() once and runs the rest (docs/internals/build.md). */
+static inline const char *tap_reference_dir(void)
+{
+    const char *d = getenv("GPUSLICE_REFERENCE_DIR");
+    if (!d || !*d)
+        d = getenv("GS_REFERENCE_DIR");
+    struct stat st;
+    if (!d || !*d || stat(d, &st) != 0 || !S_ISDIR(st.st_mode))
+        return NULL;
+    return d;
+}
+
+/* One line saying the oracle `what` is skipped because the reference data is absent; a failure
+ * instead when GPUSLICE_REQUIRE_REFERENCE=1 (CI). */
+static inline void tap_skip_reference(const char *what)
+{
+    const char *req = getenv("GPUSLICE_REQUIRE_REFERENCE");
+    if (req && strcmp(req, "1") == 0) {
+        ok(0, "%s: reference data required (GPUSLICE_REQUIRE_REFERENCE=1)", what);
+        return;
+    }
+    skip(what, "reference data absent: clone ../shared beside the repository or set "
+               "GPUSLICE_REFERENCE_DIR");
+}
 
 static inline int tap_done(void)
 {

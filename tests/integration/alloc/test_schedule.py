@@ -13,14 +13,13 @@ import tempfile
 import jsonschema
 import yaml
 
-from gstest import Tap, env_paths
+from gstest import Tap, env_paths, reference_json, skip_reference
 
 P = env_paths()
 GS = P['GS_GPUSLICE']
 HERE = os.path.dirname(os.path.abspath(__file__))
 LAB = os.path.join(HERE, 'lab')
-SCHEMA = os.path.join(P['GS_SHARED_DIR'], 'reference', 'k8s-json-schema',
-                      'resourceclaim-resource-v1.json')
+SCHEMA = ('k8s-json-schema', 'resourceclaim-resource-v1.json')
 UUID = re.compile(r'^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$')
 
 
@@ -37,12 +36,8 @@ def lab_claims():
 
 def main():
     t = Tap()
-    if os.path.isfile(SCHEMA):
-        with open(SCHEMA) as f:
-            validator = jsonschema.Draft7Validator(json.load(f))
-    else:
-        validator = None
-        t.diag(f'{SCHEMA} missing: schema checks are skipped')
+    schema = reference_json(*SCHEMA)
+    validator = jsonschema.Draft7Validator(schema) if schema else None
     claims = lab_claims()
 
     rc, out, err = run('-f', LAB, '-o', 'json')
@@ -71,7 +66,7 @@ def main():
         obj = dict(claims[name])
         obj['status'] = items[name]['status']
         if validator is None:
-            t.skip(f'{name} schema', 'no schema')
+            skip_reference(t, 'allocated claims validate against the strict schema', *SCHEMA)
             continue
         errors = [e.message for e in validator.iter_errors(obj)]
         t.is_eq(errors, [], f'{name} with its allocation is a valid resource.k8s.io/v1 ResourceClaim')
@@ -200,7 +195,7 @@ def main():
         obj = dict(rich_claims[name])
         obj['status'] = {'allocation': alloc}
         if validator is None:
-            t.skip(f'rich: {name} schema', 'no schema')
+            skip_reference(t, 'allocated claims validate against the strict schema', *SCHEMA)
             continue
         errors = [f'{list(e.path)}: {e.message}' for e in validator.iter_errors(obj)]
         t.is_eq(errors, [], f'rich: {name} is a valid resource.k8s.io/v1 ResourceClaim')
@@ -238,7 +233,7 @@ def main():
     t.is_eq(gen['status']['allocation']['devices']['results'][0]['consumedCapacity'],
             {'cores': '30', 'memory': '4Gi'}, 'the template\'s claim is allocated like the lab')
     if validator is None:
-        t.skip('generated claim schema', 'no schema')
+        skip_reference(t, 'allocated claims validate against the strict schema', *SCHEMA)
     else:
         t.is_eq([e.message for e in validator.iter_errors(gen)], [],
                 'the generated claim is a valid v1 ResourceClaim')

@@ -176,7 +176,7 @@ def main():
             return t.done()
         tname = legacy['spec']['resourceClaims'][0]['resourceClaimTemplateName']
         tpl = api.get('ResourceClaimTemplate', NS, tname)
-        t.is_eq(pl.schema_errors(e2e.k8s_validator('resourceclaimtemplate-resource-v1'), tpl), [],
+        t.valid(e2e.k8s_validator('resourceclaimtemplate-resource-v1'), tpl,
                 f'the webhook created ResourceClaimTemplate {tname}: valid under the strict schema')
         t.is_eq(api.list('ResourceClaim', NS), [], 'the webhook created no ResourceClaim')
 
@@ -209,7 +209,7 @@ def main():
                 continue
             dev = f'{uid}-hami-gpu-0'
             spec = node.cdi_spec(uid)
-            t.is_eq(pl.schema_errors(pl.cdi_validator(), spec), [], f'{label}: CDI spec valid')
+            t.valid(pl.cdi_validator(), spec, f'{label}: CDI spec valid')
             pod = e2e.Pod(node, node.cdi_spec_path(uid), dev, mount_ns)
             t.is_eq((pod.env.get('CUDA_DEVICE_MEMORY_LIMIT_0'),
                      pod.env.get('CUDA_DEVICE_SM_LIMIT_0')), ('10240m', '50'),

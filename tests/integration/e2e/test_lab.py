@@ -8,12 +8,10 @@ reports the same GPU UUID as its neighbour; a claim for 80 cores stays pending w
 naming cores; unprepare leaves nothing behind. After the lab's cleanup, double-gpu-0 (pending
 while no pod used it) is allocated for a pod: two shares of one device, summed by the plugin
 into the one grant the process sees (8192MiB)."""
-import json
 import os
 import re
 import sys
 
-import jsonschema
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -35,10 +33,7 @@ def manifest(*parts):
 
 
 def claim_validator():
-    path = os.path.join(e2e.PATHS['GS_SHARED_DIR'], 'reference', 'k8s-json-schema',
-                        'resourceclaim-resource-v1.json')
-    with open(path) as f:
-        return jsonschema.Draft7Validator(json.load(f))
+    return e2e.k8s_validator('resourceclaim-resource-v1')
 
 
 def check_slice(t, node):
@@ -47,7 +42,7 @@ def check_slice(t, node):
         t.diag(node.log())
         return None
     s = slices[0]
-    t.is_eq(pl.schema_errors(pl.slice_validator(), s), [],
+    t.valid(pl.slice_validator(), s,
             'the ResourceSlice is valid under the strict resource.k8s.io/v1 schema (Draft 7)')
     spec = s['spec']
     t.is_eq((spec['driver'], spec['nodeName'], spec['pool']['name']),
@@ -99,7 +94,7 @@ def check_allocations(t, api, pod0, pod1):
                 '{cores: "30", memory: "4Gi"}')
         t.is_eq(c['status'].get('reservedFor', [{}])[0].get('name'),
                 (pod0 if c is c0 else pod1)['metadata']['name'], f'{name}: reserved for its pod')
-        t.is_eq([e.message for e in claim_validator().iter_errors(c)], [],
+        t.valid(claim_validator(), c,
                 f'{name} with its allocation is a valid resource.k8s.io/v1 ResourceClaim')
     shares = [r[0].get('shareID', '') if r else '' for r in results]
     t.ok(all(UUID4.match(s) for s in shares) and shares[0] != shares[1],
@@ -138,8 +133,7 @@ def check_prepare(t, node, claim, version, gpu_uuid):
     if version == 'v1':
         t.is_eq(d.share_id if d else None, share, f'{name}: v1 answer carries the shareID')
     spec = node.cdi_spec(uid)
-    t.is_eq(pl.schema_errors(pl.cdi_validator(), spec), [],
-            f'{name}: CDI spec valid under the CDI schema')
+    t.valid(pl.cdi_validator(), spec, f'{name}: CDI spec valid under the CDI schema')
     dev = f'{uid}-hami-gpu-0'
     env = [x for d in spec['devices'] if d['name'] == dev for x in d['containerEdits']['env']]
     t.ok('CUDA_DEVICE_MEMORY_LIMIT_0=4096m' in env and 'CUDA_DEVICE_SM_LIMIT_0=30' in env,

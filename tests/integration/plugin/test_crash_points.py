@@ -67,8 +67,7 @@ def main():
             r = env.kubelet.prepare('v1', [pl.ref(c)])
             t.is_eq(r.claims[uid].error, '', f'{point}: kubelet retry succeeds')
             t.is_eq(env.claim_files(), expected_files(uid), f'{point}: exactly the claim files')
-            errs = env.cdi_spec_errors()
-            t.ok(not errs, f'{point}: CDI spec valid after the retry', diag=errs)
+            t.no_schema_errors(env.cdi_spec_errors(), f'{point}: CDI spec valid after the retry')
             t.is_eq(env.checkpoint()['claims'][uid]['state'], 'PrepareCompleted',
                     f'{point}: checkpoint completed after retry')
             r = env.kubelet.unprepare('v1', [pl.ref(c)])

@@ -38,9 +38,7 @@ def check_slices(t, env):
     if not slices:
         return None
     s = slices[0]
-    v = pl.slice_validator()
-    errs = pl.schema_errors(v, s)
-    t.ok(not errs, 'ResourceSlice is valid against the strict v1 schema', diag='\n'.join(errs))
+    t.valid(pl.slice_validator(), s, 'ResourceSlice is valid against the strict v1 schema')
     spec = s['spec']
     t.is_eq(spec['pool'], {'name': pl.NODE, 'generation': spec['pool']['generation'],
                            'resourceSliceCount': 1}, 'pool = node name, one slice')
@@ -93,8 +91,7 @@ def check_prepare(t, env, version, ckeys):
     t.ok(os.path.exists(spec_path), f'{version}: CDI spec written')
     with open(spec_path) as f:
         spec = json.load(f)
-    errs = pl.schema_errors(pl.cdi_validator(), spec)
-    t.ok(not errs, f'{version}: CDI spec valid against the CDI schema', diag='\n'.join(errs))
+    t.valid(pl.cdi_validator(), spec, f'{version}: CDI spec valid against the CDI schema')
     t.is_eq(spec['kind'], f'k8s.{pl.DRIVER}/claim', 'CDI kind')
     t.is_eq(spec['cdiVersion'], '0.5.0' if uid[0].isdigit() else '0.3.0',
             'cdiVersion is the minimum for the device name')
@@ -214,7 +211,7 @@ def main():
         if after and before:
             t.ok(after[0]['spec']['pool']['generation'] > before[0]['spec']['pool']['generation'],
                  'pool generation increased on re-create')
-            t.ok(not pl.schema_errors(pl.slice_validator(), after[0]), 're-created slice is valid')
+            t.valid(pl.slice_validator(), after[0], 're-created slice is valid')
         # The API server expires the watch (410): the plugin relists and keeps watching, so a
         # second wipe is noticed too (the periodic resync is 5 minutes away).
         def watches():
@@ -266,8 +263,7 @@ def main():
         t.is_eq(r.error, '', 'device-nodes mode: prepared (claim without consumedCapacity)')
         with open(os.path.join(env.dirs['cdi'], f'k8s.{pl.DRIVER}-claim_{uid}.json')) as f:
             spec = json.load(f)
-        errs = pl.schema_errors(pl.cdi_validator(), spec)
-        t.ok(not errs, 'device-nodes mode: CDI spec valid', diag=errs)
+        t.valid(pl.cdi_validator(), spec, 'device-nodes mode: CDI spec valid')
         edits = spec['devices'][0]['containerEdits']
         t.is_eq([n['path'] for n in edits.get('deviceNodes', [])],
                 ['/dev/nvidia0', '/dev/nvidiactl', '/dev/nvidia-uvm', '/dev/nvidia-uvm-tools'],

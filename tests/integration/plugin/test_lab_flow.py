@@ -137,8 +137,7 @@ def main():
         t.is_eq((dev['capacity']['memory']['value'], dev['capacity']['cores']['value']),
                 ('15Gi', '100'), 'slice capacities: memory 15Gi, cores 100')
         gpu_uuid = dev['attributes']['uuid']['string']
-        errs = env.slice_errors()
-        t.ok(not errs, 'slice valid against the strict schema', diag=errs)
+        t.no_schema_errors(env.slice_errors(), 'slice valid against the strict schema')
 
         dc, c0, c1 = load_examples(p)
         allocs, why = schedule(t, p, env.tmp, slices, dc, [c0, c1])
@@ -174,8 +173,7 @@ def main():
             r = env.kubelet.prepare(version, [pl.ref(c)])
             t.is_eq(r.claims[uid].error, '', f"{c['metadata']['name']}: prepared over {version}")
             spec_path = os.path.join(env.dirs['cdi'], f'k8s.{pl.DRIVER}-claim_{uid}.json')
-            errs = env.cdi_spec_errors()
-            t.ok(not errs, f"{c['metadata']['name']}: CDI specs valid", diag=errs)
+            t.no_schema_errors(env.cdi_spec_errors(), f"{c['metadata']['name']}: CDI specs valid")
             scratch = tempfile.mkdtemp(dir=env.tmp, prefix='pod-')
             out = run_pod(t, env, p, spec_path, f'{uid}-hami-gpu-0', scratch, can_unshare, smi)
             t.ok(out.returncode == 0, f"{c['metadata']['name']}: gpusim-smi ran in the pod",

@@ -3,7 +3,6 @@
 schemas where we have them), the RBAC is least-privilege, the DeviceClass selects our devices,
 and every flag the DaemonSet passes is one the plugin knows."""
 import glob
-import json
 import os
 import re
 import subprocess
@@ -12,7 +11,7 @@ import sys
 import jsonschema
 import yaml
 
-from gstest import Tap, env_paths
+from gstest import Tap, env_paths, reference_json
 
 SCHEMAS = {'ResourceClaim': 'resourceclaim-resource-v1.json',
            'ResourceClaimTemplate': 'resourceclaimtemplate-resource-v1.json',
@@ -24,7 +23,6 @@ def main():
     t = Tap()
     p = env_paths()
     root = os.path.join(p['GS_SOURCE_ROOT'], 'deploy')
-    sdir = os.path.join(p['GS_SHARED_DIR'], 'reference', 'k8s-json-schema')
     objs = {}
     for sub in ('base', 'examples'):
         with open(os.path.join(root, sub, 'kustomization.yaml')) as f:
@@ -37,11 +35,10 @@ def main():
                     if d:
                         objs.setdefault(d['kind'], []).append(d)
                         if d['kind'] in SCHEMAS:
-                            with open(os.path.join(sdir, SCHEMAS[d['kind']])) as sf:
-                                v = jsonschema.Draft7Validator(json.load(sf))
-                            errs = [e.message for e in v.iter_errors(d)]
-                            t.ok(not errs, f"{sub}/{res}: {d['kind']} {d['metadata']['name']} "
-                                           'valid against the strict schema', diag=errs)
+                            schema = reference_json('k8s-json-schema', SCHEMAS[d['kind']])
+                            t.valid(jsonschema.Draft7Validator(schema) if schema else None, d,
+                                    f"{sub}/{res}: {d['kind']} {d['metadata']['name']} "
+                                    'valid against the strict schema')
     dc = objs['DeviceClass'][0]
     t.is_eq(dc['metadata']['name'], 'hami-core-gpu.project-hami.io', 'DeviceClass name')
     expr = ' '.join(dc['spec']['selectors'][0]['cel']['expression'].split())

@@ -18,7 +18,7 @@ import tempfile
 import jsonpatch
 import jsonschema
 
-from gstest import Tap
+from gstest import Tap, reference_json, skip_reference
 
 LEGACY = ["nvidia.com/gpu", "nvidia.com/gpumem", "nvidia.com/gpumem-percentage",
           "nvidia.com/gpucores"]
@@ -128,12 +128,15 @@ def run_case(t, tool, path, schema, sample_pod):
         res = c.get('resources', {})
         left = [k for k in legacy for part in ('limits', 'requests') if k in res.get(part, {})]
         t.ok(not left, f"{name}: container {cn[:20]}: legacy resources removed", diag=left)
+        if sample_pod is None:
+            skip_reference(t, 'pod fields as in the v1.36 sample Pod', 'k8s-api-testdata-v1.36')
+            continue
         keys_within(res, sample_pod['spec']['containers'][0]['resources'],
                     f"{name}: container {cn[:20]} resources", t)
         for cl in res.get('claims', []):
             keys_within(cl, sample_pod['spec']['containers'][0]['resources']['claims'][0],
                         f"{name}: container {cn[:20]} resources.claims[]", t)
-    for pc in spec.get('resourceClaims', []):
+    for pc in spec.get('resourceClaims', []) if sample_pod is not None else []:
         keys_within(pc, sample_pod['spec']['resourceClaims'][0], f"{name}: spec.resourceClaims[]", t)
     by_claim = {pc['name']: pc for pc in spec.get('resourceClaims', [])}
     for keep in exp.get('keep_claims', []):
@@ -141,10 +144,9 @@ def run_case(t, tool, path, schema, sample_pod):
     templates = {tp['metadata']['name']: tp for tp in out['templates']}
     ensured = exp.get('ensured', exp.get('n_templates'))
     t.is_eq(len(out['templates']), ensured, f"{name}: {ensured} template(s) ensured")
-    validator = jsonschema.Draft7Validator(schema)
+    validator = jsonschema.Draft7Validator(schema) if schema else None
     for tn, tp in templates.items():
-        errs = [f"{'/'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(tp)]
-        t.ok(not errs, f"{name}: template {tn} validates against the strict schema", diag=errs)
+        t.valid(validator, tp, f"{name}: template {tn} validates against the strict schema")
         t.is_eq(tp['metadata']['namespace'], review['request'].get('namespace') or
                 review['request']['object']['metadata']['namespace'],
                 f"{name}: template in the pod's namespace")
@@ -194,11 +196,8 @@ def run_case(t, tool, path, schema, sample_pod):
 
 def main():
     tool, fixtures = sys.argv[1], sys.argv[2]
-    shared = os.environ['GS_SHARED_DIR']
-    schema = json.load(open(os.path.join(shared, 'reference', 'k8s-json-schema',
-                                         'resourceclaimtemplate-resource-v1.json')))
-    sample_pod = json.load(open(os.path.join(shared, 'reference', 'k8s-api-testdata-v1.36',
-                                             'core.v1.Pod.json')))
+    schema = reference_json('k8s-json-schema', 'resourceclaimtemplate-resource-v1.json')
+    sample_pod = reference_json('k8s-api-testdata-v1.36', 'core.v1.Pod.json')
     t = Tap()
     for path in sorted(glob.glob(os.path.join(fixtures, '*.json'))):
         t.run(os.path.basename(path), run_case, t, tool, path, schema, sample_pod)
