@@ -166,6 +166,9 @@ int vgpu_pool_settle(void *pool, struct vgpu_device *d, uint64_t reserved, uint6
 void vgpu_pool_freed(void *pool, struct vgpu_device *d)
 {
     (void)d;
+    /* The charge is lowered only while no allocation from the pool is in flight: one that
+     * counted on free blocks a synchronisation just released is settled first. */
+    pthread_mutex_lock(plan_lock(pool));
     pthread_mutex_lock(&pools_lock);
     struct pool_charge *pc = find_locked(pool);
     if (pc) {
@@ -174,21 +177,36 @@ void vgpu_pool_freed(void *pool, struct vgpu_device *d)
         adjust_locked(pc);
     }
     pthread_mutex_unlock(&pools_lock);
+    pthread_mutex_unlock(plan_lock(pool));
 }
 
 void vgpu_pools_sync(void)
 {
-    pthread_mutex_lock(&pools_lock);
-    for (size_t i = 0; i < n_pools;) {
-        struct pool_charge *pc = &pools[i];
-        if (pc->destroyed && pc->live == 0) {
-            remove_locked(pc); /* the last block went back: the driver released the pool */
-            continue;
+    /* Snapshot the pools, then adjust each under its plan lock (see vgpu_pool_freed). */
+    void *snap[64];
+    size_t n = 0, from = 0;
+    do {
+        pthread_mutex_lock(&pools_lock);
+        size_t total = n_pools;
+        n = 0;
+        for (size_t i = from; i < n_pools && n < GS_ARRAY_SIZE(snap); i++)
+            snap[n++] = pools[i].pool;
+        pthread_mutex_unlock(&pools_lock);
+        for (size_t i = 0; i < n; i++) {
+            pthread_mutex_lock(plan_lock(snap[i]));
+            pthread_mutex_lock(&pools_lock);
+            struct pool_charge *pc = find_locked(snap[i]);
+            if (pc && pc->destroyed && pc->live == 0)
+                remove_locked(pc); /* the last block went back: the driver released the pool */
+            else if (pc)
+                adjust_locked(pc);
+            pthread_mutex_unlock(&pools_lock);
+            pthread_mutex_unlock(plan_lock(snap[i]));
         }
-        adjust_locked(pc);
-        i++;
-    }
-    pthread_mutex_unlock(&pools_lock);
+        from += GS_ARRAY_SIZE(snap);
+        if (total <= from)
+            break;
+    } while (n == GS_ARRAY_SIZE(snap));
 }
 
 void vgpu_pool_destroyed(void *pool)
