@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/macros.h"
 #include "webhook/review.h"
@@ -52,14 +53,30 @@ static void log_admission(const struct wh_review *rv, const char *result, const 
             gs_log_quote(q3, sizeof(q3), detail));
 }
 
-void wh_admit(const struct wh_admit_ctx *ctx, const char *body, size_t len,
-              struct wh_admit_reply *out)
+static void deny(struct wh_review_answer *ans, int r, const char *msg)
+{
+    ans->allowed = false;
+    ans->message = msg;
+    if (r == -EINVAL) {
+        ans->code = 422;
+        ans->reason = "Invalid";
+    } else if (r == -ETIMEDOUT) {
+        ans->code = 504;
+        ans->reason = "Timeout";
+    } else {
+        ans->code = 500;
+        ans->reason = "InternalError";
+    }
+}
+
+void wh_admit_by(const struct wh_admit_ctx *ctx, const char *body, size_t len, uint64_t deadline_ms,
+                 struct wh_admit_reply *out)
 {
     struct wh_review rv;
     struct gs_error err = {0};
     struct wh_translation tr = {0};
     struct wh_review_answer ans = {.allowed = true};
-    char msg[GS_ERROR_MSG_MAX + 64];
+    char msg[GS_ERROR_MSG_MAX + 128];
 
     *out = (struct wh_admit_reply){0};
     int r = wh_review_decode(body, len, &rv, &err);
@@ -74,23 +91,33 @@ void wh_admit(const struct wh_admit_ctx *ctx, const char *body, size_t len,
                              ? rv.namespace
                              : json_string_value(json_object_get(
                                    json_object_get(rv.object, "metadata"), "namespace"));
+        struct wh_cluster_ops ops = {0};
+        if (ctx->ops) {
+            ops = *ctx->ops;
+            ops.deadline_ms = deadline_ms;
+        }
         if (!ns || !ns[0])
             r = gs_error_set(&err, -EINVAL,
                              "AdmissionReview: request.namespace and the pod's "
                              "metadata.namespace are both empty");
         else
-            r = wh_translate_pod(ctx->names, ctx->ops, ns, rv.object, &tr, &err);
-        size_t i;
-        json_t *tpl;
-        if (r == 0 && tr.patch && !rv.dry_run && ctx->ensure_template)
-            json_array_foreach(tr.templates, i,
-                               tpl) if ((r = ctx->ensure_template(ctx->ensure_user, tpl, &err)) <
-                                        0) break;
-        if (r < 0) {
-            ans.allowed = false;
-            ans.code = r == -EINVAL ? 422 : 500;
-            ans.reason = r == -EINVAL ? "Invalid" : "InternalError";
-            ans.message = err.msg;
+            r = wh_translate_pod(ctx->names, ctx->ops ? &ops : NULL, ns, rv.object, &tr, &err);
+        if (r == 0 && tr.patch && !rv.dry_run && ctx->ensure_templates &&
+            json_array_size(tr.templates))
+            r = ctx->ensure_templates(ctx->ensure_user, tr.templates, deadline_ms, &err);
+        if (r == -ETIMEDOUT) {
+            snprintf(msg, sizeof(msg),
+                     "admission deadline of %.3gs exceeded (--admission-timeout): %s; the API "
+                     "server is slow, the pod was not admitted; creating it again will retry",
+                     (double)ctx->timeout_ms / 1000.0, err.msg);
+            if (ctx->metrics)
+                atomic_fetch_add_explicit(&ctx->metrics->deadline_exceeded, 1,
+                                          memory_order_relaxed);
+            deny(&ans, r, msg);
+            out->outcome = WH_OUTCOME_DENIED;
+            log_admission(&rv, "denied", msg);
+        } else if (r < 0) {
+            deny(&ans, r, err.msg);
             out->outcome = WH_OUTCOME_DENIED;
             log_admission(&rv, "denied", err.msg);
         } else if (tr.patch) {
@@ -112,4 +139,10 @@ void wh_admit(const struct wh_admit_ctx *ctx, const char *body, size_t len,
 done:
     if (ctx->metrics)
         wh_metrics_outcome(ctx->metrics, out->outcome);
+}
+
+void wh_admit(const struct wh_admit_ctx *ctx, const char *body, size_t len,
+              struct wh_admit_reply *out)
+{
+    wh_admit_by(ctx, body, len, ctx->timeout_ms ? gs_now_ms() + ctx->timeout_ms : 0, out);
 }

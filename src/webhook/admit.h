@@ -18,9 +18,14 @@
 struct wh_admit_ctx {
     const struct wh_names *names;
     const struct wh_cluster_ops *ops; /* may be NULL: no cluster facts */
-    /* Make sure a ResourceClaimTemplate exists (never called for dryRun requests). */
-    int (*ensure_template)(void *user, const json_t *tpl, struct gs_error *err);
+    /* Make sure the ResourceClaimTemplates (a JSON array) exist, before deadline_ms (0 = no
+     * deadline; -ETIMEDOUT when it passes). Never called for dryRun requests. */
+    int (*ensure_templates)(void *user, const json_t *templates, uint64_t deadline_ms,
+                            struct gs_error *err);
     void *ensure_user;
+    /* Deadline of one admission from its arrival, for wh_admit (wh_admit_by is given its own);
+     * 0 = none. Only printed in the denial; the server computes the deadline. */
+    uint64_t timeout_ms;
     struct wh_metrics *metrics; /* may be NULL */
 };
 
@@ -32,7 +37,12 @@ struct wh_admit_reply {
     enum wh_outcome outcome;
 };
 
-/* Never fails: out-of-memory becomes a 500 reply with a static body copy. */
+/* Never fails: out-of-memory becomes a 500 reply with a static body copy. The admission is
+ * answered by deadline_ms (gs_now_ms() clock; 0 = none): what is not known by then denies the
+ * pod with status 504 and a message saying the deadline passed. */
+void wh_admit_by(const struct wh_admit_ctx *ctx, const char *body, size_t len, uint64_t deadline_ms,
+                 struct wh_admit_reply *out);
+/* wh_admit_by with the deadline ctx->timeout_ms from now (none when 0). */
 void wh_admit(const struct wh_admit_ctx *ctx, const char *body, size_t len,
               struct wh_admit_reply *out);
 void wh_admit_reply_fini(struct wh_admit_reply *r);

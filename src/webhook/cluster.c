@@ -10,9 +10,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/macros.h"
 #include "common/quantity.h"
+#include "webhook/deadline.h"
 #include "webhook/shape.h"
 
 #define TEMPLATE_SLOTS 4096 /* power of two; cleared when half full */
@@ -23,19 +25,35 @@ struct template_slot {
     uint64_t expires_ms;
 };
 
+/* A list kept for a TTL and refreshed by one background call at a time (concurrent misses
+ * wait for the same refresh, each only until its own deadline). */
+struct cached_list {
+    const char *what; /* "ResourceSlices" */
+    pthread_mutex_t lock;
+    pthread_cond_t refreshed;
+    bool refreshing;
+    bool cache_failures; /* a failed list also waits out the TTL (advisory data) */
+    uint64_t generation; /* +1 per finished refresh */
+    uint64_t expires_ms; /* 0 = never fetched */
+    uint64_t ttl_ms;
+    int last_code;
+    struct gs_error last_err;
+    int (*fetch)(struct wh_cluster *c, json_t **list, struct gs_error *err);
+    void (*store)(struct wh_cluster *c, const json_t *list); /* called under lock */
+};
+
 struct wh_cluster {
     struct gs_k8s_client *client;
     char *driver;
-    uint64_t slice_ttl_ms, class_ttl_ms, template_ttl_ms;
+    uint64_t template_ttl_ms;
+    struct wh_inflight inflight; /* API calls running in their own threads */
 
-    pthread_mutex_t sizes_lock;
+    struct cached_list sizes_list;
     int64_t sizes[WH_MEM_SIZES_MAX];
     size_t n_sizes;
-    uint64_t sizes_expires_ms; /* 0 = never fetched */
 
-    pthread_mutex_t classes_lock;
+    struct cached_list classes_list;
     json_t *classes; /* {"<extendedResourceName>": "<DeviceClass name>"} */
-    uint64_t classes_expires_ms;
 
     pthread_mutex_t templates_lock;
     struct template_slot *slots;
@@ -44,11 +62,145 @@ struct wh_cluster {
     _Atomic uint64_t created, existing, cache_hits, api_errors;
 };
 
-static uint64_t now_ms(void)
+static int fetch_slices(struct wh_cluster *c, json_t **list, struct gs_error *err)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    char sel[300];
+    snprintf(sel, sizeof(sel), "spec.driver=%s", c->driver);
+    struct gs_k8s_list_options lo = {.field_selector = sel};
+    return gs_k8s_list(c->client, &gs_k8s_resourceslices, NULL, &lo, list, NULL, err);
+}
+
+static void store_slices(struct wh_cluster *c, const json_t *list)
+{
+    wh_slice_memory_sizes(list, c->driver, c->sizes, GS_ARRAY_SIZE(c->sizes), &c->n_sizes);
+}
+
+static int fetch_classes(struct wh_cluster *c, json_t **list, struct gs_error *err)
+{
+    return gs_k8s_list(c->client, &gs_k8s_deviceclasses, NULL, NULL, list, NULL, err);
+}
+
+static void store_classes(struct wh_cluster *c, const json_t *list)
+{
+    size_t i;
+    json_t *dc;
+    json_object_clear(c->classes);
+    json_array_foreach(json_object_get(list, "items"), i, dc)
+    {
+        const char *ern =
+            json_string_value(json_object_get(json_object_get(dc, "spec"), "extendedResourceName"));
+        const char *name =
+            json_string_value(json_object_get(json_object_get(dc, "metadata"), "name"));
+        if (ern && name)
+            json_object_set_new(c->classes, ern, json_string(name));
+    }
+}
+
+static void cached_list_init(struct cached_list *l, const char *what, uint64_t ttl_ms,
+                             bool cache_failures,
+                             int (*fetch)(struct wh_cluster *, json_t **, struct gs_error *),
+                             void (*store)(struct wh_cluster *, const json_t *))
+{
+    pthread_mutex_init(&l->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&l->refreshed, &ca);
+    pthread_condattr_destroy(&ca);
+    l->what = what, l->ttl_ms = ttl_ms, l->cache_failures = cache_failures;
+    l->fetch = fetch, l->store = store;
+}
+
+static void cached_list_fini(struct cached_list *l)
+{
+    pthread_cond_destroy(&l->refreshed);
+    pthread_mutex_destroy(&l->lock);
+}
+
+struct refresh_arg {
+    struct wh_cluster *c;
+    struct cached_list *l;
+};
+
+/* In its own thread: list, store, wake the waiters. */
+static int refresh_call(void *p, struct gs_error *unused)
+{
+    struct refresh_arg *a = p;
+    struct cached_list *l = a->l;
+    struct gs_error err = {0};
+    json_t *list = NULL;
+    int r = l->fetch(a->c, &list, &err);
+    if (r < 0) {
+        atomic_fetch_add(&a->c->api_errors, 1);
+        gs_error_prefix(&err, "cannot list %s: ", l->what);
+    }
+    pthread_mutex_lock(&l->lock);
+    if (r == 0)
+        l->store(a->c, list);
+    if (r == 0 || l->cache_failures)
+        l->expires_ms = gs_now_ms() + l->ttl_ms;
+    l->last_code = r;
+    l->last_err = err;
+    l->refreshing = false;
+    l->generation++;
+    pthread_cond_broadcast(&l->refreshed);
+    pthread_mutex_unlock(&l->lock);
+    json_decref(list);
+    return r;
+}
+
+/*
+ * 0 with l->lock held when the list is fresh (the caller reads what store() derived, then
+ * unlocks); a negative code (lock not held) when the refresh failed, or -ETIMEDOUT when it did
+ * not end before deadline_ms (it goes on in the background and fills the cache for later).
+ */
+static int cached_list_get(struct wh_cluster *c, struct cached_list *l, uint64_t deadline_ms,
+                           struct gs_error *err)
+{
+    pthread_mutex_lock(&l->lock);
+    uint64_t now = gs_now_ms();
+    if (l->expires_ms && now < l->expires_ms)
+        return 0;
+    uint64_t gen = l->generation;
+    if (!l->refreshing) {
+        struct refresh_arg *a = malloc(sizeof(*a));
+        struct wh_group *g = a ? wh_group_new(1, &c->inflight) : NULL;
+        if (!g) {
+            free(a);
+            pthread_mutex_unlock(&l->lock);
+            return gs_error_set(err, -ENOMEM, "out of memory");
+        }
+        *a = (struct refresh_arg){c, l};
+        l->refreshing = true;
+        /* The refresh takes l->lock to store its result: start it unlocked. */
+        pthread_mutex_unlock(&l->lock);
+        wh_group_start(g, 0, refresh_call, a, free);
+        wh_group_release(g);
+        pthread_mutex_lock(&l->lock);
+    }
+    struct timespec ts = {.tv_sec = (time_t)(deadline_ms / 1000),
+                          .tv_nsec = (long)(deadline_ms % 1000) * 1000000L};
+    while (l->generation == gen) {
+        if (!deadline_ms) {
+            pthread_cond_wait(&l->refreshed, &l->lock);
+        } else if (gs_now_ms() >= deadline_ms ||
+                   pthread_cond_timedwait(&l->refreshed, &l->lock, &ts) == ETIMEDOUT) {
+            if (l->generation != gen)
+                break;
+            pthread_mutex_unlock(&l->lock);
+            return gs_error_set(err, -ETIMEDOUT,
+                                "listing %s: no answer from the API server before the admission "
+                                "deadline",
+                                l->what);
+        }
+    }
+    if (l->last_code == 0 || (l->cache_failures && l->expires_ms))
+        return 0;
+    int r = l->last_code;
+    if (err)
+        *err = l->last_err;
+    pthread_mutex_unlock(&l->lock);
+    return r;
 }
 
 struct wh_cluster *wh_cluster_new(struct gs_k8s_client *client, const struct wh_cluster_config *cfg)
@@ -70,11 +222,15 @@ struct wh_cluster *wh_cluster_new(struct gs_k8s_client *client, const struct wh_
         return NULL;
     }
     c->client = client;
-    c->slice_ttl_ms = cfg->slice_ttl_ms ? cfg->slice_ttl_ms : 30000;
-    c->class_ttl_ms = cfg->class_ttl_ms ? cfg->class_ttl_ms : 60000;
     c->template_ttl_ms = cfg->template_ttl_ms ? cfg->template_ttl_ms : 300000;
-    pthread_mutex_init(&c->sizes_lock, NULL);
-    pthread_mutex_init(&c->classes_lock, NULL);
+    wh_inflight_init(&c->inflight);
+    cached_list_init(&c->sizes_list, "ResourceSlices",
+                     cfg->slice_ttl_ms ? cfg->slice_ttl_ms : 30000, false, fetch_slices,
+                     store_slices);
+    /* A failed DeviceClass list is retried only after the TTL too: the warning is advisory. */
+    cached_list_init(&c->classes_list, "DeviceClasses",
+                     cfg->class_ttl_ms ? cfg->class_ttl_ms : 60000, true, fetch_classes,
+                     store_classes);
     pthread_mutex_init(&c->templates_lock, NULL);
     return c;
 }
@@ -83,9 +239,12 @@ void wh_cluster_free(struct wh_cluster *c)
 {
     if (!c)
         return;
+    /* Calls abandoned at a deadline still use the client: let them end (each is bounded by
+     * the API timeout and the client's retries). */
+    wh_inflight_drain(&c->inflight);
     gs_k8s_client_free(c->client);
-    pthread_mutex_destroy(&c->sizes_lock);
-    pthread_mutex_destroy(&c->classes_lock);
+    cached_list_fini(&c->sizes_list);
+    cached_list_fini(&c->classes_list);
     pthread_mutex_destroy(&c->templates_lock);
     json_decref(c->classes);
     free(c->slots);
@@ -135,73 +294,36 @@ void wh_slice_memory_sizes(const json_t *list, const char *driver, int64_t *size
     *n = count;
 }
 
-static int op_memory_sizes(void *user, int64_t *sizes, size_t max, size_t *n, struct gs_error *err)
+static int op_memory_sizes(void *user, uint64_t deadline_ms, int64_t *sizes, size_t max, size_t *n,
+                           struct gs_error *err)
 {
     struct wh_cluster *c = user;
-    int r = 0;
-    pthread_mutex_lock(&c->sizes_lock);
-    uint64_t now = now_ms();
-    if (c->sizes_expires_ms == 0 || now >= c->sizes_expires_ms) {
-        char sel[300];
-        snprintf(sel, sizeof(sel), "spec.driver=%s", c->driver);
-        struct gs_k8s_list_options lo = {.field_selector = sel};
-        json_t *list = NULL;
-        r = gs_k8s_list(c->client, &gs_k8s_resourceslices, NULL, &lo, &list, NULL, err);
-        if (r < 0) {
-            atomic_fetch_add(&c->api_errors, 1);
-            gs_error_prefix(err, "cannot list ResourceSlices: ");
-        } else {
-            wh_slice_memory_sizes(list, c->driver, c->sizes, GS_ARRAY_SIZE(c->sizes), &c->n_sizes);
-            c->sizes_expires_ms = now + c->slice_ttl_ms;
-        }
-        json_decref(list);
-    }
-    if (r == 0) {
-        *n = c->n_sizes;
-        memcpy(sizes, c->sizes,
-               GS_MIN(GS_MIN(c->n_sizes, max), GS_ARRAY_SIZE(c->sizes)) * sizeof(*sizes));
-    }
-    pthread_mutex_unlock(&c->sizes_lock);
-    return r;
+    int r = cached_list_get(c, &c->sizes_list, deadline_ms, err);
+    if (r < 0)
+        return r;
+    *n = c->n_sizes;
+    memcpy(sizes, c->sizes,
+           GS_MIN(GS_MIN(c->n_sizes, max), GS_ARRAY_SIZE(c->sizes)) * sizeof(*sizes));
+    pthread_mutex_unlock(&c->sizes_list.lock);
+    return 0;
 }
 
 /* ---- DeviceClasses ------------------------------------------------------------------------ */
 
-static int op_extended_resource_class(void *user, const char *resource, char *buf, size_t len)
+static int op_extended_resource_class(void *user, uint64_t deadline_ms, const char *resource,
+                                      char *buf, size_t len)
 {
     struct wh_cluster *c = user;
-    int found = 0;
-    pthread_mutex_lock(&c->classes_lock);
-    uint64_t now = now_ms();
-    if (c->classes_expires_ms == 0 || now >= c->classes_expires_ms) {
-        json_t *list = NULL;
-        struct gs_error err = {0};
-        if (gs_k8s_list(c->client, &gs_k8s_deviceclasses, NULL, NULL, &list, NULL, &err) == 0) {
-            size_t i;
-            json_t *dc;
-            json_object_clear(c->classes);
-            json_array_foreach(json_object_get(list, "items"), i, dc)
-            {
-                const char *ern = json_string_value(
-                    json_object_get(json_object_get(dc, "spec"), "extendedResourceName"));
-                const char *name =
-                    json_string_value(json_object_get(json_object_get(dc, "metadata"), "name"));
-                if (ern && name)
-                    json_object_set_new(c->classes, ern, json_string(name));
-            }
-        } else {
-            atomic_fetch_add(&c->api_errors, 1);
-        }
-        /* A failed list is retried only after the TTL too: the warning is advisory. */
-        c->classes_expires_ms = now + c->class_ttl_ms;
-        json_decref(list);
-    }
+    struct gs_error err = {0};
+    if (cached_list_get(c, &c->classes_list, deadline_ms, &err) < 0)
+        return 0; /* advisory: no warning rather than a late or failed admission */
     const char *name = json_string_value(json_object_get(c->classes, resource));
+    int found = 0;
     if (name) {
         snprintf(buf, len, "%s", name);
         found = 1;
     }
-    pthread_mutex_unlock(&c->classes_lock);
+    pthread_mutex_unlock(&c->classes_list.lock);
     return found;
 }
 
@@ -227,22 +349,38 @@ bool wh_claim_spec_uses_class(const json_t *claim_spec, const char *device_class
     return false;
 }
 
-static int op_pod_claim_uses_class(void *user, const char *ns, const json_t *pod_claim,
-                                   const char *device_class, struct gs_error *err)
+struct claim_get {
+    struct wh_cluster *c;
+    json_t *pod_claim;
+    char *ns, *device_class;
+};
+
+static void claim_get_free(void *p)
 {
-    struct wh_cluster *c = user;
-    const char *claim = json_string_value(json_object_get(pod_claim, "resourceClaimName"));
-    const char *tpl = json_string_value(json_object_get(pod_claim, "resourceClaimTemplateName"));
+    struct claim_get *a = p;
+    json_decref(a->pod_claim);
+    free(a->ns);
+    free(a->device_class);
+    free(a);
+}
+
+/* In its own thread: 1 uses the class, 0 does not (or is missing), negative: API error. */
+static int claim_get_call(void *p, struct gs_error *err)
+{
+    struct claim_get *a = p;
+    struct wh_cluster *c = a->c;
+    const char *claim = json_string_value(json_object_get(a->pod_claim, "resourceClaimName"));
+    const char *tpl = json_string_value(json_object_get(a->pod_claim, "resourceClaimTemplateName"));
     json_t *obj = NULL;
     int r;
     if (claim)
-        r = gs_k8s_get(c->client, &gs_k8s_resourceclaims, ns, claim, &obj, err);
-    else if (tpl)
-        r = gs_k8s_get(c->client, &gs_k8s_resourceclaimtemplates, ns, tpl, &obj, err);
+        r = gs_k8s_get(c->client, &gs_k8s_resourceclaims, a->ns, claim, &obj, err);
     else
-        return 0;
-    if (r == -ENOENT)
+        r = gs_k8s_get(c->client, &gs_k8s_resourceclaimtemplates, a->ns, tpl, &obj, err);
+    if (r == -ENOENT) {
+        gs_error_clear(err);
         return 0; /* the API server reports the missing claim itself */
+    }
     if (r < 0) {
         atomic_fetch_add(&c->api_errors, 1);
         return r;
@@ -250,9 +388,33 @@ static int op_pod_claim_uses_class(void *user, const char *ns, const json_t *pod
     const json_t *spec = json_object_get(obj, "spec");
     if (tpl && !claim)
         spec = json_object_get(spec, "spec");
-    bool uses = wh_claim_spec_uses_class(spec, device_class);
+    bool uses = wh_claim_spec_uses_class(spec, a->device_class);
     json_decref(obj);
     return uses ? 1 : 0;
+}
+
+static int op_pod_claim_uses_class(void *user, uint64_t deadline_ms, const char *ns,
+                                   const json_t *pod_claim, const char *device_class,
+                                   struct gs_error *err)
+{
+    struct wh_cluster *c = user;
+    if (!json_is_string(json_object_get(pod_claim, "resourceClaimName")) &&
+        !json_is_string(json_object_get(pod_claim, "resourceClaimTemplateName")))
+        return 0;
+    struct claim_get *a = calloc(1, sizeof(*a));
+    if (!a || !(a->ns = strdup(ns)) || !(a->device_class = strdup(device_class))) {
+        if (a)
+            claim_get_free(a);
+        return gs_error_set(err, -ENOMEM, "out of memory");
+    }
+    a->c = c;
+    a->pod_claim = json_deep_copy(pod_claim); /* the pod goes away with the admission */
+    if (!a->pod_claim) {
+        claim_get_free(a);
+        return gs_error_set(err, -ENOMEM, "out of memory");
+    }
+    return wh_call_by(claim_get_call, a, claim_get_free, &c->inflight, deadline_ms,
+                      "reading the pod's claim", err);
 }
 
 void wh_cluster_ops(struct wh_cluster *c, struct wh_cluster_ops *ops)
@@ -288,7 +450,7 @@ static bool template_known(struct wh_cluster *c, const char *key)
 {
     pthread_mutex_lock(&c->templates_lock);
     struct template_slot *s = find_slot(c, key);
-    bool known = s->key[0] && now_ms() < s->expires_ms;
+    bool known = s->key[0] && gs_now_ms() < s->expires_ms;
     pthread_mutex_unlock(&c->templates_lock);
     return known;
 }
@@ -305,25 +467,19 @@ static void template_remember(struct wh_cluster *c, const char *key)
         snprintf(s->key, sizeof(s->key), "%s", key);
         c->n_slots_used++;
     }
-    s->expires_ms = now_ms() + c->template_ttl_ms;
+    s->expires_ms = gs_now_ms() + c->template_ttl_ms;
     pthread_mutex_unlock(&c->templates_lock);
 }
 
-int wh_cluster_ensure_template(struct wh_cluster *c, const json_t *tpl, struct gs_error *err)
+/* Create one template (409 with our hash: fine). In its own thread when called from
+ * wh_cluster_ensure_templates. */
+static int ensure_one(struct wh_cluster *c, const json_t *tpl, struct gs_error *err)
 {
     const json_t *meta = json_object_get(tpl, "metadata");
     const char *ns = json_string_value(json_object_get(meta, "namespace"));
     const char *name = json_string_value(json_object_get(meta, "name"));
     char key[KEY_MAX];
-    if (!ns || !name || !*ns)
-        return gs_error_set(err, -EINVAL, "ResourceClaimTemplate without namespace or name");
-    if ((size_t)snprintf(key, sizeof(key), "%s/%s", ns, name) >= sizeof(key))
-        return gs_error_set(err, -ENAMETOOLONG, "ResourceClaimTemplate %.64s/%.64s: name too long",
-                            ns, name);
-    if (template_known(c, key)) {
-        atomic_fetch_add(&c->cache_hits, 1);
-        return 0;
-    }
+    snprintf(key, sizeof(key), "%s/%s", ns, name);
     int r =
         gs_k8s_create(c->client, &gs_k8s_resourceclaimtemplates, ns, (json_t *)tpl, 0, NULL, err);
     if (r == -EEXIST) {
@@ -359,4 +515,103 @@ int wh_cluster_ensure_template(struct wh_cluster *c, const json_t *tpl, struct g
     }
     template_remember(c, key);
     return 0;
+}
+
+/* Check a template's namespace/name and make its cache key. */
+static int template_key(const json_t *tpl, char key[KEY_MAX], struct gs_error *err)
+{
+    const json_t *meta = json_object_get(tpl, "metadata");
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    const char *name = json_string_value(json_object_get(meta, "name"));
+    if (!ns || !name || !*ns)
+        return gs_error_set(err, -EINVAL, "ResourceClaimTemplate without namespace or name");
+    if ((size_t)snprintf(key, KEY_MAX, "%s/%s", ns, name) >= KEY_MAX)
+        return gs_error_set(err, -ENAMETOOLONG, "ResourceClaimTemplate %.64s/%.64s: name too long",
+                            ns, name);
+    return 0;
+}
+
+int wh_cluster_ensure_template(struct wh_cluster *c, const json_t *tpl, struct gs_error *err)
+{
+    char key[KEY_MAX];
+    int r = template_key(tpl, key, err);
+    if (r < 0)
+        return r;
+    if (template_known(c, key)) {
+        atomic_fetch_add(&c->cache_hits, 1);
+        return 0;
+    }
+    return ensure_one(c, tpl, err);
+}
+
+struct create_arg {
+    struct wh_cluster *c;
+    json_t *tpl;
+};
+
+static int create_call(void *p, struct gs_error *err)
+{
+    struct create_arg *a = p;
+    return ensure_one(a->c, a->tpl, err);
+}
+
+static void create_free(void *p)
+{
+    struct create_arg *a = p;
+    json_decref(a->tpl);
+    free(a);
+}
+
+int wh_cluster_ensure_templates(struct wh_cluster *c, const json_t *templates, uint64_t deadline_ms,
+                                struct gs_error *err)
+{
+    size_t i, n_missing = 0;
+    json_t *tpl;
+    char key[KEY_MAX];
+    json_array_foreach((json_t *)templates, i, tpl)
+    {
+        int r = template_key(tpl, key, err);
+        if (r < 0)
+            return r;
+        if (template_known(c, key))
+            atomic_fetch_add(&c->cache_hits, 1);
+        else
+            n_missing++;
+    }
+    if (n_missing == 0)
+        return 0; /* the common case: every shape seen before, no API call, no thread */
+    struct wh_group *g = wh_group_new(n_missing, &c->inflight);
+    if (!g)
+        return gs_error_set(err, -ENOMEM, "out of memory");
+    size_t k = 0;
+    json_array_foreach((json_t *)templates, i, tpl)
+    {
+        if (template_key(tpl, key, err) < 0 || template_known(c, key))
+            continue;
+        struct create_arg *a = malloc(sizeof(*a));
+        if (!a) {
+            wh_group_release(g); /* calls already started finish in the background */
+            return gs_error_set(err, -ENOMEM, "out of memory");
+        }
+        *a = (struct create_arg){c, json_incref(tpl)};
+        if (k < n_missing) /* a template learnt meanwhile leaves a slot unused */
+            wh_group_start(g, k++, create_call, a, create_free);
+        else
+            create_free(a);
+    }
+    int timed_out = wh_group_wait(g, deadline_ms);
+    int r = 0;
+    /* A failure that has an answer tells more than the deadline: report the first one. */
+    for (size_t j = 0; j < k && r == 0; j++) {
+        int cr = wh_group_result(g, j, err);
+        if (cr < 0 && cr != -EINPROGRESS)
+            r = cr;
+    }
+    if (r == 0 && timed_out)
+        r = gs_error_set(err, -ETIMEDOUT,
+                         "creating %zu ResourceClaimTemplate(s): %zu answered by the API server "
+                         "before the admission deadline",
+                         k, wh_group_done(g));
+    wh_group_release(g);
+    return r;
 }

@@ -6,7 +6,9 @@
  *   - DeviceClasses with spec.extendedResourceName (for the admission warning);
  *   - ResourceClaimTemplates created (or found existing: 409) per namespace and name;
  *   - a pod's own claims (GET claim or template) to tell whether they use our device class.
- * Thread-safe: one mutex per cache; API calls are made outside the template-cache lock.
+ * Thread-safe: one mutex per cache. Every API call made for an admission runs in a thread of
+ * its own (webhook/deadline.h) and is waited for only until the admission's deadline; the
+ * slice and class lists are refreshed by one call at a time, concurrent misses wait for it.
  */
 #ifndef GS_WEBHOOK_CLUSTER_H
 #define GS_WEBHOOK_CLUSTER_H
@@ -46,6 +48,12 @@ void wh_cluster_ops(struct wh_cluster *c, struct wh_cluster_ops *ops);
 /* Make sure the ResourceClaimTemplate `tpl` exists in its metadata.namespace: create it, 409
  * AlreadyExists is success. Returns 0 or a negative code with a message naming the template. */
 int wh_cluster_ensure_template(struct wh_cluster *c, const json_t *tpl, struct gs_error *err);
+/* The same for every template of the array, at once: templates known to exist are skipped
+ * (no API call, no thread), the others are created concurrently, one thread each. Returns 0,
+ * the first failure, or -ETIMEDOUT when some creation has not answered by deadline_ms (it
+ * finishes in the background and is remembered, so a retry of the pod finds it). */
+int wh_cluster_ensure_templates(struct wh_cluster *c, const json_t *templates, uint64_t deadline_ms,
+                                struct gs_error *err);
 
 void wh_cluster_get_stats(struct wh_cluster *c, struct wh_cluster_stats *out);
 

@@ -19,9 +19,10 @@
 #include "webhook/server.h"
 #include "webhook/tls.h"
 
-static int ensure_template(void *user, const json_t *tpl, struct gs_error *err)
+static int ensure_templates(void *user, const json_t *templates, uint64_t deadline_ms,
+                            struct gs_error *err)
 {
-    return wh_cluster_ensure_template(user, tpl, err);
+    return wh_cluster_ensure_templates(user, templates, deadline_ms, err);
 }
 
 static void extra_metrics(void *user, struct wh_metrics_extra *out)
@@ -111,13 +112,18 @@ static int serve(const struct wh_options *opts)
     struct wh_admit_ctx admit = {
         .names = &names,
         .ops = &ops,
-        .ensure_template = ensure_template,
+        .ensure_templates = ensure_templates,
         .ensure_user = cluster,
+        .timeout_ms = (uint64_t)(o.admission_timeout_ns / 1000000),
         .metrics = &metrics,
     };
     struct wh_server_config sc = {
         .listen = o.listen,
+        .health_listen = o.health_listen,
         .connection_limit = (unsigned)o.max_connections,
+        .per_client_limit = (unsigned)o.max_connections_per_client,
+        .idle_timeout_s = (unsigned)GS_MAX(o.idle_timeout_ns / 1000000000, 1),
+        .admission_timeout_ms = (uint64_t)(o.admission_timeout_ns / 1000000),
         .admit = &admit,
         .metrics = &metrics,
         .tls = tls,
@@ -130,8 +136,14 @@ static int serve(const struct wh_options *opts)
         wh_cluster_free(cluster);
         return fail("cannot serve", &err);
     }
-    gs_info("serving", "listen=%s device_class=%s driver=%s",
-            gs_log_quote(q1, sizeof(q1), o.listen), o.device_class, o.driver);
+    gs_info("serving",
+            "listen=%s health_listen=%s device_class=%s driver=%s max_connections=%lld "
+            "max_connections_per_client=%lld idle_timeout_s=%lld admission_timeout_ms=%lld",
+            gs_log_quote(q1, sizeof(q1), o.listen), gs_log_quote(q2, sizeof(q2), o.health_listen),
+            o.device_class, o.driver, (long long)o.max_connections,
+            (long long)o.max_connections_per_client,
+            (long long)GS_MAX(o.idle_timeout_ns / 1000000000, 1),
+            (long long)(o.admission_timeout_ns / 1000000));
 
     int sig = 0;
     while (sigwait(&sigs, &sig) != 0)

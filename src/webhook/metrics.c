@@ -14,13 +14,14 @@ static const char *const route_names[WH_ROUTE_COUNT] = {"/mutate", "/healthz", "
                                                         "/metrics", "other"};
 static const char *const outcome_names[WH_OUTCOME_COUNT] = {"mutated", "passed", "denied",
                                                             "rejected"};
-static const unsigned status_codes[6] = {200, 400, 404, 405, 413, 500};
+/* The last slot counts every other status (500 above all). */
+static const unsigned status_codes[7] = {200, 400, 404, 405, 413, 415, 500};
 static const uint64_t bucket_us[WH_LATENCY_BUCKETS] = {250,   500,   1000,   2000,   5000,
                                                        10000, 50000, 100000, 500000, 1000000};
 
 void wh_metrics_request(struct wh_metrics *m, enum wh_route route, unsigned status)
 {
-    size_t k = 5;
+    size_t k = GS_ARRAY_SIZE(status_codes) - 1;
     for (size_t i = 0; i < GS_ARRAY_SIZE(status_codes); i++)
         if (status_codes[i] == status)
             k = i;
@@ -123,6 +124,18 @@ char *wh_metrics_render(struct wh_metrics *m, const struct wh_metrics_extra *ext
         "# TYPE gpuslice_webhook_tls_reload_errors_total counter\n"
         "gpuslice_webhook_tls_reload_errors_total %" PRIu64 "\n",
         LOAD(m->tls_reloads), LOAD(m->tls_reload_errors));
+    put(&b,
+        "# HELP gpuslice_webhook_admission_deadline_exceeded_total Admissions denied because "
+        "their deadline passed.\n"
+        "# TYPE gpuslice_webhook_admission_deadline_exceeded_total counter\n"
+        "gpuslice_webhook_admission_deadline_exceeded_total %" PRIu64 "\n"
+        "# HELP gpuslice_webhook_connections_open Open connections of the HTTPS listener.\n"
+        "# TYPE gpuslice_webhook_connections_open gauge\n"
+        "gpuslice_webhook_connections_open %" PRId64 "\n"
+        "# HELP gpuslice_webhook_connections_total Connections accepted by the HTTPS listener.\n"
+        "# TYPE gpuslice_webhook_connections_total counter\n"
+        "gpuslice_webhook_connections_total %" PRIu64 "\n",
+        LOAD(m->deadline_exceeded), LOAD(m->connections_open), LOAD(m->connections_total));
     if (extra)
         put(&b,
             "# HELP gpuslice_webhook_templates_total ResourceClaimTemplates ensured, by result.\n"

@@ -31,11 +31,14 @@ enum wh_outcome {
 #define WH_LATENCY_BUCKETS 10
 
 struct wh_metrics {
-    _Atomic uint64_t requests[WH_ROUTE_COUNT][6]; /* by class: 2xx 4xx 5xx 400 404 413 */
+    _Atomic uint64_t requests[WH_ROUTE_COUNT][7]; /* by status: 200 400 404 405 413 415 other */
     _Atomic uint64_t outcomes[WH_OUTCOME_COUNT];
     _Atomic uint64_t latency_bucket[WH_LATENCY_BUCKETS + 1];
     _Atomic uint64_t latency_sum_us;
     _Atomic uint64_t latency_count;
+    _Atomic uint64_t deadline_exceeded; /* admissions denied at their deadline */
+    _Atomic int64_t connections_open;   /* HTTPS listener, gauge */
+    _Atomic uint64_t connections_total;
     _Atomic uint64_t tls_reloads;
     _Atomic uint64_t tls_reload_errors;
 };

@@ -33,9 +33,13 @@ struct wh_options {
     int64_t kube_qps;
     int64_t kube_burst;
     int64_t max_connections;
-    int log_level;      /* index into "error", "warn", "info", "debug" */
-    char *memory_sizes; /* translate: GPU memory sizes for percentages, "15Gi,80Gi" */
-    char *namespace;    /* translate: namespace of objects without one */
+    int64_t max_connections_per_client;
+    int64_t idle_timeout_ns;
+    int64_t admission_timeout_ns;
+    char *health_listen; /* "" = no probe listener */
+    int log_level;       /* index into "error", "warn", "info", "debug" */
+    char *memory_sizes;  /* translate: GPU memory sizes for percentages, "15Gi,80Gi" */
+    char *namespace;     /* translate: namespace of objects without one */
 };
 
 /* 0, GS_CONFIG_EXIT (--help / --print-config written to `out`), or a negative code with a

@@ -21,7 +21,8 @@ struct ctx {
     int broken; /* a generated patch did not apply: a bug */
 };
 
-static int memory_sizes(void *user, int64_t *sizes, size_t max, size_t *n, struct gs_error *err)
+static int memory_sizes(void *user, uint64_t deadline_ms, int64_t *sizes, size_t max, size_t *n,
+                        struct gs_error *err)
 {
     const struct wh_preview_config *cfg = user;
     if (!cfg->sizes || cfg->n_sizes == 0)

@@ -13,33 +13,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/macros.h"
 #include "webhook/review.h"
 
 struct wh_server {
     struct wh_server_config cfg;
-    struct MHD_Daemon *daemon;
+    struct MHD_Daemon *daemon;        /* HTTPS: /mutate and everything else */
+    struct MHD_Daemon *health_daemon; /* plain HTTP probes; NULL when not configured */
     atomic_bool draining;
 };
 
 struct req_state {
     enum wh_route route;
+    bool health; /* arrived on the probe listener */
     uint64_t start_us;
     char *body;
     size_t len, cap;
     bool too_big;
     bool responded;
 };
-
-static uint64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 int wh_parse_listen(const char *listen, struct sockaddr_storage *out, struct gs_error *err)
 {
@@ -131,9 +128,80 @@ static enum MHD_Result reply_text(struct wh_server *s, struct MHD_Connection *c,
 
 #define TOO_BIG_TEXT "request body exceeds 3145728 bytes (3 MiB)\n"
 
+/* "application/json", optionally with parameters ("; charset=utf-8"), case-insensitive. */
+static bool is_json_media_type(const char *ct)
+{
+    static const char want[] = "application/json";
+    if (!ct)
+        return false;
+    while (*ct == ' ' || *ct == '\t')
+        ct++;
+    if (strncasecmp(ct, want, sizeof(want) - 1) != 0)
+        return false;
+    ct += sizeof(want) - 1;
+    while (*ct == ' ' || *ct == '\t')
+        ct++;
+    return *ct == '\0' || *ct == ';';
+}
+
+/* First call for a POST /mutate: refuse from the headers alone (413, 415). MHD_YES = go on. */
+static enum MHD_Result check_mutate_headers(struct wh_server *s, struct MHD_Connection *c,
+                                            struct req_state *st)
+{
+    const char *cl =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl && strtoull(cl, NULL, 10) > WH_REVIEW_MAX_BYTES) {
+        wh_metrics_outcome(s->cfg.metrics, WH_OUTCOME_REJECTED);
+        return reply_text(s, c, st, 413, TOO_BIG_TEXT);
+    }
+    const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (!is_json_media_type(ct)) {
+        char msg[200];
+        if (ct)
+            snprintf(msg, sizeof(msg),
+                     "Content-Type \"%.100s\" is not supported: /mutate accepts application/json\n",
+                     ct);
+        else
+            snprintf(msg, sizeof(msg),
+                     "Content-Type is missing: /mutate accepts application/json\n");
+        wh_metrics_outcome(s->cfg.metrics, WH_OUTCOME_REJECTED);
+        char *body = strdup(msg);
+        if (!body)
+            return MHD_NO;
+        return reply(s, c, st, 415, "text/plain; charset=utf-8", body, strlen(body), true);
+    }
+    return MHD_YES;
+}
+
+static enum MHD_Result handle_mutate(struct wh_server *s, struct MHD_Connection *c,
+                                     struct req_state *st, const char *method)
+{
+    if (strcmp(method, "POST") != 0)
+        return reply_text(s, c, st, 405, "/mutate accepts POST only\n");
+    if (st->too_big) {
+        wh_metrics_outcome(s->cfg.metrics, WH_OUTCOME_REJECTED);
+        return reply_text(s, c, st, 413, TOO_BIG_TEXT);
+    }
+    /* The idle timeout must not close the connection while the admission waits on the API
+     * server (that wait has its own deadline); it starts again once the answer is queued. */
+    MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
+    uint64_t deadline_ms =
+        s->cfg.admission_timeout_ms ? st->start_us / 1000u + s->cfg.admission_timeout_ms : 0;
+    struct wh_admit_reply ar;
+    wh_admit_by(s->cfg.admit, st->body ? st->body : "", st->len, deadline_ms, &ar);
+    enum MHD_Result r;
+    if (ar.body)
+        r = reply(s, c, st, ar.status, ar.content_type, TAKE_PTR(ar.body), ar.len, true);
+    else
+        r = reply_text(s, c, st, 500, "out of memory\n");
+    MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, s->cfg.idle_timeout_s);
+    wh_metrics_latency(s->cfg.metrics, gs_now_us() - st->start_us);
+    return r;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload_data,
-                              size_t *upload_data_size, void **con_cls)
+                              size_t *upload_data_size, void **con_cls, bool health)
 {
     struct wh_server *s = cls;
     struct req_state *st = *con_cls;
@@ -142,16 +210,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         if (!st)
             return MHD_NO;
         st->route = route_of(url);
-        st->start_us = now_us();
+        st->health = health;
+        st->start_us = gs_now_us();
         *con_cls = st;
-        if (st->route == WH_ROUTE_MUTATE && strcmp(method, "POST") == 0) {
-            const char *cl =
-                MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-            if (cl && strtoull(cl, NULL, 10) > WH_REVIEW_MAX_BYTES) {
-                wh_metrics_outcome(s->cfg.metrics, WH_OUTCOME_REJECTED);
-                return reply_text(s, c, st, 413, TOO_BIG_TEXT);
-            }
-        }
+        if (health && st->route == WH_ROUTE_MUTATE)
+            st->route = WH_ROUTE_OTHER; /* the probe listener serves probes and metrics only */
+        if (st->route == WH_ROUTE_MUTATE && strcmp(method, "POST") == 0)
+            return check_mutate_headers(s, c, st);
         return MHD_YES;
     }
     if (*upload_data_size) {
@@ -183,23 +248,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 
     bool is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     switch (st->route) {
-    case WH_ROUTE_MUTATE: {
-        if (strcmp(method, "POST") != 0)
-            return reply_text(s, c, st, 405, "/mutate accepts POST only\n");
-        if (st->too_big) {
-            wh_metrics_outcome(s->cfg.metrics, WH_OUTCOME_REJECTED);
-            return reply_text(s, c, st, 413, TOO_BIG_TEXT);
-        }
-        struct wh_admit_reply ar;
-        wh_admit(s->cfg.admit, st->body ? st->body : "", st->len, &ar);
-        enum MHD_Result r;
-        if (ar.body)
-            r = reply(s, c, st, ar.status, ar.content_type, TAKE_PTR(ar.body), ar.len, true);
-        else
-            r = reply_text(s, c, st, 500, "out of memory\n");
-        wh_metrics_latency(s->cfg.metrics, now_us() - st->start_us);
-        return r;
-    }
+    case WH_ROUTE_MUTATE:
+        return handle_mutate(s, c, st, method);
     case WH_ROUTE_HEALTHZ:
         if (!is_get)
             return reply_text(s, c, st, 405, "GET only\n");
@@ -227,6 +277,21 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     }
 }
 
+static enum MHD_Result handle_main(void *cls, struct MHD_Connection *c, const char *url,
+                                   const char *method, const char *version, const char *upload_data,
+                                   size_t *upload_data_size, void **con_cls)
+{
+    return handle(cls, c, url, method, version, upload_data, upload_data_size, con_cls, false);
+}
+
+static enum MHD_Result handle_health(void *cls, struct MHD_Connection *c, const char *url,
+                                     const char *method, const char *version,
+                                     const char *upload_data, size_t *upload_data_size,
+                                     void **con_cls)
+{
+    return handle(cls, c, url, method, version, upload_data, upload_data_size, con_cls, true);
+}
+
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
                       enum MHD_RequestTerminationCode toe)
 {
@@ -238,6 +303,19 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
     }
 }
 
+/* Open connections of the HTTPS listener (a gauge on /metrics). */
+static void connection_event(void *cls, struct MHD_Connection *c, void **socket_context,
+                             enum MHD_ConnectionNotificationCode toe)
+{
+    struct wh_server *s = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        atomic_fetch_add_explicit(&s->cfg.metrics->connections_open, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&s->cfg.metrics->connections_total, 1, memory_order_relaxed);
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        atomic_fetch_sub_explicit(&s->cfg.metrics->connections_open, 1, memory_order_relaxed);
+    }
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap) GS_PRINTF(2, 0);
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
@@ -246,8 +324,34 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     size_t n = strlen(msg);
     while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
         msg[--n] = '\0';
-    /* TLS handshake failures (plain HTTP, scanners) are routine: debug only. */
+    /* TLS handshake failures (plain HTTP, scanners) and refused connections (limits) are
+     * routine: debug only. */
     gs_debug("http server", "detail=%s", gs_log_quote(q, sizeof(q), msg));
+}
+
+static struct MHD_Daemon *start_health(struct wh_server *s, struct gs_error *err)
+{
+    struct sockaddr_storage addr;
+    if (wh_parse_listen(s->cfg.health_listen, &addr, err) < 0) {
+        gs_error_prefix(err, "--health-listen: ");
+        return NULL;
+    }
+    /* One internal thread polls every probe connection: the probe handlers never block. */
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+    if (addr.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    struct MHD_Daemon *d = MHD_start_daemon(
+        flags, 0, NULL, NULL, handle_health, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)WH_HEALTH_CONNECTION_LIMIT,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)WH_HEALTH_PER_CLIENT_LIMIT,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)WH_HEALTH_IDLE_TIMEOUT_S,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
+    if (!d)
+        gs_error_set(err, -EADDRNOTAVAIL,
+                     "cannot serve HTTP probes on %s (address in use or not available?)",
+                     s->cfg.health_listen);
+    return d;
 }
 
 struct wh_server *wh_server_start(const struct wh_server_config *cfg, struct gs_error *err)
@@ -262,22 +366,33 @@ struct wh_server *wh_server_start(const struct wh_server_config *cfg, struct gs_
         return NULL;
     }
     s->cfg = *cfg;
+    if (!s->cfg.connection_limit)
+        s->cfg.connection_limit = 1024;
+    if (!s->cfg.per_client_limit)
+        s->cfg.per_client_limit = 64;
+    if (!s->cfg.idle_timeout_s)
+        s->cfg.idle_timeout_s = 10;
     unsigned flags = MHD_USE_TLS | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_ERROR_LOG;
     if (addr.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     s->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+        flags, 0, NULL, NULL, handle_main, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
         MHD_OPTION_HTTPS_CERT_CALLBACK, wh_tls_retrieve, MHD_OPTION_HTTPS_PRIORITIES,
-        WH_TLS_PRIORITIES, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)(cfg->connection_limit ? cfg->connection_limit : 1024),
-        MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)(cfg->connection_timeout_s ? cfg->connection_timeout_s : 60),
-        MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+        WH_TLS_PRIORITIES, MHD_OPTION_CONNECTION_LIMIT, s->cfg.connection_limit,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->cfg.per_client_limit, MHD_OPTION_CONNECTION_TIMEOUT,
+        s->cfg.idle_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+        MHD_OPTION_NOTIFY_CONNECTION, connection_event, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
         MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
     if (!s->daemon) {
         gs_error_set(err, -EADDRNOTAVAIL,
                      "cannot serve HTTPS on %s (address in use or not available?)", cfg->listen);
+        free(s);
+        return NULL;
+    }
+    if (s->cfg.health_listen && s->cfg.health_listen[0] &&
+        !(s->health_daemon = start_health(s, err))) {
+        MHD_stop_daemon(s->daemon);
         free(s);
         return NULL;
     }
@@ -295,6 +410,8 @@ void wh_server_stop(struct wh_server *s)
     if (!s)
         return;
     atomic_store(&s->draining, true);
+    if (s->health_daemon)
+        MHD_stop_daemon(s->health_daemon);
     MHD_stop_daemon(s->daemon);
     free(s);
 }

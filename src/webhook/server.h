@@ -3,10 +3,17 @@
  * The HTTPS server (libmicrohttpd + GnuTLS): /mutate, /healthz, /readyz, /metrics.
  *
  * Thread per connection (MHD_USE_THREAD_PER_CONNECTION): an admission that waits on the API
- * server (template creation) never delays another connection. Bodies are collected up to
- * WH_REVIEW_MAX_BYTES; a larger Content-Length is answered 413 before the body is read, a
- * chunked body that grows past it is answered 413 when it ends. TLS only (1.2+); a plain HTTP
- * request fails the handshake and the connection is closed.
+ * server (template creation) never delays another connection. Connections are bounded in total
+ * (connection_limit) and per client address (per_client_limit), and closed after idle_timeout_s
+ * without traffic (TLS handshake, headers, body, or between requests; not while an admission
+ * is being answered). Bodies are collected up to WH_REVIEW_MAX_BYTES; a larger Content-Length is
+ * answered 413 before the body is read, a chunked body that grows past it is answered 413 when
+ * it ends; a Content-Type other than application/json is answered 415. TLS only (1.2+); a plain
+ * HTTP request fails the handshake and the connection is closed.
+ *
+ * Probes: with health_listen set, a second, plain-HTTP listener serves /healthz, /readyz and
+ * /metrics from one polling thread with its own small limits, so clients that fill the HTTPS
+ * listener's connections cannot make the kubelet's probes fail.
  */
 #ifndef GS_WEBHOOK_SERVER_H
 #define GS_WEBHOOK_SERVER_H
@@ -19,10 +26,18 @@
 #include "webhook/metrics.h"
 #include "webhook/tls.h"
 
+/* The probe listener's own limits (probes are one short request each). */
+#define WH_HEALTH_CONNECTION_LIMIT 64
+#define WH_HEALTH_PER_CLIENT_LIMIT 8
+#define WH_HEALTH_IDLE_TIMEOUT_S   5
+
 struct wh_server_config {
     const char *listen;            /* "[host]:port"; empty host = all IPv4 addresses */
+    const char *health_listen;     /* plain HTTP probes; NULL or "" = none */
     unsigned connection_limit;     /* 0 = 1024 */
-    unsigned connection_timeout_s; /* idle keep-alive; 0 = 60 */
+    unsigned per_client_limit;     /* connections from one client address; 0 = 64 */
+    unsigned idle_timeout_s;       /* 0 = 10 */
+    uint64_t admission_timeout_ms; /* deadline of one /mutate from its arrival; 0 = none */
     const struct wh_admit_ctx *admit;
     struct wh_metrics *metrics;
     struct wh_tls *tls;

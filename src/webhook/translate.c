@@ -161,7 +161,8 @@ static int has_own_claim(const struct wh_names *names, const struct wh_cluster_o
         if (tpl && strncmp(tpl, WH_TEMPLATE_PREFIX, strlen(WH_TEMPLATE_PREFIX)) == 0)
             r = 1;
         else if (ops && ops->pod_claim_uses_class)
-            r = ops->pod_claim_uses_class(ops->user, ns, c, names->device_class, err);
+            r = ops->pod_claim_uses_class(ops->user, ops->deadline_ms, ns, c, names->device_class,
+                                          err);
         if (r < 0)
             return gs_error_prefix(err, "pod claim \"%.64s\": ", cname ? cname : ""), r;
         if (r > 0) {
@@ -258,7 +259,8 @@ int wh_translate_pod(const struct wh_names *names, const struct wh_cluster_ops *
                              "no API server is configured",
                              names->mem_pct);
         else
-            r = ops->memory_sizes(ops->user, sizes, GS_ARRAY_SIZE(sizes), &n_sizes, err);
+            r = ops->memory_sizes(ops->user, ops->deadline_ms, sizes, GS_ARRAY_SIZE(sizes),
+                                  &n_sizes, err);
         if (r < 0)
             gs_error_prefix(err, "%s: ", names->mem_pct);
         else if (n_sizes > GS_ARRAY_SIZE(sizes))
@@ -362,7 +364,8 @@ int wh_translate_pod(const struct wh_names *names, const struct wh_cluster_ops *
                          json_object_get(json_object_get(res, "requests"), used[u]);
             }
             char cls[256];
-            if (in_pod && ops->extended_resource_class(ops->user, used[u], cls, sizeof(cls)) > 0)
+            if (in_pod && ops->extended_resource_class(ops->user, ops->deadline_ms, used[u], cls,
+                                                       sizeof(cls)) > 0)
                 add_warning(out,
                             "DeviceClass %s maps %s through extendedResourceName; the pod was "
                             "translated to ResourceClaimTemplates by gpuslice-webhook anyway",

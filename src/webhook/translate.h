@@ -26,17 +26,23 @@
 #define WH_MEM_SIZES_MAX 64
 
 struct wh_cluster_ops {
+    /* Every callback gets the admission's deadline (gs_now_ms() clock; 0 = none): an answer
+     * that would come later is an error (-ETIMEDOUT), or for advisory facts a "no". */
     /* Distinct GPU memory sizes (bytes) in our driver's ResourceSlices: fills up to `max`,
      * *n = how many exist (may be > max). Negative code + message when they cannot be known. */
-    int (*memory_sizes)(void *user, int64_t *sizes, size_t max, size_t *n, struct gs_error *err);
+    int (*memory_sizes)(void *user, uint64_t deadline_ms, int64_t *sizes, size_t max, size_t *n,
+                        struct gs_error *err);
     /* Does the pod claim entry (an element of spec.resourceClaims) request `device_class`?
      * 1 yes, 0 no, negative code + message when it cannot be told. */
-    int (*pod_claim_uses_class)(void *user, const char *ns, const json_t *pod_claim,
-                                const char *device_class, struct gs_error *err);
+    int (*pod_claim_uses_class)(void *user, uint64_t deadline_ms, const char *ns,
+                                const json_t *pod_claim, const char *device_class,
+                                struct gs_error *err);
     /* Name of a DeviceClass that maps `resource` through extendedResourceName into `buf`:
      * 1 found, 0 none (or unknown). */
-    int (*extended_resource_class)(void *user, const char *resource, char *buf, size_t len);
+    int (*extended_resource_class)(void *user, uint64_t deadline_ms, const char *resource,
+                                   char *buf, size_t len);
     void *user;
+    uint64_t deadline_ms; /* passed to every callback; wh_admit sets it per admission */
 };
 
 struct wh_translation {

@@ -14,7 +14,8 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static int memory_sizes(void *user, int64_t *sizes, size_t max, size_t *n, struct gs_error *err)
+static int memory_sizes(void *user, uint64_t deadline_ms, int64_t *sizes, size_t max, size_t *n,
+                        struct gs_error *err)
 {
     static const int64_t known[] = {15LL << 30, 80LL << 30, 40LL << 30};
     for (size_t i = 0; i < 3 && i < max; i++)
@@ -23,13 +24,18 @@ static int memory_sizes(void *user, int64_t *sizes, size_t max, size_t *n, struc
     return 0;
 }
 
-static int ensure(void *user, const json_t *tpl, struct gs_error *err)
+static int ensure(void *user, const json_t *templates, uint64_t deadline_ms, struct gs_error *err)
 {
-    /* The template must carry a namespace and a generated name. */
-    const json_t *meta = json_object_get(tpl, "metadata");
-    const char *name = json_string_value(json_object_get(meta, "name"));
-    if (!name || strncmp(name, "gpuslice-", 9) != 0 || !json_object_get(meta, "namespace"))
-        abort();
+    /* Every template must carry a namespace and a generated name. */
+    size_t i;
+    json_t *tpl;
+    json_array_foreach((json_t *)templates, i, tpl)
+    {
+        const json_t *meta = json_object_get(tpl, "metadata");
+        const char *name = json_string_value(json_object_get(meta, "name"));
+        if (!name || strncmp(name, "gpuslice-", 9) != 0 || !json_object_get(meta, "namespace"))
+            abort();
+    }
     return 0;
 }
 
@@ -43,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         init = 1;
     }
     struct wh_cluster_ops ops = {.memory_sizes = memory_sizes};
-    struct wh_admit_ctx ctx = {.names = &names, .ops = &ops, .ensure_template = ensure};
+    struct wh_admit_ctx ctx = {.names = &names, .ops = &ops, .ensure_templates = ensure};
     struct wh_admit_reply reply;
     wh_admit(&ctx, (const char *)data, size, &reply);
     if (!reply.body)

@@ -25,6 +25,7 @@ from whlib import (DRIVER, GI, Webhook, free_port, make_cert, patch_of, pod, rev
 
 warnings.filterwarnings('ignore', category=DeprecationWarning)
 TOKEN = 'webhook-token'
+JSON = {'Content-Type': 'application/json'}
 
 
 def template_posts(api):
@@ -205,14 +206,15 @@ def check_transport(t, wh, tmp):
                        capture_output=True)
     t.is_eq(r.stdout, b'413', 'curl body over 3 MiB: 413')
     r = subprocess.run(['curl', '-sS', '-o', '/dev/null', '-w', '%{http_code}', '--cacert', cacert,
-                        '-H', 'Transfer-Encoding: chunked', '--data-binary', '@' + bigfile,
+                        '-H', 'Transfer-Encoding: chunked', '-H', 'Content-Type: application/json',
+                        '--data-binary', '@' + bigfile,
                         f'https://127.0.0.1:{wh.port}/mutate'], capture_output=True)
     t.is_eq(r.stdout, b'413', 'chunked body over 3 MiB: 413')
-    status, ctype, text = wh.request('POST', '/mutate', b'{"apiVersion": ', {})
+    status, ctype, text = wh.request('POST', '/mutate', b'{"apiVersion": ', JSON)
     t.is_eq(status, 400, 'malformed JSON: 400')
     t.like(text.decode(), 'AdmissionReview: invalid JSON at line 1, column 15',
            '400 says what is wrong and where')
-    status, _, text = wh.request('POST', '/mutate', b'{"kind": "AdmissionReview"}', {})
+    status, _, text = wh.request('POST', '/mutate', b'{"kind": "AdmissionReview"}', JSON)
     t.is_eq((status, text.decode()),
             (400, 'AdmissionReview: apiVersion "" is not admission.k8s.io/v1\n'),
             'wrong apiVersion: 400 naming the field')

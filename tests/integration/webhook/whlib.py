@@ -73,19 +73,22 @@ def pod(limits, name='trainer', annotations=None):
 
 
 class Webhook:
-    """The gpuslice-webhook process on 127.0.0.1:<free port>."""
+    """The gpuslice-webhook process on 127.0.0.1:<free port> (HTTPS), probes on
+    127.0.0.1:<another free port> (plain HTTP)."""
 
     def __init__(self, binary, cert, key, kubeconfig, extra=None, workdir=None, env=None):
         self.cert = cert
         for attempt in range(3):
             # The free port can be taken by someone else before the webhook binds it: retry.
             self.port = free_port()
+            self.health_port = free_port()
             self.log_path = os.path.join(workdir or tempfile.gettempdir(),
                                          f'webhook-{self.port}.log')
             self.log = open(self.log_path, 'w')
             args = [binary, '--listen', f'127.0.0.1:{self.port}', '--tls-cert-file', cert,
                     '--tls-key-file', key, '--cert-check-interval', '100ms',
-                    '--shutdown-delay', '0s'] + (extra or [])
+                    '--shutdown-delay', '0s',
+                    '--health-listen', f'127.0.0.1:{self.health_port}'] + (extra or [])
             if kubeconfig:
                 args += ['--kubeconfig', kubeconfig]
             self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
@@ -94,7 +97,7 @@ class Webhook:
                 self.wait_ready()
                 return
             except RuntimeError:
-                if attempt == 2 or 'cannot serve HTTPS' not in self.output():
+                if attempt == 2 or 'cannot serve' not in self.output():
                     raise
                 self.stop()
 
@@ -117,12 +120,27 @@ class Webhook:
             time.sleep(0.05)
         raise RuntimeError('webhook not ready: ' + open(self.log_path).read())
 
-    def request(self, method, path, body=None, headers=None, ctx=None):
+    def request(self, method, path, body=None, headers=None, ctx=None, source=None, timeout=20):
+        """One HTTPS request on a new connection; `source` = local address to connect from
+        (another loopback address is another client)."""
         import http.client
-        conn = http.client.HTTPSConnection('127.0.0.1', self.port, timeout=20,
-                                           context=ctx or self.context())
+        conn = http.client.HTTPSConnection('127.0.0.1', self.port, timeout=timeout,
+                                           context=ctx or self.context(),
+                                           source_address=(source, 0) if source else None)
         try:
             conn.request(method, path, body=body, headers=headers or {})
+            r = conn.getresponse()
+            return r.status, r.getheader('Content-Type'), r.read()
+        finally:
+            conn.close()
+
+    def health_request(self, method, path, source=None, timeout=20):
+        """One plain-HTTP request to the probe listener."""
+        import http.client
+        conn = http.client.HTTPConnection('127.0.0.1', self.health_port, timeout=timeout,
+                                          source_address=(source, 0) if source else None)
+        try:
+            conn.request(method, path)
             r = conn.getresponse()
             return r.status, r.getheader('Content-Type'), r.read()
         finally:

@@ -25,7 +25,8 @@ struct facts {
     json_t *ensured;
 };
 
-static int memory_sizes(void *user, int64_t *sizes, size_t max, size_t *n, struct gs_error *err)
+static int memory_sizes(void *user, uint64_t deadline_ms, int64_t *sizes, size_t max, size_t *n,
+                        struct gs_error *err)
 {
     struct facts *f = user;
     if (f->slices_error)
@@ -36,8 +37,9 @@ static int memory_sizes(void *user, int64_t *sizes, size_t max, size_t *n, struc
     return 0;
 }
 
-static int pod_claim_uses_class(void *user, const char *ns, const json_t *pod_claim,
-                                const char *device_class, struct gs_error *err)
+static int pod_claim_uses_class(void *user, uint64_t deadline_ms, const char *ns,
+                                const json_t *pod_claim, const char *device_class,
+                                struct gs_error *err)
 {
     struct facts *f = user;
     const char *name = json_string_value(json_object_get(pod_claim, "name"));
@@ -50,7 +52,8 @@ static int pod_claim_uses_class(void *user, const char *ns, const json_t *pod_cl
     return strstr(list, needle) != NULL;
 }
 
-static int extended_resource_class(void *user, const char *resource, char *buf, size_t len)
+static int extended_resource_class(void *user, uint64_t deadline_ms, const char *resource,
+                                   char *buf, size_t len)
 {
     struct facts *f = user;
     const char *eq = f->extended ? strchr(f->extended, '=') : NULL;
@@ -61,10 +64,10 @@ static int extended_resource_class(void *user, const char *resource, char *buf, 
     return 1;
 }
 
-static int ensure(void *user, const json_t *tpl, struct gs_error *err)
+static int ensure(void *user, const json_t *templates, uint64_t deadline_ms, struct gs_error *err)
 {
     struct facts *f = user;
-    json_array_append(f->ensured, (json_t *)tpl);
+    json_array_extend(f->ensured, (json_t *)templates);
     return 0;
 }
 
@@ -120,7 +123,7 @@ int main(int argc, char **argv)
 
     struct wh_cluster_ops ops = {memory_sizes, pod_claim_uses_class, extended_resource_class, &f};
     struct wh_admit_ctx ctx = {
-        .names = &names, .ops = &ops, .ensure_template = ensure, .ensure_user = &f};
+        .names = &names, .ops = &ops, .ensure_templates = ensure, .ensure_user = &f};
     struct wh_admit_reply reply;
     wh_admit(&ctx, body, len, &reply);
     json_t *parsed = reply.body ? json_loads(reply.body, 0, NULL) : NULL;

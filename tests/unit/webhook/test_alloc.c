@@ -62,7 +62,8 @@ static struct alloc_state *cluster(void)
 static int64_t g_sizes[8];
 static size_t g_n_sizes;
 
-static int memory_sizes(void *user, int64_t *sizes, size_t max, size_t *n, struct gs_error *err)
+static int memory_sizes(void *user, uint64_t deadline_ms, int64_t *sizes, size_t max, size_t *n,
+                        struct gs_error *err)
 {
     for (size_t i = 0; i < g_n_sizes && i < max; i++)
         sizes[i] = g_sizes[i];
