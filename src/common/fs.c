@@ -119,21 +119,22 @@ int gs_read_file(const char *path, size_t max, char **out, size_t *len, struct g
         max = SIZE_MAX / 2; /* keeps max + 1 and the doubling below from overflowing */
     _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
     if (fd < 0)
-        return gs_error_set(err, -errno, "read %s: %s", path, gs_strerror(errno));
+        return gs_error_set(err, -errno, "%s: %s", path, gs_strerror(errno));
     struct stat st;
     if (fstat(fd, &st) < 0)
-        return gs_error_set(err, -errno, "read %s: %s", path, gs_strerror(errno));
+        return gs_error_set(err, -errno, "%s: %s", path, gs_strerror(errno));
     if (S_ISDIR(st.st_mode))
-        return gs_error_set(err, -EISDIR, "read %s: is a directory", path);
+        return gs_error_set(err, -EISDIR, "%s: is a directory", path);
     if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > max)
-        return gs_error_set(err, -EFBIG, "read %s: %lld bytes exceeds the limit of %zu bytes", path,
+        return gs_error_set(err, -EFBIG,
+                            "%s: file too big: %lld bytes exceeds the limit of %zu bytes", path,
                             (long long)st.st_size, max);
     size_t cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 1 : 4096;
     if (cap > max + 1)
         cap = max + 1;
     _cleanup_free_ char *buf = malloc(cap + 1);
     if (!buf)
-        return gs_error_set(err, -ENOMEM, "read %s: out of memory", path);
+        return gs_error_set(err, -ENOMEM, "%s: out of memory", path);
     size_t n = 0;
     for (;;) {
         if (n == cap) {
@@ -142,7 +143,7 @@ int gs_read_file(const char *path, size_t max, char **out, size_t *len, struct g
             size_t ncap = cap > (max + 1) / 2 ? max + 1 : cap * 2;
             char *nb = realloc(buf, ncap + 1);
             if (!nb)
-                return gs_error_set(err, -ENOMEM, "read %s: out of memory", path);
+                return gs_error_set(err, -ENOMEM, "%s: out of memory", path);
             buf = nb;
             cap = ncap;
         }
@@ -150,14 +151,15 @@ int gs_read_file(const char *path, size_t max, char **out, size_t *len, struct g
         if (k < 0) {
             if (errno == EINTR)
                 continue;
-            return gs_error_set(err, -errno, "read %s: %s", path, gs_strerror(errno));
+            return gs_error_set(err, -errno, "%s: %s", path, gs_strerror(errno));
         }
         if (k == 0)
             break;
         n += (size_t)k;
     }
     if (n > max)
-        return gs_error_set(err, -EFBIG, "read %s: more than the limit of %zu bytes", path, max);
+        return gs_error_set(err, -EFBIG, "%s: file too big: more than the limit of %zu bytes", path,
+                            max);
     buf[n] = '\0';
     if (len)
         *len = n;

@@ -32,9 +32,12 @@ int gs_write_file_atomic_ex(const char *path, const void *data, size_t len, mode
 int gs_fsync_dir(const char *dir);
 
 /*
- * Read a whole file of at most `max` bytes into a new NUL-terminated buffer (*out, free()).
- * -EFBIG (message names the path and the limit) if the file is larger; works on files whose
- * size is not known in advance (pipes, /proc). *len excludes the terminating NUL.
+ * Read a whole file of at most `max` bytes into a new NUL-terminated buffer (*out, free()); the
+ * one file reader of the project. *len (may be NULL) excludes the terminating NUL. Works on files
+ * whose size is not known in advance (pipes, /proc). Returns 0 or:
+ *   -EFBIG   larger than `max` ("<path>: file too big: ... the limit of <max> bytes"); a regular
+ *            file is refused from its size, before anything is read
+ *   -EISDIR  a directory;  -ENOMEM;  -errno from open/read ("<path>: <strerror>")
  */
 int gs_read_file(const char *path, size_t max, char **out, size_t *len, struct gs_error *err);
 

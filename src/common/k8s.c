@@ -2,6 +2,7 @@
 /* Kubernetes API client: see k8s.h and docs/internals/k8s-client.md. */
 #include "common/k8s.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -437,8 +438,24 @@ struct call {
     gs_http_data_fn on_data; /* streaming */
     void *user;
     struct gs_http_cancel *cancel;
-    bool single_attempt; /* the caller (watch) does its own retrying */
+    bool single_attempt;  /* the caller (watch) does its own retrying */
+    uint64_t deadline_ms; /* monotonic (now_ms); 0 = none */
 };
+
+/* Milliseconds left before k's deadline (UINT64_MAX when it has none; 0 when it has passed). */
+static uint64_t call_left_ms(const struct gs_k8s_client *c, const struct call *k)
+{
+    if (!k->deadline_ms)
+        return UINT64_MAX;
+    uint64_t now = now_ms(c);
+    return now >= k->deadline_ms ? 0 : k->deadline_ms - now;
+}
+
+static int deadline_error(const struct call *k, unsigned attempts, struct gs_error *err)
+{
+    return gs_error_set(err, -ETIMEDOUT, "%s %.200s: deadline exceeded (%u attempt%s)", k->method,
+                        k->path, attempts, attempts == 1 ? "" : "s");
+}
 
 /* Send with rate limiting and retries. Returns 0 when a final response arrived (any status, in
  * resp), or a negative transport error. */
@@ -473,7 +490,15 @@ static int send_call(struct gs_k8s_client *c, const struct call *k, struct gs_ht
         };
         char *token = NULL;
         uint64_t sleep = 0;
+        uint64_t left = call_left_ms(c, k);
 
+        if (left == 0)
+            return deadline_error(k, attempt - 1, err);
+        if (left != UINT64_MAX) {
+            long base = k->timeout_ms ? k->timeout_ms : c->o.timeout_ms;
+            if (base <= 0 || (uint64_t)base > left)
+                req.timeout_ms = (long)GS_MIN(left, (uint64_t)LONG_MAX);
+        }
         r = rate_wait(c, k->cancel);
         if (r < 0)
             return gs_error_set(err, r, "%s %.200s: cancelled", k->method, k->path);
@@ -519,6 +544,8 @@ static int send_call(struct gs_k8s_client *c, const struct call *k, struct gs_ht
         } else {
             return 0;
         }
+        if (k->deadline_ms && sleep >= call_left_ms(c, k))
+            return deadline_error(k, attempt, err);
         record_backoff(c, sleep);
         if (wait_ms(c, sleep, k->cancel) < 0)
             return gs_error_set(err, -ECANCELED, "%s %.200s: cancelled", k->method, k->path);
@@ -526,15 +553,20 @@ static int send_call(struct gs_k8s_client *c, const struct call *k, struct gs_ht
     }
 }
 
-static int do_json(struct gs_k8s_client *c, const char *method, const char *path,
-                   const json_t *body, const char *content_type, json_t **out, long *http_status,
-                   struct gs_error *err)
+static int do_json_with(struct gs_k8s_client *c, const char *method, const char *path,
+                        const json_t *body, const char *content_type,
+                        const struct gs_k8s_call_opts *opts, json_t **out, long *http_status,
+                        struct gs_error *err)
 {
     struct gs_http_response resp = {0};
     _cleanup_free_ char *text = NULL;
     struct call k = {.method = method, .path = path, .content_type = content_type};
     int r;
 
+    if (opts) {
+        k.deadline_ms = opts->deadline_ms;
+        k.cancel = opts->cancel;
+    }
     if (out)
         *out = NULL;
     if (http_status)
@@ -570,6 +602,18 @@ static int do_json(struct gs_k8s_client *c, const char *method, const char *path
     }
     gs_http_response_fini(&resp);
     return r;
+}
+
+static int do_json(struct gs_k8s_client *c, const char *method, const char *path,
+                   const json_t *body, const char *content_type, json_t **out, long *http_status,
+                   struct gs_error *err)
+{
+    return do_json_with(c, method, path, body, content_type, NULL, out, http_status, err);
+}
+
+uint64_t gs_k8s_now_ms(const struct gs_k8s_client *c)
+{
+    return now_ms(c);
 }
 
 int gs_k8s_request(struct gs_k8s_client *c, const char *method, const char *path,
@@ -654,6 +698,13 @@ static int query_err(int r, const char *what, struct gs_error *err)
 int gs_k8s_get(struct gs_k8s_client *c, const struct gs_k8s_resource *res, const char *ns,
                const char *name, json_t **out, struct gs_error *err)
 {
+    return gs_k8s_get_with(c, res, ns, name, NULL, out, err);
+}
+
+int gs_k8s_get_with(struct gs_k8s_client *c, const struct gs_k8s_resource *res, const char *ns,
+                    const char *name, const struct gs_k8s_call_opts *opts, json_t **out,
+                    struct gs_error *err)
+{
     char path[PATH_MAX_LEN];
     int r;
 
@@ -664,7 +715,7 @@ int gs_k8s_get(struct gs_k8s_client *c, const struct gs_k8s_resource *res, const
     r = gs_k8s_path(path, sizeof(path), res, ns ? ns : c->namespace, name, NULL, err);
     if (r < 0)
         return r;
-    r = do_json(c, "GET", path, NULL, NULL, out, NULL, err);
+    r = do_json_with(c, "GET", path, NULL, NULL, opts, out, NULL, err);
     if (r == 0 && out && !json_is_object(*out)) {
         json_decref(*out);
         *out = NULL;

@@ -117,6 +117,24 @@ int gs_k8s_path(char *buf, size_t len, const struct gs_k8s_resource *res, const 
 int gs_k8s_get(struct gs_k8s_client *c, const struct gs_k8s_resource *res, const char *ns,
                const char *name, json_t **out, struct gs_error *err);
 
+/*
+ * Bounds of one call (retries, backoff and rate-limit waits included). deadline_ms is on the
+ * client's monotonic clock (gs_k8s_now_ms; 0 = none): every attempt's timeout is cut to what is
+ * left, a backoff that would end past it is not slept, and once it has passed the call returns
+ * -ETIMEDOUT "<METHOD> <path>: deadline exceeded (...)". `cancel` (may be NULL) makes the call
+ * return -ECANCELED promptly when triggered. A caller serving a client with a deadline (a gRPC
+ * call) passes that deadline so no API request outlives the caller.
+ */
+struct gs_k8s_call_opts {
+    uint64_t deadline_ms;
+    struct gs_http_cancel *cancel;
+};
+int gs_k8s_get_with(struct gs_k8s_client *c, const struct gs_k8s_resource *res, const char *ns,
+                    const char *name, const struct gs_k8s_call_opts *opts, json_t **out,
+                    struct gs_error *err);
+/* The client's monotonic clock in milliseconds (the test hook's when one is set). */
+uint64_t gs_k8s_now_ms(const struct gs_k8s_client *c);
+
 struct gs_k8s_list_options {
     const char *label_selector; /* NULL = none */
     const char *field_selector; /* e.g. "spec.nodeName=node-1"; NULL = none */

@@ -9,64 +9,17 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/fs.h"
 #include "common/macros.h"
 #include "common/yaml.h"
 
 /* ---- small helpers -------------------------------------------------------------------------- */
 
-int gs_kube_read_file(const char *path, size_t max, char **out, size_t *out_len,
-                      struct gs_error *err)
-{
-    _cleanup_close_ int fd = -1;
-    _cleanup_free_ char *buf = NULL;
-    size_t len = 0, cap = 4096;
-    struct stat st;
-
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0)
-        return gs_error_set(err, -errno, "%s: %s", path, gs_strerror(errno));
-    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
-        return gs_error_set(err, -EISDIR, "%s: is a directory", path);
-    buf = malloc(cap);
-    if (!buf)
-        return gs_error_set(err, -ENOMEM, "%s: out of memory", path);
-    for (;;) {
-        ssize_t n;
-        if (len + 1 >= cap) {
-            char *nb;
-            if (cap > max) /* already read more than max */
-                return gs_error_set(err, -E2BIG, "%s: file too big (more than %zu bytes)", path,
-                                    max);
-            cap = cap * 2;
-            nb = realloc(buf, cap);
-            if (!nb)
-                return gs_error_set(err, -ENOMEM, "%s: out of memory", path);
-            buf = nb;
-        }
-        n = read(fd, buf + len, cap - 1 - len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return gs_error_set(err, -errno, "%s: %s", path, gs_strerror(errno));
-        }
-        if (n == 0)
-            break;
-        len += (size_t)n;
-        if (len > max)
-            return gs_error_set(err, -E2BIG, "%s: file too big (more than %zu bytes)", path, max);
-    }
-    buf[len] = '\0';
-    *out = TAKE_PTR(buf);
-    if (out_len)
-        *out_len = len;
-    return 0;
-}
-
 int gs_kube_read_token_file(const char *path, char **out, struct gs_error *err)
 {
     char *buf = NULL;
     size_t len = 0, start = 0;
-    int r = gs_kube_read_file(path, GS_KUBE_TOKEN_MAX_BYTES, &buf, &len, err);
+    int r = gs_read_file(path, GS_KUBE_TOKEN_MAX_BYTES, &buf, &len, err);
 
     if (r < 0)
         return gs_error_prefix(err, "token file "), r;
@@ -424,7 +377,7 @@ int gs_kube_config_load_file(const char *path, const char *context, struct gs_ku
     int r;
 
     memset(out, 0, sizeof(*out));
-    r = gs_kube_read_file(path, GS_KUBECONFIG_MAX_BYTES, &text, &len, err);
+    r = gs_read_file(path, GS_KUBECONFIG_MAX_BYTES, &text, &len, err);
     if (r < 0)
         return gs_error_prefix(err, "kubeconfig "), r;
     dir = strdup(path);
@@ -505,7 +458,7 @@ int gs_kube_config_load_incluster(const char *sa_dir, struct gs_kube_config *out
     {
         char *ns = NULL;
         size_t len = 0;
-        if (gs_kube_read_file(path, 253 + 1, &ns, &len, NULL) == 0) {
+        if (gs_read_file(path, 253 + 1, &ns, &len, NULL) == 0) {
             while (len > 0 && (ns[len - 1] == '\n' || ns[len - 1] == ' ' || ns[len - 1] == '\r'))
                 ns[--len] = '\0';
             if (len > 0)

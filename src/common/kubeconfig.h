@@ -61,10 +61,6 @@ void gs_kube_config_fini(struct gs_kube_config *cfg);
 /* Deep copy. */
 int gs_kube_config_copy(struct gs_kube_config *dst, const struct gs_kube_config *src);
 
-/* Read a whole file of at most `max` bytes into a new NUL-terminated buffer. -E2BIG when larger
- * ("file too big"), -errno when unreadable; the message names the path. */
-int gs_kube_read_file(const char *path, size_t max, char **out, size_t *out_len,
-                      struct gs_error *err);
 /* Read a bearer token file (at most GS_KUBE_TOKEN_MAX_BYTES, surrounding whitespace trimmed).
  * -EINVAL if empty or if it holds a line break inside. */
 int gs_kube_read_token_file(const char *path, char **out, struct gs_error *err);

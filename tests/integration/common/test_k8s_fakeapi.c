@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "common/fs.h"
 #include "common/k8s.h"
 #include "fakeapi_proc.h"
 #include "tap.h"
@@ -890,7 +891,7 @@ static char *slurp(const char *name)
     char p[512];
     char *buf = NULL;
     snprintf(p, sizeof(p), "%s/%s", tmpdir, name);
-    if (gs_kube_read_file(p, 1 << 20, &buf, NULL, NULL) < 0)
+    if (gs_read_file(p, 1 << 20, &buf, NULL, NULL) < 0)
         return NULL;
     return buf;
 }
@@ -1009,6 +1010,73 @@ static void test_tls(void)
     fakeapi_stop(&t);
 }
 
+/* ---- deadlines (a caller's bound on a whole call, retries included) ------------------------ */
+
+static void test_deadline(void)
+{
+    struct fake_clock clk = {.mu = PTHREAD_MUTEX_INITIALIZER, .now = 1000};
+    struct gs_k8s_options o = {.max_attempts = 5, .qps = -1};
+    struct gs_k8s_client *c = client_with(&clk, &o);
+    struct gs_error err = {0};
+    json_t *in = claim("d", "x"), *out = NULL;
+    int r;
+
+    fakeapi_ctl(&api, "reset", NULL);
+    gs_k8s_create(c, &gs_k8s_resourceclaims, "default", in, 0, NULL, &err);
+
+    /* A backoff that would end past the deadline is not slept: one request, then -ETIMEDOUT. */
+    fakeapi_ctl(&api, "log/clear", NULL);
+    fakeapi_ctl(&api, "fail", "{\"count\":5,\"status\":429,\"retry_after\":7}");
+    struct gs_k8s_call_opts b = {.deadline_ms = gs_k8s_now_ms(c) + 2000};
+    int sleeps = clk.sleeps;
+    r = gs_k8s_get_with(c, &gs_k8s_resourceclaims, "default", "d", &b, &out, &err);
+    is_int(r, -ETIMEDOUT, "Retry-After past the deadline -> -ETIMEDOUT");
+    like_str(err.msg, "deadline exceeded (1 attempt)", "message names the deadline");
+    is_int(fakeapi_count(&api, "GET", "/resourceclaims/d", NULL), 1, "one request, no retry");
+    is_int(clk.sleeps, sleeps, "nothing slept");
+    ok(out == NULL, "no object");
+    fakeapi_ctl(&api, "clear-faults", NULL);
+
+    /* A deadline already passed sends nothing. */
+    fakeapi_ctl(&api, "log/clear", NULL);
+    b.deadline_ms = gs_k8s_now_ms(c);
+    r = gs_k8s_get_with(c, &gs_k8s_resourceclaims, "default", "d", &b, &out, &err);
+    is_int(r, -ETIMEDOUT, "deadline already passed -> -ETIMEDOUT");
+    is_int(fakeapi_count(&api, "GET", NULL, NULL), 0, "no request sent");
+
+    /* Without faults, the bounded call is an ordinary GET. */
+    b.deadline_ms = gs_k8s_now_ms(c) + 60000;
+    r = gs_k8s_get_with(c, &gs_k8s_resourceclaims, "default", "d", &b, &out, &err);
+    is_int(r, 0, "within the deadline -> 0");
+    is_str(meta(out, "name"), "d", "the object");
+    json_decref(out);
+    out = NULL;
+
+    /* A cancelled call returns -ECANCELED without waiting. */
+    struct gs_http_cancel *cancel = gs_http_cancel_new();
+    gs_http_cancel_trigger(cancel);
+    struct gs_k8s_call_opts bc = {.cancel = cancel};
+    r = gs_k8s_get_with(c, &gs_k8s_resourceclaims, "default", "d", &bc, &out, &err);
+    is_int(r, -ECANCELED, "cancelled -> -ECANCELED");
+    gs_http_cancel_free(cancel);
+    gs_k8s_client_free(c);
+
+    /* Real clock, a server that hangs: the attempt's timeout is cut to what is left, so the call
+     * ends with -ETIMEDOUT although the client's per-attempt timeout is 30 s. */
+    struct gs_k8s_options ro = {.max_attempts = 5, .qps = -1};
+    c = client_with(NULL, &ro);
+    fakeapi_ctl(&api, "log/clear", NULL);
+    fakeapi_ctl(&api, "delay", "{\"count\":1,\"seconds\":5}");
+    b.deadline_ms = gs_k8s_now_ms(c) + 300;
+    r = gs_k8s_get_with(c, &gs_k8s_resourceclaims, "default", "d", &b, &out, &err);
+    is_int(r, -ETIMEDOUT, "hung server -> -ETIMEDOUT at the deadline");
+    ok(gs_k8s_now_ms(c) < b.deadline_ms + 25000, "returned long before the 30 s attempt timeout");
+    ok(out == NULL, "no object");
+    fakeapi_ctl(&api, "clear-faults", NULL);
+    gs_k8s_client_free(c);
+    json_decref(in);
+}
+
 int main(int argc, char **argv)
 {
     char cmd[300];
@@ -1029,7 +1097,7 @@ int main(int argc, char **argv)
                     {"watch", test_watch},     {"listwatch", test_list_watch},
                     {"retries", test_retries}, {"token", test_token},
                     {"bounds", test_bounds},   {"gate", test_gate},
-                    {"tls", test_tls}};
+                    {"tls", test_tls},         {"deadline", test_deadline}};
     for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
         bool run = argc < 2;
         for (int a = 1; a < argc; a++) /* arguments select sections, for debugging */

@@ -219,7 +219,7 @@ static void test_kubeconfig(void)
         ok(fd >= 0 && ftruncate(fd, GS_KUBECONFIG_MAX_BYTES + 1) == 0, "huge file made");
         close(fd);
         r = gs_kube_config_load_file(p, NULL, &cfg, &err);
-        is_int(r, -E2BIG, "kubeconfig over 4 MiB -> -E2BIG");
+        is_int(r, -EFBIG, "kubeconfig over 4 MiB -> -EFBIG (gs_read_file)");
         like_str(err.msg, "file too big", "message says too big");
     }
 
