@@ -512,9 +512,12 @@ CU_API CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
     struct sim_stream *s = cu_stream_resolve(hStream, &r);
     if (!s)
         return r;
-    /* The event completes when the work queued before it on the stream does. */
+    /* The event completes when the device reaches it: after the work queued before it on the
+     * stream and, like a kernel, after the work already queued on the device (a time-sliced GPU
+     * runs a context's commands, timestamp writes included, only while that context holds it). */
     uint64_t now = sim_now_ns(), tail = __atomic_load_n(&s->tail_ns, __ATOMIC_ACQUIRE);
-    e->t_ns = GS_MAX(now, tail);
+    uint64_t dev_tail = __atomic_load_n(&cu_g.st->sh->dev[s->ctx->dev].tail_ns, __ATOMIC_ACQUIRE);
+    e->t_ns = GS_MAX(now, GS_MAX(tail, dev_tail));
     e->recorded = true;
     return CUDA_SUCCESS;
 }

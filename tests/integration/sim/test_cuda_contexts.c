@@ -128,6 +128,17 @@ int main(void)
     ok(ms == 0.0f, "s2's work starts when the awaited event completes (%.6f ms later)", ms);
     p_cuEventElapsedTime(&ms, e_start, e_end);
     ok(ms > 0.9999f && ms < 1.0001f, "and takes its 1 ms (%.6f)", ms);
+    /* An event on an idle stream completes when the device reaches it, not before the work
+     * queued ahead of it on the device: events around a kernel measure the kernel, not the wait
+     * behind other work (a time-sliced GPU writes the timestamp when it runs the context). */
+    p_cuLaunchKernel(klead, 1, 1, 1, 1, 1, 1, 0, s1, NULL, NULL);
+    p_cuEventRecord(e_start, s2);
+    p_cuLaunchKernel(k1, 1, 1, 1, 1, 1, 1, 0, s2, NULL, NULL);
+    p_cuEventRecord(e_end, s2);
+    p_cuEventSynchronize(e_end);
+    p_cuEventElapsedTime(&ms, e_start, e_end);
+    ok(ms > 0.9999f && ms < 1.0001f,
+       "events around a kernel queued behind 200 ms of other work measure its 1 ms (%.6f)", ms);
     p_cuEventDestroy_v2(ev);
     p_cuEventDestroy_v2(e_start);
     p_cuEventDestroy_v2(e_end);
