@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * gpuslice smi — an nvidia-smi-like table built only from NVML calls (src/sim/smi.c), so inside a
+ * gpuslice smi — an nvidia-smi-like table built only from NVML calls (src/gpu/smi.c), so inside a
  * slice (libvgpu preloaded) it shows the slice, as nvidia-smi does in a HAMi container.
  * `--sim` shows gpusim's devices.
  */
@@ -10,7 +10,7 @@
 #include "cli/commands.h"
 #include "cli/standalone.h"
 #include "common/config.h"
-#include "sim/smi.h"
+#include "gpu/smi.h"
 
 struct smi_config {
     bool sim;
@@ -55,7 +55,7 @@ int cmd_smi(int argc, char **argv)
             return 4;
         }
     }
-    if (gs_smi_print(stdout, &err) < 0) {
+    if (gpu_smi_print(stdout, &err) < 0) {
         fprintf(stderr, "gpuslice smi: %s\n", err.msg);
         return 4;
     }

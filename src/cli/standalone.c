@@ -18,7 +18,7 @@
 #include "gpuslice/shared_region.h"
 #include "common/limits.h"
 #include "common/quantity.h"
-#include "plugin/slices.h"
+#include "gpu/slice.h"
 
 static int set_path(char *dst, size_t len, const char *src, const char *what, struct gs_error *err)
 {
@@ -129,7 +129,7 @@ int sa_discover(const struct sa_env *env, struct gpu_inventory *inv, json_t **sl
     if (inv->n == 0)
         return gs_error_set(err, -ENODEV, "no GPU found: NVML reports 0 devices%s",
                             env->sim ? "" : " (use --sim to run on the simulated GPU)");
-    *slice = slices_build(inv, SA_DRIVER, env->node, 1, 0);
+    *slice = gpu_slice_build(inv, SA_DRIVER, env->node, 1, 0);
     *cls = device_class();
     if (!*slice || !*cls) {
         json_decref(*slice);

@@ -16,8 +16,8 @@
 #include <stdint.h>
 
 #include "common/error.h"
-#include "plugin/claim.h"
-#include "plugin/discovery.h"
+#include "gpu/claim.h"
+#include "gpu/discovery.h"
 
 #define SA_DRIVER       "hami-core-gpu.project-hami.io"
 #define SA_DEVICE_CLASS "hami-core-gpu.project-hami.io"

@@ -24,7 +24,7 @@
 #include <stddef.h>
 
 #include "common/error.h"
-#include "plugin/claim.h"
+#include "gpu/claim.h"
 
 #define CDI_CONTAINER_LIB        "/usr/local/vgpu/libvgpu.so"
 #define CDI_CONTAINER_PRELOAD    "/etc/ld.so.preload"

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
-#include "plugin/claim.h"
+#include "gpu/claim.h"
 
 #define CKPT_FILE_NAME "checkpoint.json"
 #define CKPT_MAX_BYTES (64u * 1024u * 1024u)

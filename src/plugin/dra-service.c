@@ -29,7 +29,8 @@ static void bad_request(struct rpc_reply *reply, const char *what)
     snprintf(reply->details, sizeof(reply->details), "cannot decode %s: malformed protobuf", what);
 }
 
-static void get_info(void *user, const uint8_t *req, size_t len, struct rpc_reply *reply)
+static void get_info(void *user, const struct rpc_call_ctx *ctx, const uint8_t *req, size_t len,
+                     struct rpc_reply *reply)
 {
     struct registration_info *ri = user;
     Pluginregistration__InfoRequest *in = pluginregistration__info_request__unpack(NULL, len, req);
@@ -48,7 +49,8 @@ static void get_info(void *user, const uint8_t *req, size_t len, struct rpc_repl
     pack_reply(reply, &info.base);
 }
 
-static void notify_status(void *user, const uint8_t *req, size_t len, struct rpc_reply *reply)
+static void notify_status(void *user, const struct rpc_call_ctx *ctx, const uint8_t *req,
+                          size_t len, struct rpc_reply *reply)
 {
     struct registration_info *ri = user;
     Pluginregistration__RegistrationStatus *in =
@@ -95,7 +97,8 @@ static void too_many(struct rpc_reply *reply, size_t n)
  * prefix, SHARE sets Device.share_id where the version has it.
  */
 #define DRA_SERVICE(T, f, SHARE)                                                                   \
-    static void f##prepare(void *user, const uint8_t *req, size_t len, struct rpc_reply *reply)    \
+    static void f##prepare(void *user, const struct rpc_call_ctx *ctx, const uint8_t *req,         \
+                           size_t len, struct rpc_reply *reply)                                    \
     {                                                                                              \
         struct driver *d = user;                                                                   \
         T##NodePrepareResourcesRequest *in =                                                       \
@@ -128,7 +131,7 @@ static void too_many(struct rpc_reply *reply, size_t n)
             refs[i].name = in->claims[i]->name;                                                    \
             refs[i].uid = in->claims[i]->uid;                                                      \
         }                                                                                          \
-        driver_prepare(d, n, refs, res);                                                           \
+        driver_prepare(d, n, refs, ctx->deadline_ms, ctx->cancel, res);                            \
         for (size_t i = 0; i < n; i++)                                                             \
             if (res[i].plan)                                                                       \
                 total_results += res[i].plan->n_results;                                           \
@@ -193,7 +196,8 @@ static void too_many(struct rpc_reply *reply, size_t n)
         f##node_prepare_resources_request__free_unpacked(in, NULL);                                \
     }                                                                                              \
                                                                                                    \
-    static void f##unprepare(void *user, const uint8_t *req, size_t len, struct rpc_reply *reply)  \
+    static void f##unprepare(void *user, const struct rpc_call_ctx *ctx, const uint8_t *req,       \
+                             size_t len, struct rpc_reply *reply)                                  \
     {                                                                                              \
         struct driver *d = user;                                                                   \
         T##NodeUnprepareResourcesRequest *in =                                                     \

@@ -220,8 +220,10 @@ static void set_error(struct prepare_result *r, const char *fmt, ...)
     r->plan = NULL;
 }
 
-/* Phase 1 for one claim: checkpoint lookup, else fetch from the API and build the plan. */
-static void fetch_one(struct driver *d, const struct claim_ref *ref, struct prepare_result *out,
+/* Phase 1 for one claim: checkpoint lookup, else fetch from the API (bounded by `bounds`) and
+ * build the plan. */
+static void fetch_one(struct driver *d, const struct claim_ref *ref,
+                      const struct gs_k8s_call_opts *bounds, struct prepare_result *out,
                       bool *cached)
 {
     memset(out, 0, sizeof(*out));
@@ -249,7 +251,7 @@ static void fetch_one(struct driver *d, const struct claim_ref *ref, struct prep
     }
     json_t *obj = NULL;
     struct gs_error err = {0};
-    int r = gs_k8s_get(d->k8s, &gs_k8s_resourceclaims, ns, name, &obj, &err);
+    int r = gs_k8s_get_with(d->k8s, &gs_k8s_resourceclaims, ns, name, bounds, &obj, &err);
     if (r == -ENOENT) {
         set_error(out, "claim %s/%s: not found in the API server", ns, name);
         return;
@@ -276,6 +278,7 @@ struct fetch_job {
     const struct claim_ref *refs;
     struct prepare_result *out;
     bool *cached;
+    struct gs_k8s_call_opts bounds;
     atomic_size_t next;
 };
 
@@ -286,7 +289,7 @@ static void *fetch_worker(void *arg)
         size_t i = atomic_fetch_add(&j->next, 1);
         if (i >= j->n)
             break;
-        fetch_one(j->d, &j->refs[i], &j->out[i], &j->cached[i]);
+        fetch_one(j->d, &j->refs[i], &j->bounds, &j->out[i], &j->cached[i]);
     }
     return NULL;
 }
@@ -320,8 +323,19 @@ static void *files_worker(void *arg)
     return NULL;
 }
 
-void driver_prepare(struct driver *d, size_t n, const struct claim_ref *refs,
-                    struct prepare_result *out)
+/* The deadline for the API requests of a batch: the caller's minus the answer margin. */
+static uint64_t api_deadline_ms(uint64_t caller_deadline_ms)
+{
+    uint64_t now = now_ns() / 1000000u;
+    uint64_t dl = caller_deadline_ms ? caller_deadline_ms : now + DRIVER_DEFAULT_TIMEOUT_MS;
+    if (dl <= now)
+        return now ? now : 1;
+    uint64_t margin = GS_MIN((dl - now) / 10u, (uint64_t)DRIVER_ANSWER_MARGIN_MS);
+    return dl - margin;
+}
+
+void driver_prepare(struct driver *d, size_t n, const struct claim_ref *refs, uint64_t deadline_ms,
+                    struct gs_http_cancel *cancel, struct prepare_result *out)
 {
     uint64_t t0 = now_ns();
     bool *cached = calloc(n ? n : 1, sizeof(*cached));
@@ -332,7 +346,13 @@ void driver_prepare(struct driver *d, size_t n, const struct claim_ref *refs,
         }
         return;
     }
-    struct fetch_job job = {.d = d, .n = n, .refs = refs, .out = out, .cached = cached};
+    struct fetch_job job = {
+        .d = d,
+        .n = n,
+        .refs = refs,
+        .out = out,
+        .cached = cached,
+        .bounds = {.deadline_ms = api_deadline_ms(deadline_ms), .cancel = cancel}};
     atomic_init(&job.next, 0);
     pthread_t threads[FETCH_THREADS];
     size_t started = 0;
@@ -349,6 +369,15 @@ void driver_prepare(struct driver *d, size_t n, const struct claim_ref *refs,
     uint64_t t_locked = now_ns();
     struct gs_error err = {0};
     size_t fresh = 0;
+    /* Past the deadline nobody waits for the answer: prepare nothing new (kubelet retries). */
+    if (t_locked / 1000000u >= job.bounds.deadline_ms) {
+        for (size_t i = 0; i < n; i++)
+            if (out[i].plan && !cached[i])
+                set_error(&out[i],
+                          "claim %s/%s: the caller's deadline passed before the claim "
+                          "could be prepared",
+                          refs[i].ns, refs[i].name);
+    }
     for (size_t i = 0; i < n; i++) {
         if (out[i].plan && !cached[i]) {
             ckpt_set(&d->ckpt, out[i].plan, CKPT_PREPARE_STARTED);

@@ -18,8 +18,8 @@
 #include "common/k8s.h"
 #include "plugin/cdi.h"
 #include "plugin/checkpoint.h"
-#include "plugin/claim.h"
-#include "plugin/discovery.h"
+#include "gpu/claim.h"
+#include "gpu/discovery.h"
 #include "plugin/metrics.h"
 
 struct driver_config {
@@ -61,8 +61,18 @@ void driver_fini(struct driver *d);
 /* Replace the inventory (after discovery). */
 void driver_set_inventory(struct driver *d, const struct gpu_inventory *inv);
 
-void driver_prepare(struct driver *d, size_t n, const struct claim_ref *refs,
-                    struct prepare_result *out);
+/*
+ * Prepare a batch. `deadline_ms` (CLOCK_MONOTONIC ms; 0 = none, then DRIVER_DEFAULT_TIMEOUT_MS
+ * applies) is the caller's: every API request of the batch is bounded by it minus an answer margin
+ * (a tenth of the time left, at most DRIVER_ANSWER_MARGIN_MS), so the answer -- successes for the
+ * claims that could be fetched, an error naming the deadline for the others -- reaches the caller
+ * before it gives up. `cancel` (may be NULL) aborts API requests (shutdown). Claims already
+ * prepared are answered from the checkpoint without the API.
+ */
+#define DRIVER_DEFAULT_TIMEOUT_MS 40000u
+#define DRIVER_ANSWER_MARGIN_MS   1000u
+void driver_prepare(struct driver *d, size_t n, const struct claim_ref *refs, uint64_t deadline_ms,
+                    struct gs_http_cancel *cancel, struct prepare_result *out);
 void prepare_result_fini(struct prepare_result *r);
 /* errors[i] is "" on success. */
 void driver_unprepare(struct driver *d, size_t n, const struct claim_ref *refs,

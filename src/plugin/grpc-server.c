@@ -8,9 +8,11 @@
  *   RECEIVED  --(handler)---> send message + status + receive close    --> FINISHING --> freed
  *
  * When a call arrives its slot re-posts a fresh grpc_server_request_call, so `threads` calls can
- * be waiting for work at any time. Shutdown: grpc_server_shutdown_and_notify + cancel all calls;
- * the worker that sees the shutdown tag shuts the queue down; every worker leaves on
- * GRPC_QUEUE_SHUTDOWN.
+ * be waiting for work at any time. The handler of a received call runs on a detached thread of its
+ * own (bounded by RPC_MAX_HANDLERS), which then starts the FINISHING batch itself: a worker never
+ * blocks in a handler. Shutdown: no new handlers, trigger the cancel handle, wait until no handler
+ * runs, then grpc_server_shutdown_and_notify + cancel all calls; the worker that sees the shutdown
+ * tag shuts the queue down; every worker leaves on GRPC_QUEUE_SHUTDOWN.
  */
 #include "plugin/grpc-server.h"
 
@@ -19,10 +21,13 @@
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 #include <grpc/slice.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "common/log.h"
 
@@ -59,7 +64,20 @@ struct rpc_server {
     unsigned n_threads;
     bool shutting_down;
     pthread_mutex_t lock;
+    pthread_cond_t idle; /* signalled when `handlers` drops to 0 */
+    unsigned handlers;   /* handler threads running */
+    struct gs_http_cancel *cancel;
     char *socket_path;
+    dev_t sock_dev; /* the socket file this server created */
+    ino_t sock_ino;
+    bool sock_known;
+};
+
+struct handler_job {
+    struct rpc_call *call;
+    const struct rpc_method *method;
+    grpc_slice request;
+    struct rpc_call_ctx ctx;
 };
 
 void rpc_global_init(void)
@@ -146,6 +164,82 @@ static const struct rpc_method *find_method(struct rpc_server *s, grpc_slice met
     return NULL;
 }
 
+static uint64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* The call's deadline on CLOCK_MONOTONIC in ms (0 = none). gRPC's clocks are not ours, so the time
+ * left is measured on the deadline's own clock and added to our now. */
+static uint64_t call_deadline_ms(gpr_timespec dl)
+{
+    if (dl.clock_type == GPR_TIMESPAN || gpr_time_cmp(dl, gpr_inf_future(dl.clock_type)) >= 0)
+        return 0;
+    int64_t left = gpr_time_to_millis(gpr_time_sub(dl, gpr_now(dl.clock_type)));
+    uint64_t now = mono_ms();
+    if (left <= 0)
+        return now ? now : 1; /* already passed: a deadline of "now" */
+    return now + (uint64_t)left;
+}
+
+static void *handler_thread(void *arg)
+{
+    struct handler_job *j = arg;
+    struct rpc_call *c = j->call;
+    struct rpc_server *s = c->srv;
+    struct rpc_reply reply = {.status = RPC_OK};
+    j->method->handler(s->user, &j->ctx, GRPC_SLICE_START_PTR(j->request),
+                       GRPC_SLICE_LENGTH(j->request), &reply);
+    grpc_slice_unref(j->request);
+    free(j);
+    finish_call(c, &reply);
+    free(reply.data);
+    pthread_mutex_lock(&s->lock);
+    if (--s->handlers == 0)
+        pthread_cond_broadcast(&s->idle);
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+/* Run the handler on a thread of its own; false (nothing started) when over the bound, shutting
+ * down or out of resources. Takes `all` on success. */
+static bool start_handler(struct rpc_call *c, const struct rpc_method *m, grpc_slice all)
+{
+    struct rpc_server *s = c->srv;
+    struct handler_job *j = calloc(1, sizeof(*j));
+    if (!j)
+        return false;
+    j->call = c;
+    j->method = m;
+    j->request = all;
+    j->ctx.deadline_ms = call_deadline_ms(c->details.deadline);
+    j->ctx.cancel = s->cancel;
+    pthread_mutex_lock(&s->lock);
+    bool ok = !s->shutting_down && s->handlers < RPC_MAX_HANDLERS;
+    if (ok)
+        s->handlers++;
+    pthread_mutex_unlock(&s->lock);
+    if (ok) {
+        pthread_attr_t a;
+        pthread_t t;
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        ok = pthread_create(&t, &a, handler_thread, j) == 0;
+        pthread_attr_destroy(&a);
+        if (!ok) {
+            pthread_mutex_lock(&s->lock);
+            if (--s->handlers == 0)
+                pthread_cond_broadcast(&s->idle);
+            pthread_mutex_unlock(&s->lock);
+        }
+    }
+    if (!ok)
+        free(j);
+    return ok;
+}
+
 static void on_received(struct rpc_call *c, bool success)
 {
     struct rpc_server *s = c->srv;
@@ -170,8 +264,13 @@ static void on_received(struct rpc_call *c, bool success)
         } else {
             grpc_slice all = grpc_byte_buffer_reader_readall(&rd);
             grpc_byte_buffer_reader_destroy(&rd);
-            m->handler(s->user, GRPC_SLICE_START_PTR(all), GRPC_SLICE_LENGTH(all), &reply);
+            if (start_handler(c, m, all))
+                return; /* the handler thread finishes the call */
             grpc_slice_unref(all);
+            reply.status = RPC_UNAVAILABLE;
+            snprintf(reply.details, sizeof(reply.details),
+                     "server busy or shutting down (%u calls in progress at most); retry",
+                     RPC_MAX_HANDLERS);
         }
     }
     finish_call(c, &reply);
@@ -244,6 +343,12 @@ struct rpc_server *rpc_server_new(const char *socket_path, const struct rpc_meth
     s->n_methods = n_methods;
     s->user = user;
     pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->idle, NULL);
+    s->cancel = gs_http_cancel_new();
+    if (!s->cancel) {
+        gs_error_set(err, -ENOMEM, "out of memory");
+        goto fail;
+    }
     unsigned threads = opts && opts->threads ? opts->threads : 1;
     if (threads > RPC_MAX_THREADS)
         threads = RPC_MAX_THREADS;
@@ -297,6 +402,11 @@ struct rpc_server *rpc_server_new(const char *socket_path, const struct rpc_meth
         s->cq = NULL;
         goto fail;
     }
+    if (lstat(socket_path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+        s->sock_dev = st.st_dev;
+        s->sock_ino = st.st_ino;
+        s->sock_known = true;
+    }
     grpc_server_start(s->server);
     for (unsigned i = 0; i < threads; i++) {
         if (post_request(s) < 0) {
@@ -317,7 +427,9 @@ struct rpc_server *rpc_server_new(const char *socket_path, const struct rpc_meth
     return s;
 
 fail:
+    pthread_cond_destroy(&s->idle);
     pthread_mutex_destroy(&s->lock);
+    gs_http_cancel_free(s->cancel);
     free(s->socket_path);
     free(s);
     return NULL;
@@ -327,8 +439,13 @@ void rpc_server_free(struct rpc_server *s)
 {
     if (!s)
         return;
+    /* No new handler starts; running ones see the cancel and end; their finishing batches need
+     * the workers and the queue, so both stay up until the last handler is done. */
     pthread_mutex_lock(&s->lock);
     s->shutting_down = true;
+    gs_http_cancel_trigger(s->cancel);
+    while (s->handlers > 0)
+        pthread_cond_wait(&s->idle, &s->lock);
     pthread_mutex_unlock(&s->lock);
     grpc_server_shutdown_and_notify(s->server, s->cq, s);
     grpc_server_cancel_all_calls(s->server);
@@ -336,8 +453,19 @@ void rpc_server_free(struct rpc_server *s)
         pthread_join(s->threads[i], NULL);
     grpc_server_destroy(s->server);
     grpc_completion_queue_destroy(s->cq);
-    unlink(s->socket_path);
+    /* Remove the socket only if it is still ours: another process may have bound the path since. */
+    struct stat st;
+    if (s->sock_known && lstat(s->socket_path, &st) == 0 && st.st_dev == s->sock_dev &&
+        st.st_ino == s->sock_ino)
+        unlink(s->socket_path);
+    else if (s->sock_known) {
+        char q[PATH_MAX + 8];
+        gs_warn("socket is not ours any more, left in place", "path=%s",
+                gs_log_quote(q, sizeof(q), s->socket_path));
+    }
     free(s->socket_path);
+    gs_http_cancel_free(s->cancel);
+    pthread_cond_destroy(&s->idle);
     pthread_mutex_destroy(&s->lock);
     free(s);
 }

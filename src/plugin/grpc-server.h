@@ -11,8 +11,13 @@
  *
  * A handler gets the request bytes and returns the encoded response (malloc'd) and a status. The
  * core answers messages over `max_recv_bytes` with RESOURCE_EXHAUSTED by itself; requests without a
- * message get INVALID_ARGUMENT; unknown methods UNIMPLEMENTED. Handlers run on `threads` worker
- * threads (concurrent calls run concurrently); they must be thread-safe.
+ * message get INVALID_ARGUMENT; unknown methods UNIMPLEMENTED.
+ *
+ * Handlers never run on the `threads` completion-queue workers: each call's handler runs on its
+ * own thread (at most RPC_MAX_HANDLERS at once; beyond that UNAVAILABLE), so a handler stuck on
+ * the network cannot keep other calls from being answered. Handlers must be thread-safe, and
+ * should end by ctx->deadline_ms (the client's gRPC deadline) and when ctx->cancel fires (the
+ * server is shutting down): rpc_server_free() waits for every running handler.
  */
 #ifndef GS_PLUGIN_GRPC_SERVER_H
 #define GS_PLUGIN_GRPC_SERVER_H
@@ -21,6 +26,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "common/http.h"
 
 /* gRPC status codes we answer with (values fixed by the gRPC protocol). */
 enum rpc_status {
@@ -42,8 +48,17 @@ struct rpc_reply {
     char details[RPC_DETAILS_MAX];
 };
 
-typedef void (*rpc_handler_fn)(void *user, const uint8_t *req, size_t req_len,
-                               struct rpc_reply *reply);
+/* What a handler knows about its call besides the request. */
+struct rpc_call_ctx {
+    uint64_t deadline_ms;          /* CLOCK_MONOTONIC ms when the client gives up; 0 = none */
+    struct gs_http_cancel *cancel; /* triggered when the server shuts down */
+};
+
+/* Most handlers running at once per server. */
+#define RPC_MAX_HANDLERS 64u
+
+typedef void (*rpc_handler_fn)(void *user, const struct rpc_call_ctx *ctx, const uint8_t *req,
+                               size_t req_len, struct rpc_reply *reply);
 
 struct rpc_method {
     const char *path; /* "/package.Service/Method" */
@@ -57,12 +72,14 @@ struct rpc_server_options {
 
 struct rpc_server;
 
-/* Bind `socket_path` (a stale socket file there is removed first), start the workers. */
+/* Bind `socket_path` (a stale socket file there is removed first: the caller holds the state
+ * directory lock, so it cannot belong to a live instance), start the workers. */
 struct rpc_server *rpc_server_new(const char *socket_path, const struct rpc_method *methods,
                                   size_t n_methods, void *user,
                                   const struct rpc_server_options *opts, struct gs_error *err);
-/* Stop accepting, cancel what is in flight, join the workers, remove the socket. NULL is a no-op.
- */
+/* Stop accepting, cancel what is in flight, wait for running handlers, join the workers, and
+ * remove the socket only if it is still the one this server created (same inode). NULL is a
+ * no-op. */
 void rpc_server_free(struct rpc_server *s);
 
 /* Call once per process before the first server, and once at the end. */

@@ -4,7 +4,7 @@
  * server by a publisher thread, with a watcher thread that notices slices deleted or changed by
  * others (kubelet wipes a node's slices when it restarts) and triggers a re-sync.
  *
- * Slices are named "<node>-<driver>-<i>", hold at most SLICES_MAX_DEVICES devices each; the pool
+ * Slices are named "<node>-<driver>-<i>", hold at most GPU_SLICE_MAX_DEVICES devices each; the pool
  * (name = node name) generation increases whenever the published content changes, and every slice
  * carries resourceSliceCount. If the API server drops the consumable-capacity fields
  * (allowMultipleAllocations, capacity requestPolicy) the feature gate DRAConsumableCapacity is
@@ -20,21 +20,10 @@
 #include <stdint.h>
 
 #include "common/k8s.h"
-#include "plugin/discovery.h"
+#include "gpu/discovery.h"
+#include "gpu/slice.h"
 #include "plugin/driver.h"
 #include "plugin/metrics.h"
-
-#define SLICES_MAX_DEVICES 128
-
-/* Number of slices for n devices (at least 1: an empty pool is published as one empty slice). */
-size_t slices_count(size_t n_devices);
-/* Slice `index` of the pool as a full ResourceSlice object (new reference). */
-json_t *slices_build(const struct gpu_inventory *inv, const char *driver, const char *node,
-                     int64_t generation, size_t index);
-/* The device entry of one GPU (new reference). */
-json_t *slices_device(const struct gpu_device *d, const char *driver);
-/* True if `returned` (what the server stored) lacks consumable-capacity fields `sent` had. */
-bool slices_gate_dropped(const json_t *sent, const json_t *returned);
 
 struct publisher_config {
     const char *driver;

@@ -7,10 +7,12 @@
 #include <string.h>
 
 #include "common/error.h"
-#include "sim/smi.h"
+#include "common/version.h"
+#include "gpu/smi.h"
 
 static const char usage[] =
     "usage: gpusim-smi [--query-gpu=FIELD[,FIELD...] [--format=csv[,noheader][,nounits]]]\n"
+    "       gpusim-smi --version | --help\n"
     "Prints the GPUs, their memory use and utilisation and the processes using them, as NVML\n"
     "(libnvidia-ml.so.1) reports them. Query fields: index, name, uuid, pci.bus_id,\n"
     "driver_version, compute_cap, memory.total, memory.used, memory.free, utilization.gpu.\n";
@@ -21,6 +23,10 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             fputs(usage, stdout);
+            return 0;
+        }
+        if (strcmp(argv[i], "--version") == 0) {
+            gs_version_print("gpusim-smi", stdout);
             return 0;
         }
         if (strncmp(argv[i], "--query-gpu=", 12) == 0) {
@@ -37,7 +43,7 @@ int main(int argc, char **argv)
         return 2;
     }
     struct gs_error err = {0};
-    int r = query ? gs_smi_query(stdout, query, format, &err) : gs_smi_print(stdout, &err);
+    int r = query ? gpu_smi_query(stdout, query, format, &err) : gpu_smi_print(stdout, &err);
     if (r < 0) {
         fprintf(stderr, "gpusim-smi: %s\n", err.msg);
         return r == -EINVAL ? 2 : 1;

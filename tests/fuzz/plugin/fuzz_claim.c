@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/claim.h"
+#include "gpu/claim.h"
 
 #define UID "3f0c2a7e-0d4b-4d8e-9c1e-5b6a7f8e9d01"
 

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "plugin/discovery.h"
+#include "gpu/discovery.h"
 
 static inline void fixture_gpu(struct gpu_device *d, unsigned minor, const char *uuid,
                                unsigned long long mem)

@@ -133,7 +133,7 @@ static void test_slices(void)
 {
     static struct gpu_inventory inv;
     fixture_t4(&inv);
-    json_t *s = slices_build(&inv, DRV, "hami-workshop", 1, 0);
+    json_t *s = gpu_slice_build(&inv, DRV, "hami-workshop", 1, 0);
     is_str(sget(s, "metadata.name"), "hami-workshop-" DRV "-0", "slice name");
     is_str(sget(s, "spec.pool.name"), "hami-workshop", "pool = node name");
     is_str(sget(s, "spec.nodeName"), "hami-workshop", "nodeName");
@@ -163,10 +163,10 @@ static void test_slices(void)
 
     /* Gate-off detection: the server's copy lacks the gated fields. */
     json_t *ret = json_deep_copy(s);
-    ok(!slices_gate_dropped(s, ret), "identical copy: gate on");
+    ok(!gpu_slice_gate_dropped(s, ret), "identical copy: gate on");
     json_t *rd = json_array_get(json_object_get(json_object_get(ret, "spec"), "devices"), 0);
     json_object_del(rd, "allowMultipleAllocations");
-    ok(slices_gate_dropped(s, ret), "dropped allowMultipleAllocations detected");
+    ok(gpu_slice_gate_dropped(s, ret), "dropped allowMultipleAllocations detected");
     json_decref(ret);
     json_decref(s);
 
@@ -179,10 +179,10 @@ static void test_slices(void)
         fixture_gpu(&big.dev[i], i, uuid, 1ull << 30);
     }
     big.n = 256;
-    is_int(slices_count(256), 2, "256 devices -> 2 slices");
-    is_int(slices_count(300), 3, "300 devices -> 3 slices");
-    is_int(slices_count(0), 1, "no device -> one empty slice");
-    json_t *s1 = slices_build(&big, DRV, "n", 7, 1);
+    is_int(gpu_slice_count(256), 2, "256 devices -> 2 slices");
+    is_int(gpu_slice_count(300), 3, "300 devices -> 3 slices");
+    is_int(gpu_slice_count(0), 1, "no device -> one empty slice");
+    json_t *s1 = gpu_slice_build(&big, DRV, "n", 7, 1);
     json_t *devs = json_object_get(json_object_get(s1, "spec"), "devices");
     is_int(json_array_size(devs), 128, "second slice holds 128 devices");
     is_str(sget(devs, "0.name"), "hami-gpu-128", "second slice starts at device 128");

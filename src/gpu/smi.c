@@ -1,91 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* nvidia-smi-like table through NVML only (see smi.h). */
-#include "sim/smi.h"
+#include "gpu/smi.h"
 
-#include <dlfcn.h>
 #include <stdbool.h>
 #include <errno.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "common/macros.h"
-#include "common/nvml_abi.h"
-
-#define NVML_USED(X)                                                                               \
-    X(nvmlInit_v2)                                                                                 \
-    X(nvmlShutdown)                                                                                \
-    X(nvmlErrorString)                                                                             \
-    X(nvmlSystemGetDriverVersion)                                                                  \
-    X(nvmlSystemGetCudaDriverVersion_v2)                                                           \
-    X(nvmlDeviceGetCount_v2)                                                                       \
-    X(nvmlDeviceGetHandleByIndex_v2)                                                               \
-    X(nvmlDeviceGetName)                                                                           \
-    X(nvmlDeviceGetUUID)                                                                           \
-    X(nvmlDeviceGetPciInfo_v3)                                                                     \
-    X(nvmlDeviceGetMemoryInfo)                                                                     \
-    X(nvmlDeviceGetUtilizationRates)                                                               \
-    X(nvmlDeviceGetComputeRunningProcesses_v3)
-
-struct nvml {
-    void *h;
-#define FIELD(n) GS_NVML_PFN(n) n;
-    NVML_USED(FIELD)
-#undef FIELD
-    GS_NVML_PFN(nvmlSystemGetProcessName) nvmlSystemGetProcessName; /* optional */
-    GS_NVML_PFN(nvmlDeviceGetCudaComputeCapability) nvmlDeviceGetCudaComputeCapability; /* opt. */
-};
+#include "gpu/nvml.h"
 
 #define WIDTH     103 /* between the outer corners */
 #define MAX_PROCS 256
 #define DASHES    "------------------------------------------------------------------------"
-
-static void *open_nvml(void)
-{
-    void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (h)
-        return h;
-    const char *env = getenv("GPUSIM_SMI_NVML");
-    if (env && *env && (h = dlopen(env, RTLD_NOW | RTLD_LOCAL)))
-        return h;
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n <= 0)
-        return NULL;
-    exe[n] = '\0';
-    const char *dir = dirname(exe);
-    char path[PATH_MAX + 64];
-    snprintf(path, sizeof(path), "%s/libnvidia-ml.so.1", dir);
-    if ((h = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
-        return h;
-    snprintf(path, sizeof(path), "%s/../lib/gpusim/libnvidia-ml.so.1", dir);
-    return dlopen(path, RTLD_NOW | RTLD_LOCAL);
-}
-
-static int load(struct nvml *nv, struct gs_error *err)
-{
-    memset(nv, 0, sizeof(*nv));
-    nv->h = open_nvml();
-    if (!nv->h)
-        return gs_error_set(err, -ENOENT,
-                            "cannot load libnvidia-ml.so.1 (no NVIDIA driver or gpusim found; set "
-                            "LD_LIBRARY_PATH or GPUSIM_SMI_NVML)");
-#define LOAD(n)                                                                                    \
-    if (!(nv->n = (GS_NVML_PFN(n))dlsym(nv->h, #n))) {                                             \
-        dlclose(nv->h);                                                                            \
-        return gs_error_set(err, -ENOSYS, "libnvidia-ml.so.1 has no %s", #n);                      \
-    }
-    NVML_USED(LOAD)
-#undef LOAD
-    nv->nvmlSystemGetProcessName =
-        (GS_NVML_PFN(nvmlSystemGetProcessName))dlsym(nv->h, "nvmlSystemGetProcessName");
-    nv->nvmlDeviceGetCudaComputeCapability = (GS_NVML_PFN(nvmlDeviceGetCudaComputeCapability))dlsym(
-        nv->h, "nvmlDeviceGetCudaComputeCapability");
-    return 0;
-}
 
 /* One table row: `text` padded to the width between the borders. */
 static void row(FILE *out, const char *text)
@@ -106,24 +35,13 @@ static unsigned long long mib(unsigned long long b)
     return b / (1024ull * 1024ull);
 }
 
-static int fail(struct nvml *nv, struct gs_error *err, const char *call, nvmlReturn_t r)
+int gpu_smi_print(FILE *out, struct gs_error *err)
 {
-    int code = gs_error_set(err, -EIO, "NVML: %s failed: %s", call, nv->nvmlErrorString(r));
-    return code;
-}
-
-int gs_smi_print(FILE *out, struct gs_error *err)
-{
-    struct nvml nv;
-    int rc = load(&nv, err);
+    struct gpu_nvml nv;
+    int rc = gpu_nvml_open(&nv, GPU_NVML_USE_SMI, GPU_NVML_SEARCH_EXE_DIR, err);
     if (rc < 0)
         return rc;
-    nvmlReturn_t r = nv.nvmlInit_v2();
-    if (r != NVML_SUCCESS) {
-        rc = fail(&nv, err, "nvmlInit_v2", r);
-        dlclose(nv.h);
-        return rc;
-    }
+    nvmlReturn_t r;
     char drv[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = "N/A";
     int cuda = 0;
     unsigned int count = 0;
@@ -131,7 +49,7 @@ int gs_smi_print(FILE *out, struct gs_error *err)
     nv.nvmlSystemGetDriverVersion(drv, sizeof(drv));
     nv.nvmlSystemGetCudaDriverVersion_v2(&cuda);
     if ((r = nv.nvmlDeviceGetCount_v2(&count)) != NVML_SUCCESS) {
-        rc = fail(&nv, err, "nvmlDeviceGetCount_v2", r);
+        rc = gpu_nvml_fail(&nv, err, "nvmlDeviceGetCount_v2", r);
         goto done;
     }
 
@@ -164,7 +82,7 @@ int gs_smi_print(FILE *out, struct gs_error *err)
     for (unsigned int i = 0; i < count; i++) {
         nvmlDevice_t dev;
         if ((r = nv.nvmlDeviceGetHandleByIndex_v2(i, &dev)) != NVML_SUCCESS) {
-            rc = fail(&nv, err, "nvmlDeviceGetHandleByIndex_v2", r);
+            rc = gpu_nvml_fail(&nv, err, "nvmlDeviceGetHandleByIndex_v2", r);
             free(procs);
             goto done;
         }
@@ -178,7 +96,7 @@ int gs_smi_print(FILE *out, struct gs_error *err)
         if (nv.nvmlDeviceGetPciInfo_v3(dev, &pci) != NVML_SUCCESS)
             snprintf(pci.busId, sizeof(pci.busId), "N/A");
         if ((r = nv.nvmlDeviceGetMemoryInfo(dev, &mem)) != NVML_SUCCESS) {
-            rc = fail(&nv, err, "nvmlDeviceGetMemoryInfo", r);
+            rc = gpu_nvml_fail(&nv, err, "nvmlDeviceGetMemoryInfo", r);
             free(procs);
             goto done;
         }
@@ -234,8 +152,7 @@ int gs_smi_print(FILE *out, struct gs_error *err)
     free(procs);
     rc = 0;
 done:
-    nv.nvmlShutdown();
-    dlclose(nv.h);
+    gpu_nvml_close(&nv);
     return rc;
 }
 
@@ -273,7 +190,7 @@ static const struct {
 
 #define QMAX 16
 
-int gs_smi_query(FILE *out, const char *fields, const char *format, struct gs_error *err)
+int gpu_smi_query(FILE *out, const char *fields, const char *format, struct gs_error *err)
 {
     int sel[QMAX], nsel = 0;
     bool header = true, units = true;
@@ -321,21 +238,16 @@ int gs_smi_query(FILE *out, const char *fields, const char *format, struct gs_er
     if (!csv)
         return gs_error_set(err, -EINVAL, "--format: must include csv");
 
-    struct nvml nv;
-    int rc = load(&nv, err);
+    struct gpu_nvml nv;
+    int rc = gpu_nvml_open(&nv, GPU_NVML_USE_SMI, GPU_NVML_SEARCH_EXE_DIR, err);
     if (rc < 0)
         return rc;
-    nvmlReturn_t r = nv.nvmlInit_v2();
-    if (r != NVML_SUCCESS) {
-        rc = fail(&nv, err, "nvmlInit_v2", r);
-        dlclose(nv.h);
-        return rc;
-    }
+    nvmlReturn_t r;
     unsigned int count = 0;
     char drv[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = "N/A";
     nv.nvmlSystemGetDriverVersion(drv, sizeof(drv));
     if ((r = nv.nvmlDeviceGetCount_v2(&count)) != NVML_SUCCESS) {
-        rc = fail(&nv, err, "nvmlDeviceGetCount_v2", r);
+        rc = gpu_nvml_fail(&nv, err, "nvmlDeviceGetCount_v2", r);
         goto done;
     }
     if (header) {
@@ -349,7 +261,7 @@ int gs_smi_query(FILE *out, const char *fields, const char *format, struct gs_er
     for (unsigned int g = 0; g < count; g++) {
         nvmlDevice_t dev;
         if ((r = nv.nvmlDeviceGetHandleByIndex_v2(g, &dev)) != NVML_SUCCESS) {
-            rc = fail(&nv, err, "nvmlDeviceGetHandleByIndex_v2", r);
+            rc = gpu_nvml_fail(&nv, err, "nvmlDeviceGetHandleByIndex_v2", r);
             goto done;
         }
         nvmlMemory_t mem;
@@ -402,7 +314,6 @@ int gs_smi_query(FILE *out, const char *fields, const char *format, struct gs_er
     }
     rc = 0;
 done:
-    nv.nvmlShutdown();
-    dlclose(nv.h);
+    gpu_nvml_close(&nv);
     return rc;
 }

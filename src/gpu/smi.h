@@ -4,19 +4,19 @@
  * so that with libvgpu preloaded it shows what the container is allowed to see. Used by
  * gpusim-smi and `gpuslice smi`.
  *
- * The library is looked up as "libnvidia-ml.so.1" (the dynamic loader's search: a real driver,
- * or gpusim via LD_LIBRARY_PATH), then GPUSIM_SMI_NVML (a path), then next to the executable
- * (<exe dir>/libnvidia-ml.so.1 and <exe dir>/../lib/gpusim/libnvidia-ml.so.1).
+ * NVML comes from gpu/nvml.h with GPU_NVML_SEARCH_EXE_DIR: "libnvidia-ml.so.1" (the dynamic
+ * loader's search: a real driver, or gpusim via LD_LIBRARY_PATH), then GPUSIM_SMI_NVML (a path),
+ * then next to the executable (<exe dir>/libnvidia-ml.so.1, <exe dir>/../lib/gpusim/...).
  */
-#ifndef GS_SIM_SMI_H
-#define GS_SIM_SMI_H
+#ifndef GS_GPU_SMI_H
+#define GS_GPU_SMI_H
 
 #include <stdio.h>
 
 #include "common/error.h"
 
 /* Print the table to out. 0, or a negative code with err naming the NVML call that failed. */
-int gs_smi_print(FILE *out, struct gs_error *err);
+int gpu_smi_print(FILE *out, struct gs_error *err);
 
 /*
  * nvidia-smi's --query-gpu=<fields> --format=csv[,noheader][,nounits]: one CSV line per GPU.
@@ -24,6 +24,6 @@ int gs_smi_print(FILE *out, struct gs_error *err);
  * memory.used, memory.free (MiB), utilization.gpu (%). An unknown field or format option is
  * -EINVAL with err naming it.
  */
-int gs_smi_query(FILE *out, const char *fields, const char *format, struct gs_error *err);
+int gpu_smi_query(FILE *out, const char *fields, const char *format, struct gs_error *err);
 
-#endif /* GS_SIM_SMI_H */
+#endif /* GS_GPU_SMI_H */

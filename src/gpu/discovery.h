@@ -3,8 +3,8 @@
  * GPU discovery: NVML (libnvidia-ml.so.1 opened by soname, never linked) plus sysfs for the PCI
  * topology. Devices are ordered by minor number; device names are "hami-gpu-<minor>".
  */
-#ifndef GS_PLUGIN_DISCOVERY_H
-#define GS_PLUGIN_DISCOVERY_H
+#ifndef GS_GPU_DISCOVERY_H
+#define GS_GPU_DISCOVERY_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -53,4 +53,4 @@ int gpu_semver(const char *in, char *out, size_t len);
  * pcie_root ("pci0000:00"), numa node (-1 if unknown). Fields stay "" when unresolvable. */
 void gpu_resolve_pci(const char *sysfs_root, struct gpu_device *d);
 
-#endif /* GS_PLUGIN_DISCOVERY_H */
+#endif /* GS_GPU_DISCOVERY_H */

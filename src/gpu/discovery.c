@@ -1,44 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "plugin/discovery.h"
+#include "gpu/discovery.h"
 
 #include <ctype.h>
-#include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
-#include "common/nvml_abi.h"
-
-#define NVML_SONAME "libnvidia-ml.so.1"
-
-/* The NVML entry points discovery uses, resolved with dlsym. */
-#define NVML_FUNCS(X)                                                                              \
-    X(nvmlInit_v2)                                                                                 \
-    X(nvmlShutdown)                                                                                \
-    X(nvmlErrorString)                                                                             \
-    X(nvmlSystemGetDriverVersion)                                                                  \
-    X(nvmlSystemGetCudaDriverVersion_v2)                                                           \
-    X(nvmlDeviceGetCount_v2)                                                                       \
-    X(nvmlDeviceGetHandleByIndex_v2)                                                               \
-    X(nvmlDeviceGetName)                                                                           \
-    X(nvmlDeviceGetUUID)                                                                           \
-    X(nvmlDeviceGetMinorNumber)                                                                    \
-    X(nvmlDeviceGetPciInfo_v3)                                                                     \
-    X(nvmlDeviceGetMemoryInfo)                                                                     \
-    X(nvmlDeviceGetCudaComputeCapability)                                                          \
-    X(nvmlDeviceGetArchitecture)                                                                   \
-    X(nvmlDeviceGetBrand)                                                                          \
-    X(nvmlDeviceGetNvLinkState)                                                                    \
-    X(nvmlDeviceGetNvLinkRemotePciInfo_v2)
-
-struct nvml {
-    void *lib;
-#define DECL(fn) GS_NVML_PFN(fn) fn;
-    NVML_FUNCS(DECL)
-#undef DECL
-};
+#include "gpu/nvml.h"
 
 static void copy_str(char *dst, size_t len, const char *src)
 {
@@ -201,40 +171,6 @@ void gpu_resolve_pci(const char *sysfs_root, struct gpu_device *d)
     }
 }
 
-static int nvml_open(struct nvml *n, struct gs_error *err)
-{
-    memset(n, 0, sizeof(*n));
-    n->lib = dlopen(NVML_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (!n->lib)
-        return gs_error_set(err, -ENOENT, "cannot load NVML: %s", dlerror());
-#define LOAD(fn)                                                                                   \
-    n->fn = (GS_NVML_PFN(fn))dlsym(n->lib, #fn);                                                   \
-    if (!n->fn) {                                                                                  \
-        dlclose(n->lib);                                                                           \
-        n->lib = NULL;                                                                             \
-        return gs_error_set(err, -ENOSYS, "NVML has no symbol %s", #fn);                           \
-    }
-    NVML_FUNCS(LOAD)
-#undef LOAD
-    nvmlReturn_t r = n->nvmlInit_v2();
-    if (r != NVML_SUCCESS) {
-        int code = gs_error_set(err, -EIO, "nvmlInit_v2 failed: %s", n->nvmlErrorString(r));
-        dlclose(n->lib);
-        n->lib = NULL;
-        return code;
-    }
-    return 0;
-}
-
-static void nvml_close(struct nvml *n)
-{
-    if (n->lib) {
-        n->nvmlShutdown();
-        dlclose(n->lib);
-        n->lib = NULL;
-    }
-}
-
 static int cmp_minor(const void *a, const void *b)
 {
     const struct gpu_device *x = a, *y = b;
@@ -249,7 +185,7 @@ static unsigned uf_find(unsigned *parent, unsigned i)
 }
 
 /* Group devices joined by active NVLinks; each group's domain is its smallest minor number. */
-static void nvlink_domains(struct nvml *n, nvmlDevice_t *handles, struct gpu_inventory *inv)
+static void nvlink_domains(struct gpu_nvml *n, nvmlDevice_t *handles, struct gpu_inventory *inv)
 {
     unsigned parent[GPU_MAX_DEVICES];
     for (size_t i = 0; i < inv->n; i++)
@@ -289,10 +225,10 @@ static void nvlink_domains(struct nvml *n, nvmlDevice_t *handles, struct gpu_inv
 
 int gpu_discover(const char *sysfs_root, struct gpu_inventory *out, struct gs_error *err)
 {
-    struct nvml n;
+    struct gpu_nvml n;
     nvmlDevice_t handles[GPU_MAX_DEVICES] = {0}; /* [0, out->n) are set by the loop below */
     memset(out, 0, sizeof(*out));
-    int r = nvml_open(&n, err);
+    int r = gpu_nvml_open(&n, GPU_NVML_USE_DISCOVERY, 0, err);
     if (r < 0)
         return r;
 
@@ -308,7 +244,7 @@ int gpu_discover(const char *sysfs_root, struct gpu_inventory *out, struct gs_er
     unsigned count = 0;
     nvmlReturn_t nr = n.nvmlDeviceGetCount_v2(&count);
     if (nr != NVML_SUCCESS) {
-        r = gs_error_set(err, -EIO, "nvmlDeviceGetCount_v2 failed: %s", n.nvmlErrorString(nr));
+        r = gpu_nvml_fail(&n, err, "nvmlDeviceGetCount_v2", nr);
         goto out;
     }
     if (count > GPU_MAX_DEVICES) {
@@ -362,6 +298,6 @@ int gpu_discover(const char *sysfs_root, struct gpu_inventory *out, struct gs_er
     qsort(out->dev, out->n, sizeof(out->dev[0]), cmp_minor);
     r = 0;
 out:
-    nvml_close(&n);
+    gpu_nvml_close(&n);
     return r;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "plugin/claim.h"
+#include "gpu/claim.h"
 
 #include <stdio.h>
 #include <string.h>

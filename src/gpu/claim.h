@@ -3,8 +3,8 @@
  * A ResourceClaim as the plugin needs it: the allocation results of our driver on this node and,
  * per device, the summed consumed capacity (the limits we enforce). Pure functions: no I/O.
  */
-#ifndef GS_PLUGIN_CLAIM_H
-#define GS_PLUGIN_CLAIM_H
+#ifndef GS_GPU_CLAIM_H
+#define GS_GPU_CLAIM_H
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
-#include "plugin/discovery.h"
+#include "gpu/discovery.h"
 
 #define CLAIM_MAX_RESULTS 32
 #define CLAIM_MAX_DEVICES 32
@@ -66,4 +66,4 @@ int claim_plan_from_json(const json_t *j, struct claim_plan *out, struct gs_erro
 /* True if `s` is a safe claim UID (used in file names): [A-Za-z0-9-], 1..63 characters. */
 bool claim_uid_valid(const char *s);
 
-#endif /* GS_PLUGIN_CLAIM_H */
+#endif /* GS_GPU_CLAIM_H */
