@@ -137,12 +137,13 @@ static void discover(void)
             if (d->region)
                 d->slot = vgpu_region_device(d->region, d->uuid, d->cfg.memory_limit, d->cfg.cores);
             if (d->slot < 0) {
-                VLOG(VGPU_LOG_ERROR, "device %s: no region slot; its process-local limit applies",
-                     d->uuid);
-                d->region = vgpu_region_open("");
-                d->slot = d->region ? vgpu_region_device(d->region, d->uuid, d->cfg.memory_limit,
-                                                         d->cfg.cores)
-                                    : -1;
+                /* Fail closed: the claim's region cannot be used for this device (unmappable,
+                 * its lock broken, or no device slot left): every allocation on it is refused. */
+                VLOG(VGPU_LOG_ERROR,
+                     "device %s: no usable slot in region \"%s\"; allocations on it are refused",
+                     d->uuid, d->cfg.region_path[0] ? d->cfg.region_path : "(process)");
+                d->region = vgpu_region_refusing();
+                d->slot = -1;
             }
             if (d->region && d->cfg.region_path[0])
                 vgpu_region_sweep(d->region, VGPU_SWEEP_FORCE); /* what dead processes held */

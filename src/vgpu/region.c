@@ -24,6 +24,7 @@
 struct vgpu_region {
     char path[GS_LIMITS_PATH_MAX]; /* "" = process-private */
     struct gs_region *shm;
+    bool refuse;          /* fail closed: the region could not be used; every charge refused */
     int proc;             /* our slot, -1 until the first charge */
     pid_t owner_pid;      /* process that claimed `proc` (fork detection) */
     uint64_t owner_start; /* start time written into the slot with owner_pid */
@@ -67,6 +68,29 @@ static void sleep_ms(long ms)
         ;
 }
 
+/* Take the file's flock within the initialisation timeout (a stalled initialiser makes us fail
+ * closed, never re-initialise under it). */
+static bool flock_bounded(int fd)
+{
+    uint64_t deadline = vgpu_now_ns() + GS_REGION_INIT_TIMEOUT_MS * 1000000ULL;
+    for (;;) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+            return true;
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            return false;
+        if (vgpu_now_ns() >= deadline)
+            return false;
+        sleep_ms(1);
+    }
+}
+
+/*
+ * Map the region file, initialising it if nobody has: the whole initialisation (size, header,
+ * lock) happens under an exclusive flock(2) of the file, which the kernel releases if the
+ * initialiser dies, and a region found READY is never initialised again — so a stalled
+ * initialiser can never wipe accounting that others wrote after it. NULL on any failure (the
+ * caller fails closed).
+ */
 static struct gs_region *map_file(const char *path)
 {
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
@@ -80,12 +104,25 @@ static struct gs_region *map_file(const char *path)
         close(fd);
         return NULL;
     }
-    if (st.st_size == 0 && ftruncate(fd, sizeof(struct gs_region)) < 0) {
-        VLOG(VGPU_LOG_ERROR, "region %s: cannot size: %s", path, strerror(errno));
-        close(fd);
-        return NULL;
+    bool locked = false;
+    if (st.st_size == 0) {
+        /* new file: size it under the flock (two creators must not both initialise) */
+        if (!flock_bounded(fd)) {
+            VLOG(VGPU_LOG_ERROR, "region %s: cannot lock for initialisation: %s", path,
+                 strerror(errno));
+            close(fd);
+            return NULL;
+        }
+        locked = true;
+        if (fstat(fd, &st) < 0 ||
+            (st.st_size == 0 && ftruncate(fd, sizeof(struct gs_region)) < 0)) {
+            VLOG(VGPU_LOG_ERROR, "region %s: cannot size: %s", path, strerror(errno));
+            close(fd);
+            return NULL;
+        }
+        st.st_size = sizeof(struct gs_region);
     }
-    if (st.st_size != 0 && st.st_size != (off_t)sizeof(struct gs_region)) {
+    if (st.st_size != (off_t)sizeof(struct gs_region)) {
         VLOG(VGPU_LOG_ERROR, "region %s: size %lld is not %zu (other version?)", path,
              (long long)st.st_size, sizeof(struct gs_region));
         close(fd);
@@ -98,24 +135,22 @@ static struct gs_region *map_file(const char *path)
         return NULL;
     }
     struct gs_region *r = p;
-    uint32_t expect = GS_REGION_UNINIT;
-    if (atomic_compare_exchange_strong(&r->init_state, &expect, GS_REGION_INITIALISING)) {
-        init_header(r);
-    } else {
-        uint64_t deadline = vgpu_now_ns() + GS_REGION_INIT_TIMEOUT_MS * 1000000ULL;
-        while (atomic_load(&r->init_state) != GS_REGION_READY && vgpu_now_ns() < deadline)
-            sleep_ms(1);
-        if (atomic_load(&r->init_state) != GS_REGION_READY) {
-            /* Initialiser died half-way: re-initialise under an exclusive flock. */
-            if (flock(fd, LOCK_EX) == 0) {
-                if (atomic_load(&r->init_state) != GS_REGION_READY) {
-                    VLOG(VGPU_LOG_WARN, "region %s: stale initialisation, re-initialising", path);
-                    init_header(r);
-                }
-                flock(fd, LOCK_UN);
-            }
+    if (atomic_load(&r->init_state) != GS_REGION_READY) {
+        if (!locked && !flock_bounded(fd)) {
+            VLOG(VGPU_LOG_ERROR, "region %s: initialisation did not finish in %d ms", path,
+                 GS_REGION_INIT_TIMEOUT_MS);
+            munmap(p, sizeof(struct gs_region));
+            close(fd);
+            return NULL;
         }
+        locked = true;
+        /* under the flock: READY means someone finished; anything else was cut short by a
+         * death (the flock was released) and nobody can have accounted into it yet */
+        if (atomic_load(&r->init_state) != GS_REGION_READY)
+            init_header(r);
     }
+    if (locked)
+        flock(fd, LOCK_UN);
     close(fd);
     if (r->magic != GS_REGION_MAGIC || r->version != GS_REGION_VERSION ||
         r->size != sizeof(struct gs_region)) {
@@ -152,24 +187,53 @@ struct vgpu_region *vgpu_region_open(const char *path)
     struct vgpu_region *res = NULL;
     if (n_regions < MAX_REGIONS) {
         struct gs_region *shm = path[0] ? map_file(path) : map_private();
+        bool refuse = false;
         if (!shm && path[0]) {
-            VLOG(VGPU_LOG_ERROR, "region %s unusable: limits of this process alone are enforced",
+            /* Fail closed: a claim's region that cannot be used refuses every allocation on
+             * the devices that use it (a private region would let each process have the whole
+             * limit). */
+            VLOG(VGPU_LOG_ERROR, "region %s unusable: allocations on its devices are refused",
                  path);
-            shm = map_private();
+            refuse = true;
         }
-        if (shm) {
+        if (shm || refuse) {
             res = &regions[n_regions++];
             snprintf(res->path, sizeof(res->path), "%s", path);
             res->shm = shm;
             res->proc = -1;
+            res->refuse = refuse;
         }
     }
     pthread_mutex_unlock(&regions_lock);
     return res;
 }
 
-/* Lock; on owner death recompute the device totals from the process slots. */
-static void region_lock(struct gs_region *r)
+static struct vgpu_region refusing_region;
+static pthread_once_t refusing_once = PTHREAD_ONCE_INIT;
+
+static void refusing_init(void)
+{
+    snprintf(refusing_region.path, sizeof(refusing_region.path), "(refusing)");
+    refusing_region.shm = NULL; /* never mapped: every accessor checks `refuse` first */
+    refusing_region.proc = -1;
+    refusing_region.refuse = true;
+}
+
+struct vgpu_region *vgpu_region_refusing(void)
+{
+    pthread_once(&refusing_once, refusing_init);
+    return &refusing_region;
+}
+
+bool vgpu_region_refuses(const struct vgpu_region *r)
+{
+    return !r || r->refuse;
+}
+
+/* Lock; on owner death recompute the device totals from the process slots. Returns 0, or a
+ * negative errno when the lock cannot be had (not recoverable, or any error other than
+ * EOWNERDEAD): the caller must then not touch the accounting (reservations are refused). */
+static int region_lock(struct gs_region *r)
 {
     int e = pthread_mutex_lock(&r->lock);
     if (e == EOWNERDEAD) {
@@ -182,9 +246,19 @@ static void region_lock(struct gs_region *r)
                     sum = gs_sat_add_u64(sum, atomic_load(&r->procs[p].used[d]));
             atomic_store(&r->devices[d].used, sum);
         }
-        pthread_mutex_consistent(&r->lock);
+        if (pthread_mutex_consistent(&r->lock) != 0) {
+            pthread_mutex_unlock(&r->lock);
+            VLOG(VGPU_LOG_ERROR, "region: lock owner died and the lock cannot be recovered");
+            return -ENOTRECOVERABLE;
+        }
         VLOG(VGPU_LOG_WARN, "region: lock owner died; usage recomputed from process slots");
+        return 0;
     }
+    if (e != 0) {
+        VLOG(VGPU_LOG_ERROR, "region: lock failed: %s; allocations refused", strerror(e));
+        return -e;
+    }
+    return 0;
 }
 
 static void region_unlock(struct gs_region *r)
@@ -196,7 +270,8 @@ int vgpu_region_device(struct vgpu_region *vr, const char *uuid, uint64_t limit,
 {
     struct gs_region *r = vr->shm;
     int slot = -1;
-    region_lock(r);
+    if (vr->refuse || region_lock(r) < 0)
+        return -1;
     uint32_t nd = atomic_load(&r->n_devices);
     for (uint32_t d = 0; d < nd && d < GS_REGION_MAX_DEVICES; d++)
         if (strncmp(r->devices[d].uuid, uuid, GS_REGION_UUID_MAX) == 0)
@@ -224,6 +299,9 @@ struct gs_region *vgpu_region_shm(struct vgpu_region *r)
 
 struct gs_region_device *vgpu_region_dev(struct vgpu_region *r, int slot)
 {
+    static struct gs_region_device none; /* a refused device's counters go nowhere */
+    if (r->refuse || slot < 0 || slot >= GS_REGION_MAX_DEVICES)
+        return &none;
     return &r->shm->devices[slot];
 }
 
@@ -366,7 +444,8 @@ static int sweep_batch(struct vgpu_region *vr, uint32_t *from, uint32_t np)
         }
     }
     int reclaimed = 0;
-    region_lock(r);
+    if (region_lock(r) < 0)
+        return 0;
     uint32_t nd = atomic_load(&r->n_devices);
     for (int i = 0; i < n_dead; i++) {
         struct gs_region_proc *s = &r->procs[dead[i]];
@@ -394,6 +473,8 @@ static int sweep_batch(struct vgpu_region *vr, uint32_t *from, uint32_t np)
 int vgpu_region_sweep(struct vgpu_region *vr, enum vgpu_sweep_mode mode)
 {
     struct gs_region *r = vr->shm;
+    if (vr->refuse)
+        return 0;
     uint64_t now = vgpu_now_ns();
     uint64_t last = atomic_load(&r->sweep_ns);
     uint64_t interval = mode == VGPU_SWEEP_PERIODIC ? GS_REGION_SWEEP_INTERVAL_MS * 1000000ULL
@@ -417,7 +498,10 @@ int vgpu_region_reserve(struct vgpu_region *vr, int slot, uint64_t size, uint64_
 {
     struct gs_region *r = vr->shm;
     int rc = 0;
-    region_lock(r);
+    if (vr->refuse)
+        return -EACCES; /* fail closed: this device's region is unusable */
+    if ((rc = region_lock(r)) < 0)
+        return rc;
     int p = own_slot_locked(vr);
     struct gs_region_device *d = &r->devices[slot];
     uint64_t used = atomic_load(&d->used);
@@ -438,7 +522,8 @@ int vgpu_region_reserve(struct vgpu_region *vr, int slot, uint64_t size, uint64_
 void vgpu_region_release(struct vgpu_region *vr, int slot, uint64_t size)
 {
     struct gs_region *r = vr->shm;
-    region_lock(r);
+    if (vr->refuse || region_lock(r) < 0)
+        return; /* nothing can be given back: the charge stays (never below the driver) */
     pid_t pid = self_pid();
     if (vr->proc >= 0 && vr->owner_pid == pid && slot_is_ours(r, vr, pid)) {
         struct gs_region_proc *s = &r->procs[vr->proc];
@@ -453,6 +538,8 @@ void vgpu_region_release(struct vgpu_region *vr, int slot, uint64_t size)
 
 uint64_t vgpu_region_used(struct vgpu_region *vr, int slot)
 {
+    if (vr->refuse || slot < 0 || slot >= GS_REGION_MAX_DEVICES)
+        return UINT64_MAX; /* a refused device shows nothing free */
     return atomic_load_explicit(&vr->shm->devices[slot].used, memory_order_acquire);
 }
 
@@ -473,10 +560,11 @@ __attribute__((destructor)) static void region_exit(void)
 {
     for (int i = 0; i < n_regions; i++) {
         struct vgpu_region *vr = &regions[i];
-        if (vr->proc < 0 || vr->owner_pid != self_pid())
+        if (vr->refuse || vr->proc < 0 || vr->owner_pid != self_pid())
             continue;
         struct gs_region *r = vr->shm;
-        region_lock(r);
+        if (region_lock(r) < 0)
+            continue;
         bool ours = slot_is_ours(r, vr, self_pid());
         struct gs_region_proc *s = &r->procs[vr->proc];
         uint32_t nd = atomic_load(&r->n_devices);

@@ -82,7 +82,13 @@ bool vgpu_config_compute_disabled(void);
 struct vgpu_region;
 /* Map (create if needed) the region at path; NULL on failure (logged). Same path => same map. */
 struct vgpu_region *vgpu_region_open(const char *path);
-/* Device slot for uuid in the region (created on first use), -1 if the table is full. */
+/* The region of a device that must refuse every allocation (fail closed: its claim's region
+ * cannot be mapped or locked, or has no slot left for it). Never NULL. */
+struct vgpu_region *vgpu_region_refusing(void);
+/* True for the refusing region and for a claim region that could not be mapped. */
+bool vgpu_region_refuses(const struct vgpu_region *r);
+/* Device slot for uuid in the region (created on first use), -1 if the table is full, the
+ * region refuses or its lock cannot be had. */
 int vgpu_region_device(struct vgpu_region *r, const char *uuid, uint64_t limit, uint32_t cores);
 struct gs_region_device *vgpu_region_dev(struct vgpu_region *r, int slot);
 struct gs_region *vgpu_region_shm(struct vgpu_region *r);

@@ -6,7 +6,7 @@ own books (its state file: physical usage now and its high-water mark), never fr
   - stream-ordered allocations from many threads of one process, and several processes at once
   - cuMemAllocPitch padding from many threads (rows padded to about twice their width)
   - the v1 entry points (cuMemAlloc, cuMemAllocPitch, cuMemGetInfo), host memory untouched
-  - a device beyond the region's device table (fail closed)
+  - a device beyond the region's device table, an unmappable region (fail closed)
 Each attack is first run without libvgpu to show that gpusim really lets it past the limit."""
 import json
 import os
@@ -159,29 +159,50 @@ def v1_and_host(t):
         w.close()
 
 
-def ninth_device(t):
-    """The region holds 8 devices: a 9th limited device must not be uncapped."""
+def fail_closed(t):
+    """A 9th limited device shares one limit among processes (a region table of 8 devices once
+    gave it a private limit per process; the table now holds GS_REGION_MAX_DEVICES, and a device
+    beyond it is refused: unit test vgpu/region); a region that cannot be mapped refuses its
+    devices."""
     w = World()
     try:
         cfg = os.path.join(w.dir, 'nine.json')
         with open(cfg, 'w') as f:
             json.dump({'devices': [{'name': f'Sim T4 {i}', 'memory': '15Gi',
-                                   'compute_capability': '7.5'} for i in range(9)]}, f)
+                                    'compute_capability': '7.5'} for i in range(9)]}, f)
         base = dict(os.environ, GPUSIM_CONFIG=cfg)
         probe = os.path.join(os.path.dirname(w.probe), 'vgpu_escape')
-        env = w.env(extra={'GPUSIM_CONFIG': cfg, 'CUDA_DEVICE_MEMORY_LIMIT': '64m',
-                           'CUDA_DEVICE_MEMORY_SHARED_CACHE': w.region('nine')}, base=base)
-        p = subprocess.run([probe, 'dev', '8', '200', '1'], env=env, capture_output=True, text=True,
-                           timeout=60)
-        if p.returncode != 0:
-            t.ok(False, 'ninth device: the probe ran', diag=p.stderr.strip())
-            return
-        kv = parse(p.stdout)
-        t.ok(kv.get('first_fail') == OOM and int(kv.get('ok', 999)) <= 64,
-             'device 9 of 9 with a 64 MiB limit: refused at or before the limit, never uncapped',
-             diag=kv)
-        t.ok(int(kv.get('phys_peak', -1)) <= 64 * MiB, 'device 9: gpusim held at most 64 MiB',
-             diag=kv)
+        views = subprocess.run([w.probe, 'views'], env=w.env(preload=False, base=base),
+                               capture_output=True, text=True, timeout=60).stdout
+        uuids = [parse(x)['uuid'] for x in views.splitlines() if 'uuid=' in x]
+        t.is_eq(len(uuids), 9, 'gpusim shows 9 devices')
+        w.write_limits('claim-9', [(u, 64 * MiB, 0) for u in uuids], region=w.region('nine'))
+
+        def dev(ordinal):
+            p = subprocess.run([probe, 'dev', str(ordinal), '200', '1'], env=w.env(base=base),
+                               capture_output=True, text=True, timeout=60)
+            return parse(p.stdout)
+        kv = dev(0)
+        t.is_eq((kv.get('ok'), kv.get('first_fail')), ('64', OOM),
+                'devices 1-8 of 9: exactly the 64 MiB limit')
+        # two processes on the 9th device at once: one limit between them (a region table of 8
+        # devices once left it to a private, per-process limit)
+        holder = subprocess.Popen([probe, 'dev', '8', '200', '1', 'wait'], env=w.env(base=base),
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        first = parse(holder.stdout.readline() + holder.stdout.readline())
+        kv = dev(8)
+        holder.stdin.close()
+        holder.wait(timeout=60)
+        t.is_eq((first.get('ok'), kv.get('ok')), ('64', '0'),
+                'device 9 of 9: 64 MiB for the first process, nothing more for a second')
+        t.ok(int(kv.get('phys_peak', -1)) <= 64 * MiB,
+             'device 9: gpusim never held more than the limit', diag=kv)
+        os.unlink(os.path.join(w.limits, 'claim-9.limits'))
+        w.write_limits('claim-bad', [(uuids[0], 64 * MiB, 0)],
+                       region='/nonexistent-gpuslice-dir/region')
+        kv = dev(0)
+        t.is_eq((kv.get('ok'), kv.get('first_fail')), ('0', OOM),
+                'a region that cannot be mapped refuses its device (not a private limit)')
     finally:
         w.close()
 
@@ -195,7 +216,7 @@ def main():
     t.run('pool_destroy', pool_destroy, t)
     t.run('storms', storms, t)
     t.run('v1_and_host', v1_and_host, t)
-    t.run('ninth_device', ninth_device, t)
+    t.run('fail_closed', fail_closed, t)
     return t.done()
 
 

@@ -348,7 +348,7 @@ static int cmd_host(unsigned long long mib)
     return 0;
 }
 
-static int cmd_dev(int ordinal, long count, unsigned long long mib)
+static int cmd_dev(int ordinal, long count, unsigned long long mib, bool wait)
 {
     setup(ordinal);
     long ok = 0;
@@ -364,6 +364,12 @@ static int cmd_dev(int ordinal, long count, unsigned long long mib)
     }
     printf("ok=%ld first_fail=%d\n", ok, (int)first_fail);
     print_phys(ordinal);
+    if (wait) {
+        /* hold what we got until the test closes our stdin */
+        char buf[64];
+        while (fread(buf, 1, sizeof(buf), stdin) > 0)
+            ;
+    }
     return 0;
 }
 
@@ -396,8 +402,9 @@ int main(int argc, char **argv)
         return cmd_v1(strtoull(argv[2], NULL, 10));
     if (strcmp(argv[1], "host") == 0 && argc == 3)
         return cmd_host(strtoull(argv[2], NULL, 10));
-    if (strcmp(argv[1], "dev") == 0 && argc == 5)
-        return cmd_dev(atoi(argv[2]), atol(argv[3]), strtoull(argv[4], NULL, 10));
+    if (strcmp(argv[1], "dev") == 0 && (argc == 5 || argc == 6))
+        return cmd_dev(atoi(argv[2]), atol(argv[3]), strtoull(argv[4], NULL, 10),
+                       argc == 6 && strcmp(argv[5], "wait") == 0);
     fprintf(stderr, "vgpu_escape: bad arguments\n");
     return 2;
 }

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -376,6 +377,123 @@ static void test_normal_exit(struct vgpu_region *r, int slot)
     is_uint(vgpu_region_used(r, slot), 0, "exit: usage back to 0");
 }
 
+/* Fail closed: a region that cannot be mapped refuses every reservation; a full device table
+ * gives no slot (libvgpu then refuses the device); the refusing region refuses. */
+static void test_fail_closed(void)
+{
+    struct vgpu_region *bad = vgpu_region_open("/nonexistent-gpuslice-dir/region");
+    ok(bad != NULL && vgpu_region_refuses(bad), "unmappable region: refusing, not private");
+    if (bad) {
+        ok(vgpu_region_reserve(bad, 0, MiB, 0) < 0, "unmappable region: reservation refused");
+        is_int(vgpu_region_device(bad, UUID, MiB, 0), -1, "unmappable region: no device slot");
+        ok(vgpu_region_used(bad, 0) == UINT64_MAX, "unmappable region: nothing shows free");
+    }
+    struct vgpu_region *ref = vgpu_region_refusing();
+    ok(vgpu_region_refuses(ref) && vgpu_region_reserve(ref, -1, 1, 0) < 0,
+       "the refusing region refuses even one byte, even with no cap");
+    vgpu_region_release(ref, -1, 1); /* harmless */
+
+    char p9[300];
+    snprintf(p9, sizeof(p9), "%s-nine", path);
+    unlink(p9);
+    struct vgpu_region *r9 = vgpu_region_open(p9);
+    int got = 0;
+    for (int i = 0; i < GS_REGION_MAX_DEVICES; i++) {
+        char u[64];
+        snprintf(u, sizeof(u), "GPU-00000000-0000-0000-0000-%012d", i);
+        got += vgpu_region_device(r9, u, MiB, 0) == i;
+    }
+    is_int(got, GS_REGION_MAX_DEVICES, "a full table: every device gets its slot");
+    is_int(vgpu_region_device(r9, "GPU-00000000-0000-0000-0000-999999999999", MiB, 0), -1,
+           "one device more gets no slot (libvgpu refuses it; never uncapped)");
+    unlink(p9);
+}
+
+/* The first process initialises the region under the file's flock: a stalled initialiser makes
+ * the others fail closed (refuse) after the timeout instead of re-initialising the region under
+ * it, so nothing accounted can be wiped later. */
+static void test_stalled_initialiser(void)
+{
+    char pi[300];
+    snprintf(pi, sizeof(pi), "%s-init", path);
+    unlink(pi);
+    int fd = open(pi, O_RDWR | O_CREAT, 0666);
+    ok(fd >= 0 && ftruncate(fd, sizeof(struct gs_region)) == 0, "stalled: region file sized");
+    struct gs_region *m = mmap(NULL, sizeof(*m), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    atomic_store(&m->init_state, GS_REGION_INITIALISING);
+    atomic_store(&m->devices[0].used, 123); /* what must survive */
+    int ready[2];
+    ok(pipe(ready) == 0, "stalled: pipe");
+    pid_t holder = fork();
+    if (holder == 0) {
+        int f = open(pi, O_RDWR);
+        flock(f, LOCK_EX); /* the initialiser, stalled while holding the flock */
+        ssize_t w = write(ready[1], "x", 1);
+        (void)w;
+        pause();
+        _exit(0);
+    }
+    char c;
+    ok(read(ready[0], &c, 1) == 1, "stalled: initialiser holds the flock");
+    pid_t opener = fork();
+    if (opener == 0) {
+        vgpu_region_atfork_child();
+        struct vgpu_region *r = vgpu_region_open(pi);
+        _exit(r && vgpu_region_refuses(r) && vgpu_region_reserve(r, 0, 1, 0) < 0 ? 0 : 1);
+    }
+    int st = -1;
+    waitpid(opener, &st, 0);
+    is_int(st, 0, "stalled: another process refuses (fails closed) instead of re-initialising");
+    is_uint(atomic_load(&m->init_state), GS_REGION_INITIALISING, "stalled: state untouched");
+    is_uint(atomic_load(&m->devices[0].used), 123, "stalled: nothing wiped");
+    kill(holder, SIGKILL);
+    waitpid(holder, NULL, 0);
+    /* the initialiser died (its flock went with it): the next process initialises */
+    opener = fork();
+    if (opener == 0) {
+        vgpu_region_atfork_child();
+        struct vgpu_region *r = vgpu_region_open(pi);
+        _exit(r && !vgpu_region_refuses(r) ? 0 : 1);
+    }
+    waitpid(opener, &st, 0);
+    is_int(st, 0, "stalled: once the initialiser is dead the region is initialised");
+    is_uint(atomic_load(&m->init_state), GS_REGION_READY, "stalled: state READY");
+    munmap(m, sizeof(*m));
+    close(fd);
+    close(ready[0]);
+    close(ready[1]);
+    unlink(pi);
+}
+
+/* Any lock error other than EOWNERDEAD refuses the reservation (a corrupted lock word). */
+static void test_lock_error(void)
+{
+    char pl[300];
+    snprintf(pl, sizeof(pl), "%s-lock", path);
+    unlink(pl);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(20); /* a hang is a failure, not a stuck suite */
+        vgpu_region_atfork_child();
+        struct vgpu_region *r = vgpu_region_open(pl);
+        int s = vgpu_region_device(r, UUID, MiB, 0);
+        if (s != 0 || vgpu_region_reserve(r, s, 1, MiB) != 0)
+            _exit(3);
+        vgpu_region_release(r, s, 1);
+        struct gs_region *shm = vgpu_region_shm(r);
+        shm->lock.__data.__kind = 0x7fff; /* not a mutex type glibc knows */
+        int rc = vgpu_region_reserve(r, s, 1, MiB);
+        _exit(rc < 0 && rc != -ENOMEM ? 0 : 4);
+    }
+    int st = -1;
+    waitpid(pid, &st, 0);
+    ok(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+       "a lock that fails with an error other than EOWNERDEAD refuses the reservation "
+       "(status 0x%x)",
+       st);
+    unlink(pl);
+}
+
 static void test_layout(void)
 {
     int fd = open(path, O_RDONLY);
@@ -413,6 +531,9 @@ int main(void)
     test_slot_taken_over(r, slot);
     test_dead_owner_mid_reserve(r, slot);
     test_normal_exit(r, slot);
+    test_fail_closed();
+    test_stalled_initialiser();
+    test_lock_error();
     test_layout();
     unlink(path);
     return tap_done();
