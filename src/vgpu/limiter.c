@@ -384,10 +384,8 @@ void vgpu_limiter_begin(struct vgpu_launch *l, struct gs_region_device *rd, int 
     pthread_mutex_unlock(&lim_lock);
 
     l->precharged = pre;
-    if (pre > 0) {
-        atomic_fetch_sub_explicit(&rd->budget_ns, pre, memory_order_relaxed);
-        atomic_fetch_add_explicit(&rd->busy_ns, (uint64_t)pre, memory_order_relaxed);
-    }
+    atomic_fetch_sub_explicit(&rd->budget_ns, pre, memory_order_relaxed);
+    atomic_fetch_add_explicit(&rd->busy_ns, (uint64_t)pre, memory_order_relaxed);
 }
 
 void vgpu_limiter_end(struct vgpu_launch *l, CUresult launched)
@@ -395,10 +393,8 @@ void vgpu_limiter_end(struct vgpu_launch *l, CUresult launched)
     struct gs_region_device *rd = l->rd;
     if (launched != CUDA_SUCCESS) {
         /* nothing ran: refund */
-        if (l->precharged > 0) {
-            atomic_fetch_add_explicit(&rd->budget_ns, l->precharged, memory_order_relaxed);
-            atomic_fetch_sub_explicit(&rd->busy_ns, (uint64_t)l->precharged, memory_order_relaxed);
-        }
+        atomic_fetch_add_explicit(&rd->budget_ns, l->precharged, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&rd->busy_ns, (uint64_t)l->precharged, memory_order_relaxed);
         if (l->rec >= 0) {
             pthread_mutex_lock(&lim_lock);
             rec_free_locked(l->rec);
@@ -408,8 +404,7 @@ void vgpu_limiter_end(struct vgpu_launch *l, CUresult launched)
     }
     atomic_fetch_add_explicit(&rd->launches, 1, memory_order_relaxed);
     if (l->rec < 0) {
-        atomic_fetch_add_explicit(&rd->gpu_busy_ns, (uint64_t)GS_MAX(l->precharged, 0),
-                                  memory_order_relaxed);
+        atomic_fetch_add_explicit(&rd->gpu_busy_ns, (uint64_t)l->precharged, memory_order_relaxed);
         return;
     }
     pthread_mutex_lock(&lim_lock);
@@ -424,8 +419,7 @@ void vgpu_limiter_end(struct vgpu_launch *l, CUresult launched)
         est_slot(l->key)->rec = l->rec;
     } else {
         rec_free_locked(l->rec);
-        atomic_fetch_add_explicit(&rd->gpu_busy_ns, (uint64_t)GS_MAX(l->precharged, 0),
-                                  memory_order_relaxed);
+        atomic_fetch_add_explicit(&rd->gpu_busy_ns, (uint64_t)l->precharged, memory_order_relaxed);
     }
     pthread_mutex_unlock(&lim_lock);
 }
