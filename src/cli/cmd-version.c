@@ -2,15 +2,13 @@
 #include <stdio.h>
 
 #include "cli/commands.h"
+#include "common/version.h"
 
-#ifndef GS_VERSION
-#define GS_VERSION "unknown"
-#endif
-
+/* `gpuslice version` and `gpuslice --version`: version and commit (common/version.h). */
 int cmd_version(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
-    printf("gpuslice %s\n", GS_VERSION);
+    gs_version_print("gpuslice", stdout);
     return 0;
 }

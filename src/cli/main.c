@@ -17,7 +17,8 @@ static const struct gs_command commands[] = {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: gpuslice <command> [options] [-- args]\n\ncommands:\n");
+    fprintf(out, "usage: gpuslice <command> [options] [-- args]\n"
+                 "       gpuslice --version | --help\n\ncommands:\n");
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\n'gpuslice <command> --help' describes a command.\n");
@@ -35,6 +36,8 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    if (strcmp(argv[1], "--version") == 0)
+        return cmd_version(argc - 1, argv + 1);
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         if (strcmp(argv[1], commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);

@@ -12,6 +12,7 @@
 #include "common/json.h"
 #include "common/macros.h"
 #include "common/quantity.h"
+#include "common/version.h"
 #include "common/yaml.h"
 
 #define DEFAULT_CONFIG_MAX (1u << 20)
@@ -383,7 +384,8 @@ int gs_config_defaults(const struct gs_config_spec *spec, void *cfg, struct gs_e
                 return gs_error_set(err, -EINVAL, "option table: %s is defined twice", o->name);
         }
         if (strcmp(flag_name(o), "help") == 0 || strcmp(flag_name(o), "config") == 0 ||
-            strcmp(flag_name(o), "print-config") == 0 || o->short_flag == 'h')
+            strcmp(flag_name(o), "print-config") == 0 || strcmp(flag_name(o), "version") == 0 ||
+            o->short_flag == 'h')
             return gs_error_set(err, -EINVAL, "option table: %s is reserved", o->name);
         if (o->type == GS_OPT_ENUM && (!o->choices || !o->choices[0]))
             return gs_error_set(err, -EINVAL, "option table: %s has no choices", o->name);
@@ -500,7 +502,7 @@ int gs_config_load_file(const struct gs_config_spec *spec, void *cfg, const char
     return 0;
 }
 
-enum flag_kind { FLAG_OPTION, FLAG_HELP, FLAG_PRINT, FLAG_CONFIG };
+enum flag_kind { FLAG_OPTION, FLAG_HELP, FLAG_PRINT, FLAG_CONFIG, FLAG_VERSION };
 
 struct flag {
     enum flag_kind kind;
@@ -540,10 +542,11 @@ static int next_flag(const struct gs_config_spec *spec, int argc, char *const *a
         snprintf(f->src, sizeof(f->src), "--%.*s", (int)GS_MIN(nlen, 60), name);
         (*i)++;
         if ((nlen == 4 && strncmp(name, "help", 4) == 0) ||
-            (nlen == 12 && strncmp(name, "print-config", 12) == 0)) {
+            (nlen == 12 && strncmp(name, "print-config", 12) == 0) ||
+            (nlen == 7 && strncmp(name, "version", 7) == 0)) {
             if (eq)
                 return gs_error_set(err, -EINVAL, "%s takes no value", f->src);
-            f->kind = name[0] == 'h' ? FLAG_HELP : FLAG_PRINT;
+            f->kind = name[0] == 'h' ? FLAG_HELP : name[0] == 'v' ? FLAG_VERSION : FLAG_PRINT;
             return 1;
         }
         if (nlen == 6 && strncmp(name, "config", 6) == 0) {
@@ -622,7 +625,7 @@ int gs_config_parse(const struct gs_config_spec *spec, void *cfg, int argc, char
     const char *config_path = spec->config_env ? getenv(spec->config_env) : NULL;
     if (config_path && !*config_path)
         config_path = NULL;
-    bool help = false, print = false;
+    bool help = false, print = false, version = false;
     struct flag f;
     int i = 1, sp = 0;
     while ((r = next_flag(spec, argc, argv, &i, &sp, &f, &first, err)) > 0) {
@@ -632,6 +635,8 @@ int gs_config_parse(const struct gs_config_spec *spec, void *cfg, int argc, char
             help = true;
         else if (f.kind == FLAG_PRINT)
             print = true;
+        else if (f.kind == FLAG_VERSION)
+            version = true;
     }
     if (r < 0)
         return r;
@@ -639,6 +644,10 @@ int gs_config_parse(const struct gs_config_spec *spec, void *cfg, int argc, char
         *first_arg = first;
     if (help) {
         gs_config_print_help(spec, out);
+        return GS_CONFIG_EXIT;
+    }
+    if (version) {
+        gs_version_print(spec->program, out);
         return GS_CONFIG_EXIT;
     }
 
@@ -752,6 +761,7 @@ void gs_config_print_help(const struct gs_config_spec *spec, FILE *out)
              spec->config_env ? "]" : "");
     help_line(out, 0, "config", "FILE", cfg_help);
     help_line(out, 0, "print-config", "", "print the effective configuration as YAML and exit");
+    help_line(out, 0, "version", "", "print the version and commit and exit");
     help_line(out, 'h', "help", "", "show this help and exit");
     fprintf(out, "\nPrecedence: defaults < --config file < environment < flags.\n");
 }

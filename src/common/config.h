@@ -17,7 +17,7 @@
  *       .summary = "...", .options = options, .n_options = GS_ARRAY_SIZE(options)};
  *   int first;
  *   int r = gs_config_parse(&spec, &cfg, argc, argv, stdout, &first, &err);
- *   if (r == GS_CONFIG_EXIT) return 0;     // --help / --print-config was printed
+ *   if (r == GS_CONFIG_EXIT) return 0;     // --help / --print-config / --version was printed
  *   if (r < 0) { fprintf(stderr, "%s\n", err.msg); return 2; }
  *   ... gs_config_free(&spec, &cfg);
  *
@@ -88,8 +88,8 @@ struct gs_config_spec {
  * outside their bounds are reported as "option table: ..."). */
 int gs_config_defaults(const struct gs_config_spec *spec, void *cfg, struct gs_error *err);
 
-/* Defaults, then file, environment and flags (see above). --help and --print-config write to
- * `out` and return GS_CONFIG_EXIT. */
+/* Defaults, then file, environment and flags (see above). --help, --print-config and --version
+ * (common/version.h) write to `out` and return GS_CONFIG_EXIT. */
 int gs_config_parse(const struct gs_config_spec *spec, void *cfg, int argc, char *const *argv,
                     FILE *out, int *first_arg, struct gs_error *err);
 

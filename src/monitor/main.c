@@ -15,14 +15,11 @@
 #include "common/kubeconfig.h"
 #include "common/log.h"
 #include "common/macros.h"
+#include "common/version.h"
 #include "monitor/catalog.h"
 #include "monitor/options.h"
 #include "monitor/server.h"
 #include "webhook/tls.h"
-
-#ifndef GS_VERSION
-#define GS_VERSION "unknown"
-#endif
 
 static int fail(const char *what, const struct gs_error *err)
 {
@@ -133,7 +130,7 @@ static int serve(const struct mon_options *o)
         .connection_limit = (unsigned)o->max_connections,
         .tls = tls,
         .catalog = &cat,
-        .collect = {.node = node, .version = GS_VERSION, .legacy = o->legacy_metrics},
+        .collect = {.node = node, .version = gs_version(), .legacy = o->legacy_metrics},
     };
     struct mon_server *server = mon_server_start(&sc, &err);
     if (!server) {

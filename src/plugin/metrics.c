@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/version.h"
 
 /* Upper bounds of the latency buckets, in seconds. */
 static const double bucket_le[METRICS_BUCKETS] = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.025,
@@ -116,6 +117,9 @@ char *metrics_render(struct metrics *m, const char *driver, const char *node)
             atomic_load(&m->reconcile_cleaned));
     GAUGE("gpuslice_plugin_registered", "1 when kubelet accepted the registration.",
           atomic_load(&m->registered));
+    char build_info[384];
+    gs_version_metric(build_info, sizeof(build_info));
+    sb_printf(&b, "%s", build_info);
     (void)node;
 #undef COUNTER
 #undef GAUGE

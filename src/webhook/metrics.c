@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/macros.h"
+#include "common/version.h"
 
 static const char *const route_names[WH_ROUTE_COUNT] = {"/mutate", "/healthz", "/readyz",
                                                         "/metrics", "other"};
@@ -83,6 +84,9 @@ char *wh_metrics_render(struct wh_metrics *m, const struct wh_metrics_extra *ext
     if (!b.p)
         return NULL;
     b.p[0] = '\0';
+    char build_info[384];
+    gs_version_metric(build_info, sizeof(build_info));
+    put(&b, "%s", build_info);
     put(&b, "# HELP gpuslice_webhook_http_requests_total HTTP requests by path and status.\n"
             "# TYPE gpuslice_webhook_http_requests_total counter\n");
     for (size_t r = 0; r < WH_ROUTE_COUNT; r++)
