@@ -118,17 +118,17 @@ struct mon_server *mon_server_start(const struct mon_server_config *cfg, struct 
     unsigned limit = cfg->connection_limit ? cfg->connection_limit : 64;
     if (cfg->tls)
         s->daemon = MHD_start_daemon(
-            flags | MHD_USE_TLS, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR,
-            (struct sockaddr *)&addr, MHD_OPTION_HTTPS_CERT_CALLBACK, wh_tls_retrieve,
-            MHD_OPTION_HTTPS_PRIORITIES, WH_TLS_PRIORITIES, MHD_OPTION_CONNECTION_LIMIT, limit,
-            MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+            flags | MHD_USE_TLS, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_HTTPS_CERT_CALLBACK,
+            wh_tls_retrieve, MHD_OPTION_HTTPS_PRIORITIES, WH_TLS_PRIORITIES,
+            MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT, 60u,
             MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
     else
         s->daemon =
-            MHD_start_daemon(flags, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR,
-                             (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT, limit,
-                             MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_EXTERNAL_LOGGER,
-                             mhd_log, s, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
+            MHD_start_daemon(flags, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log,
+                             s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+                             MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT, 60u,
+                             MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
     if (!s->daemon) {
         gs_error_set(err, -EADDRNOTAVAIL, "cannot serve on %s (address in use or not available?)",
                      cfg->listen);
