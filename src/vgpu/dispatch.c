@@ -130,6 +130,36 @@ void *vgpu_hook_for_name(const char *name)
     return NULL;
 }
 
+/*
+ * cuGetProcAddress asks by base name and CUDA version; the ABI behind some base names changed
+ * with the version (cuMemAlloc is the 32-bit v1 entry point before 3.2, cuMemAlloc_v2 after).
+ * When the driver's answer is not one of our real functions (matched by address first), the
+ * hook is chosen by name AND version from this table, so a v1-ABI hook is never handed out for
+ * a _v2 request or the other way round.
+ */
+static const struct versioned_name {
+    const char *base;
+    int since; /* CUDA version from which `name` is the answer */
+    const char *name;
+} versioned[] = {
+    {"cuMemAlloc", 3020, "cuMemAlloc_v2"},
+    {"cuMemAllocPitch", 3020, "cuMemAllocPitch_v2"},
+    {"cuMemFree", 3020, "cuMemFree_v2"},
+    {"cuMemGetInfo", 3020, "cuMemGetInfo_v2"},
+    {"cuGraphInstantiate", 12000, "cuGraphInstantiateWithFlags"},
+    {"cuGraphInstantiate", 11000, "cuGraphInstantiate_v2"},
+};
+
+void *vgpu_hook_for_proc(const char *symbol, int cuda_version)
+{
+    if (!symbol)
+        return NULL;
+    for (size_t i = 0; i < GS_ARRAY_SIZE(versioned); i++)
+        if (cuda_version >= versioned[i].since && strcmp(symbol, versioned[i].base) == 0)
+            return vgpu_hook_for_name(versioned[i].name);
+    return vgpu_hook_for_name(symbol);
+}
+
 /* Byte compare without libc: dlsym() may run before a sanitizer runtime finished initialising. */
 NO_SANITIZE static bool same_name(const char *a, const char *b)
 {

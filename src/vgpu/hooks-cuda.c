@@ -65,7 +65,7 @@ GS_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVers
     if (r == CUDA_SUCCESS && pfn && *pfn) {
         void *h = vgpu_hook_for_real(*pfn);
         if (!h)
-            h = vgpu_hook_for_name(symbol);
+            h = vgpu_hook_for_proc(symbol, cudaVersion);
         if (h)
             *pfn = h;
     }
@@ -82,7 +82,7 @@ GS_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaV
     if (r == CUDA_SUCCESS && pfn && *pfn) {
         void *h = vgpu_hook_for_real(*pfn);
         if (!h)
-            h = vgpu_hook_for_name(symbol);
+            h = vgpu_hook_for_proc(symbol, cudaVersion);
         if (h)
             *pfn = h;
     }
@@ -648,6 +648,193 @@ GS_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)
                              NULL);
 }
 
+/* ------------------------------------------------------------------ graph memory */
+
+GS_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                          const CUgraphNode *dependencies, size_t numDependencies,
+                                          CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams)
+{
+    NEED(cuGraphAddMemAllocNode);
+    PASSTHROUGH(cuGraphAddMemAllocNode, phGraphNode, hGraph, dependencies, numDependencies,
+                nodeParams);
+    CUresult r;
+    CALL_REAL(r, cuGraphAddMemAllocNode, phGraphNode, hGraph, dependencies, numDependencies,
+              nodeParams);
+    if (r == CUDA_SUCCESS && nodeParams &&
+        nodeParams->poolProps.location.type == CU_MEM_LOCATION_TYPE_DEVICE) {
+        struct vgpu_device *d = tracked(vgpu_device_of(nodeParams->poolProps.location.id));
+        if (d)
+            vgpu_graph_add_alloc(hGraph, vgpu_device_index(d), nodeParams->bytesize);
+    }
+    return r;
+}
+
+static CUresult instantiated(CUresult r, CUgraphExec *phGraphExec, CUgraph hGraph)
+{
+    if (r == CUDA_SUCCESS && phGraphExec && !vgpu_depth) {
+        int dev = vgpu_graph_instantiated(hGraph, *phGraphExec);
+        if (dev >= 0)
+            vgpu_graph_mem_sync(dev); /* a driver may reserve at instantiation */
+    }
+    return r;
+}
+
+GS_EXPORT CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                      CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize)
+{
+    NEED(cuGraphInstantiate);
+    CUresult r;
+    CALL_REAL(r, cuGraphInstantiate, phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
+    return instantiated(r, phGraphExec, hGraph);
+}
+
+GS_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                         CUgraphNode *phErrorNode, char *logBuffer,
+                                         size_t bufferSize)
+{
+    NEED(cuGraphInstantiate_v2);
+    CUresult r;
+    CALL_REAL(r, cuGraphInstantiate_v2, phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize);
+    return instantiated(r, phGraphExec, hGraph);
+}
+
+GS_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                               unsigned long long flags)
+{
+    NEED(cuGraphInstantiateWithFlags);
+    CUresult r;
+    CALL_REAL(r, cuGraphInstantiateWithFlags, phGraphExec, hGraph, flags);
+    return instantiated(r, phGraphExec, hGraph);
+}
+
+GS_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
+{
+    NEED(cuGraphExecDestroy);
+    CUresult r;
+    CALL_REAL(r, cuGraphExecDestroy, hGraphExec);
+    if (r == CUDA_SUCCESS && !vgpu_depth &&
+        atomic_load_explicit(&vgpu_any_graph_mem, memory_order_relaxed))
+        vgpu_graph_forget(hGraphExec);
+    return r;
+}
+
+GS_EXPORT CUresult cuGraphDestroy(CUgraph hGraph)
+{
+    NEED(cuGraphDestroy);
+    CUresult r;
+    CALL_REAL(r, cuGraphDestroy, hGraph);
+    if (r == CUDA_SUCCESS && !vgpu_depth &&
+        atomic_load_explicit(&vgpu_any_graph_mem, memory_order_relaxed))
+        vgpu_graph_forget(hGraph);
+    return r;
+}
+
+GS_EXPORT CUresult cuDeviceGraphMemTrim(CUdevice device)
+{
+    NEED(cuDeviceGraphMemTrim);
+    CUresult r;
+    CALL_REAL(r, cuDeviceGraphMemTrim, device);
+    if (r == CUDA_SUCCESS && !vgpu_depth) {
+        struct vgpu_device *d = tracked(vgpu_device_of(device));
+        if (d)
+            vgpu_graph_mem_sync(vgpu_device_index(d)); /* the trimmed memory goes back */
+    }
+    return r;
+}
+
+/* ------------------------------------------------------------------ v1 entry points */
+/* The pre-3.2 ABI (32-bit sizes and pointers), still exported by the driver: charged exactly
+ * like their _v2 counterparts (a v1 pointer is freed by cuMemFree or cuMemFree_v2). */
+
+struct v1_call {
+    CUdeviceptr_v1 *dptr;
+    unsigned int *pitch;
+    unsigned int bytes, width, height, elem;
+    bool is_pitch;
+};
+
+static CUresult v1_alloc(void *arg, uint64_t *key, uint64_t *taken)
+{
+    struct v1_call *c = arg;
+    CUresult r;
+    if (c->is_pitch) {
+        unsigned int pitch = 0;
+        r = REAL(cuMemAllocPitch)(c->dptr, &pitch, c->width, c->height, c->elem);
+        if (r == CUDA_SUCCESS) {
+            *taken = gs_sat_mul_u64(pitch, c->height);
+            if (c->pitch)
+                *c->pitch = pitch;
+        }
+    } else {
+        r = REAL(cuMemAlloc)(c->dptr, c->bytes);
+    }
+    if (r == CUDA_SUCCESS)
+        *key = *c->dptr;
+    return r;
+}
+
+static void v1_undo(void *arg, uint64_t key)
+{
+    (void)arg;
+    REAL(cuMemFree)((CUdeviceptr_v1)key);
+}
+
+static CUresult v1_free(void *arg, uint64_t key)
+{
+    (void)arg;
+    return REAL(cuMemFree)((CUdeviceptr_v1)key);
+}
+
+GS_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
+{
+    NEED(cuMemAlloc);
+    PASSTHROUGH(cuMemAlloc, dptr, bytesize);
+    struct v1_call c = {.dptr = dptr, .bytes = bytesize};
+    struct vgpu_alloc_req req = {
+        .dev = tracked(vgpu_device_current()), .kind = VGPU_KIND_DPTR, .reserve = bytesize};
+    return vgpu_alloc_charged(&req, v1_alloc, v1_undo, &c);
+}
+
+GS_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch,
+                                   unsigned int WidthInBytes, unsigned int Height,
+                                   unsigned int ElementSizeBytes)
+{
+    NEED(cuMemAllocPitch);
+    PASSTHROUGH(cuMemAllocPitch, dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+    struct v1_call c = {.dptr = dptr,
+                        .pitch = pPitch,
+                        .width = WidthInBytes,
+                        .height = Height,
+                        .elem = ElementSizeBytes,
+                        .is_pitch = true};
+    struct vgpu_alloc_req req = {.dev = tracked(vgpu_device_current()),
+                                 .kind = VGPU_KIND_DPTR,
+                                 .reserve = pitch_worst(WidthInBytes, Height)};
+    return vgpu_alloc_charged(&req, v1_alloc, v1_undo, &c);
+}
+
+GS_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr)
+{
+    NEED(cuMemFree);
+    PASSTHROUGH(cuMemFree, dptr);
+    return vgpu_free_charged(dptr, VGPU_KIND_DPTR, v1_free, NULL);
+}
+
+/* The same view as cuMemGetInfo_v2, clamped to 32 bits like the driver's v1. */
+GS_EXPORT CUresult cuMemGetInfo(unsigned int *free, unsigned int *total)
+{
+    NEED(cuMemGetInfo);
+    if (vgpu_depth || !free || !total)
+        return REAL(cuMemGetInfo)(free, total);
+    size_t f = 0, t = 0;
+    CUresult r = cuMemGetInfo_v2(&f, &t);
+    if (r != CUDA_SUCCESS)
+        return r;
+    *free = (unsigned int)GS_MIN(f, (size_t)UINT32_MAX);
+    *total = (unsigned int)GS_MIN(t, (size_t)UINT32_MAX);
+    return CUDA_SUCCESS;
+}
+
 /* ------------------------------------------------------------------ memory views */
 
 GS_EXPORT CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
@@ -789,14 +976,42 @@ GS_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gri
                 sharedMemBytes, hStream, kernelParams);
 }
 
-GS_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+static CUresult graph_launch_limited(CUgraphExec hGraphExec, CUstream hStream)
 {
     LAUNCH_HOOK(cuGraphLaunch, launch_key(hGraphExec, 0xffffffffu, 0, 0, 0, 0, 0), hStream,
                 hGraphExec, hStream);
 }
 
-GS_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+static CUresult graph_launch_limited_ptsz(CUgraphExec hGraphExec, CUstream hStream)
 {
     LAUNCH_HOOK(cuGraphLaunch_ptsz, launch_key(hGraphExec, 0xffffffffu, 0, 0, 0, 0, 0), hStream,
                 hGraphExec, hStream);
+}
+
+/* A graph launch gives the exec's memory-allocation nodes physical memory (graphs.c): reserve
+ * it before, settle after; then the compute limiter's path. */
+static CUresult graph_launch(bool ptsz, CUgraphExec hGraphExec, CUstream hStream)
+{
+    if (GS_LIKELY(vgpu_depth || !atomic_load_explicit(&vgpu_any_graph_mem, memory_order_relaxed)))
+        return ptsz ? graph_launch_limited_ptsz(hGraphExec, hStream)
+                    : graph_launch_limited(hGraphExec, hStream);
+    struct vgpu_graph_launch gl;
+    if (vgpu_graph_launch_begin(hGraphExec, &gl) < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = ptsz ? graph_launch_limited_ptsz(hGraphExec, hStream)
+                      : graph_launch_limited(hGraphExec, hStream);
+    vgpu_graph_launch_end(&gl);
+    return r;
+}
+
+GS_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+{
+    NEED(cuGraphLaunch);
+    return graph_launch(false, hGraphExec, hStream);
+}
+
+GS_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+{
+    NEED(cuGraphLaunch_ptsz);
+    return graph_launch(true, hGraphExec, hStream);
 }

@@ -41,6 +41,9 @@ bool vgpu_nvml_ready(void);
 /* Hook for a real function pointer or a name, NULL if not hooked. */
 void *vgpu_hook_for_real(const void *real);
 void *vgpu_hook_for_name(const char *name);
+/* Hook for a cuGetProcAddress request by base name and CUDA version (the ABI behind cuMemAlloc,
+ * cuMemFree, cuMemAllocPitch, cuMemGetInfo, cuGraphInstantiate depends on it). */
+void *vgpu_hook_for_proc(const char *symbol, int cuda_version);
 
 /* Re-entrancy guard: a hook called from inside another hook (e.g. libcuda calling its own
  * exported symbols) forwards straight to the driver. */
@@ -245,6 +248,26 @@ void vgpu_pool_freed(void *pool, struct vgpu_device *d);
 void vgpu_pool_destroyed(void *pool);
 void *vgpu_pool_of_device(CUdevice dev);
 extern atomic_bool vgpu_any_pool;
+
+/* ---- graph memory (graphs.c) ---- */
+/* A memory-allocation node of `bytes` on vgpu device `dev` was added to graph. */
+int vgpu_graph_add_alloc(const void *graph, int dev, uint64_t bytes);
+/* exec was instantiated from graph: it inherits the graph's allocation bytes. Returns the vgpu
+ * device index of the graph's allocations, -1 if none. */
+int vgpu_graph_instantiated(const void *graph, const void *exec);
+void vgpu_graph_forget(const void *graph_or_exec);
+struct vgpu_graph_launch {
+    int dev; /* -1: nothing reserved, nothing to settle */
+    uint64_t reserved;
+};
+/* Before a graph launch: reserve what its allocation nodes may add to the device's graph
+ * memory (-ENOMEM: refuse the launch). Serialised with the launch's end per device. */
+int vgpu_graph_launch_begin(const void *exec, struct vgpu_graph_launch *gl);
+/* After the launch (whatever its result): charge = what the graph memory reserves. */
+void vgpu_graph_launch_end(struct vgpu_graph_launch *gl);
+/* Re-read a device's graph memory (after cuDeviceGraphMemTrim / instantiation). */
+void vgpu_graph_mem_sync(int dev_index);
+extern atomic_bool vgpu_any_graph_mem;
 
 /* ---- limiter (limiter.c) ---- */
 /* Before a launch on the current context: wait for budget, charge the estimate. Fills a token for

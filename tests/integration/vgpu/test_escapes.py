@@ -5,6 +5,7 @@ own books (its state file: physical usage now and its high-water mark), never fr
   - a memory pool destroyed while its allocations are live, in a loop
   - stream-ordered allocations from many threads of one process, and several processes at once
   - cuMemAllocPitch padding from many threads (rows padded to about twice their width)
+  - graph memory (allocation nodes get physical memory at launch)
   - the v1 entry points (cuMemAlloc, cuMemAllocPitch, cuMemGetInfo), host memory untouched
   - a device beyond the region's device table, an unmappable region (fail closed)
 Each attack is first run without libvgpu to show that gpusim really lets it past the limit."""
@@ -159,6 +160,36 @@ def v1_and_host(t):
         w.close()
 
 
+def graph_memory(t):
+    w = Escape()
+    try:
+        p = w.run(['graph', 8, 256], preload=False, check=False)
+        if p.returncode == 3:
+            t.skip('graph memory', p.stdout.strip() + ' in gpusim')
+            return
+        kv = parse(p.stdout)
+        t.ok(int(kv.get('phys_peak', 0)) >= 2048 * MiB,
+             'graph memory: without libvgpu 8 launched graphs hold 2048 MiB', diag=kv)
+    finally:
+        w.close()
+    w = Escape()
+    try:
+        out = w.run(['graph', 8, 256]).stdout
+        lines = [parse(x) for x in out.splitlines()]
+        kv = parse(out)
+        t.is_eq((kv.get('ok'), kv.get('first_fail')), ('4', OOM),
+                'graph memory: 4 graphs of 256 MiB launch, the 5th launch is refused')
+        peak = [x for x in lines if 'phys_peak' in x]
+        t.ok(peak and int(peak[0]['phys_peak']) <= LIMIT * MiB,
+             'graph memory: gpusim never held more than the limit', diag=peak)
+        t.is_eq(kv.get('freed_alloc'), OOM,
+                'graph memory: freed graph allocations stay with the device until trimmed')
+        t.is_eq((kv.get('trim'), kv.get('trimmed_alloc')), ('0', '0'),
+                'graph memory: cuDeviceGraphMemTrim gives it back')
+    finally:
+        w.close()
+
+
 def fail_closed(t):
     """A 9th limited device shares one limit among processes (a region table of 8 devices once
     gave it a private limit per process; the table now holds GS_REGION_MAX_DEVICES, and a device
@@ -216,6 +247,7 @@ def main():
     t.run('pool_destroy', pool_destroy, t)
     t.run('storms', storms, t)
     t.run('v1_and_host', v1_and_host, t)
+    t.run('graph_memory', graph_memory, t)
     t.run('fail_closed', fail_closed, t)
     return t.done()
 

@@ -12,6 +12,7 @@
  *   vgpu_escape v1 <MiB>                   the v1 entry points
  * cuMemAlloc/cuMemAllocPitch/cuMemGetInfo vgpu_escape host <MiB> cuMemHostAlloc/cuMemHostRegister
  * (host memory) vgpu_escape dev <ordinal> <count> <MiB>  cuMemAlloc_v2 on one device until refused
+ *   vgpu_escape graph <n> <MiB>             n graphs with one allocation node each, launched
  *   vgpu_escape phys [dev]                 only the physical figures
  * Output: key=value lines. Exit 2 on a setup failure, 3 when the driver lacks an entry point.
  */
@@ -348,6 +349,61 @@ static int cmd_host(unsigned long long mib)
     return 0;
 }
 
+/* Graph memory: allocation nodes get physical memory when the graph is launched. */
+static int cmd_graph(long graphs, unsigned long long mib)
+{
+    setup(0);
+    CUstream s;
+    FN(cuStreamCreate)(&s, 0);
+    GS_CU_PFN(cuGraphAddMemAllocNode) add = FN(cuGraphAddMemAllocNode);
+    GS_CU_PFN(cuDeviceGraphMemTrim) trim = FN(cuDeviceGraphMemTrim);
+    CUdeviceptr *ptrs = calloc((size_t)graphs + 1, sizeof(*ptrs));
+    long ok = 0;
+    CUresult first_fail = CUDA_SUCCESS;
+    for (long i = 0; i < graphs; i++) {
+        CUgraph g;
+        CUresult r = FN(cuGraphCreate)(&g, 0);
+        if (r)
+            die("cuGraphCreate", r);
+        CUDA_MEM_ALLOC_NODE_PARAMS np;
+        memset(&np, 0, sizeof(np));
+        np.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+        np.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        np.poolProps.location.id = 0;
+        np.bytesize = mib * MiB;
+        CUgraphNode node;
+        if ((r = add(&node, g, NULL, 0, &np)))
+            die("cuGraphAddMemAllocNode", r);
+        CUgraphExec x;
+        if ((r = FN(cuGraphInstantiateWithFlags)(&x, g, 0)))
+            die("cuGraphInstantiateWithFlags", r);
+        r = FN(cuGraphLaunch)(x, s);
+        FN(cuStreamSynchronize)(s);
+        FN(cuGraphExecDestroy)(x);
+        FN(cuGraphDestroy)(g);
+        if (r != CUDA_SUCCESS) {
+            first_fail = r;
+            break;
+        }
+        ptrs[ok++] = np.dptr; /* stays allocated: no free node */
+    }
+    printf("ok=%ld first_fail=%d\n", ok, (int)first_fail);
+    print_phys(0);
+    for (long i = 0; i < ok; i++)
+        FN(cuMemFreeAsync)(ptrs[i], s);
+    FN(cuStreamSynchronize)(s);
+    CUdeviceptr p;
+    CUresult kept = FN(cuMemAlloc_v2)(&p, mib * MiB);
+    if (kept == CUDA_SUCCESS)
+        FN(cuMemFree_v2)(p);
+    CUresult tr = trim(0);
+    CUresult after = FN(cuMemAlloc_v2)(&p, mib * MiB);
+    printf("freed_alloc=%d trim=%d trimmed_alloc=%d\n", (int)kept, (int)tr, (int)after);
+    print_phys(0);
+    free(ptrs);
+    return 0;
+}
+
 static int cmd_dev(int ordinal, long count, unsigned long long mib, bool wait)
 {
     setup(ordinal);
@@ -402,6 +458,8 @@ int main(int argc, char **argv)
         return cmd_v1(strtoull(argv[2], NULL, 10));
     if (strcmp(argv[1], "host") == 0 && argc == 3)
         return cmd_host(strtoull(argv[2], NULL, 10));
+    if (strcmp(argv[1], "graph") == 0 && argc == 4)
+        return cmd_graph(atol(argv[2]), strtoull(argv[3], NULL, 10));
     if (strcmp(argv[1], "dev") == 0 && (argc == 5 || argc == 6))
         return cmd_dev(atoi(argv[2]), atol(argv[3]), strtoull(argv[4], NULL, 10),
                        argc == 6 && strcmp(argv[5], "wait") == 0);
