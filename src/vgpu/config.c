@@ -2,6 +2,11 @@
 /*
  * Configuration: the limits directory (authoritative when it holds a limits file) merged with the
  * HAMi-core environment (which can only tighten a file's limits). Read once, at first use.
+ *
+ * Which directory: the fixed GS_LIMITS_DIR_DEFAULT (/etc/gpuslice/limits.d, mounted read-only
+ * by the kubelet plugin's CDI spec) whenever it holds a limits file; only when it holds none is
+ * $GPUSLICE_LIMITS_DIR read (`gpuslice run` on a host, tests). A process inside a claim's
+ * container therefore cannot point libvgpu at another directory.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -38,6 +43,8 @@ static struct {
     bool env_sm_i_set[ENV_INDEX_MAX];
     char shared_cache[GS_LIMITS_PATH_MAX];
     bool compute_disabled;
+    uint64_t ctx_overhead;        /* GPUSLICE_CONTEXT_OVERHEAD: at least this much per context */
+    char dir[GS_LIMITS_PATH_MAX]; /* the limits directory in use */
 } cfg;
 
 static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
@@ -143,13 +150,49 @@ static int name_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Does dir hold at least one limits file (readable or not: a file that cannot be read still
+ * makes the directory authoritative, with the safe reading)? */
+static bool dir_has_limits(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return errno != ENOENT && errno != ENOTDIR; /* unreadable: treat as holding limits */
+    struct dirent *e;
+    bool found = false;
+    while (!found && (e = readdir(d)))
+        found = gs_limits_is_limits_file(e->d_name);
+    closedir(d);
+    return found;
+}
+
+/* The fixed directory wins whenever it holds a limits file; the environment names the
+ * directory only where no claim's limits are mounted at the fixed path. */
+static const char *pick_dir(void)
+{
+    const char *fixed = GS_LIMITS_DIR_DEFAULT;
+    const char *env = getenv(GS_LIMITS_ENV);
+    if (!env || !*env || strcmp(env, fixed) == 0 || dir_has_limits(fixed)) {
+        if (env && *env && strcmp(env, fixed) != 0)
+            VLOG(VGPU_LOG_WARN, "limits: %s=\"%.200s\" ignored: %s holds limits files",
+                 GS_LIMITS_ENV, env, fixed);
+        return fixed;
+    }
+    return env;
+}
+
 static void load_dir(void)
 {
-    const char *dir = gs_limits_dir();
+    const char *dir = pick_dir();
+    snprintf(cfg.dir, sizeof(cfg.dir), "%s", dir);
     DIR *d = opendir(dir);
     if (!d) {
-        if (errno != ENOENT)
-            VLOG(VGPU_LOG_WARN, "limits: cannot open %s: %s", dir, strerror(errno));
+        if (errno != ENOENT) {
+            /* a directory that exists but cannot be read never reads as "no limits" */
+            VLOG(VGPU_LOG_ERROR, "limits: cannot open %s: %s; every device refused", dir,
+                 strerror(errno));
+            cfg.all_restricted = true;
+            cfg.authoritative = true;
+        }
         return;
     }
     char *names[256];
@@ -229,6 +272,12 @@ static void load_env(void)
     s = getenv("CUDA_DEVICE_MEMORY_SHARED_CACHE");
     if (s && *s)
         snprintf(cfg.shared_cache, sizeof(cfg.shared_cache), "%s", s);
+    s = getenv("GPUSLICE_CONTEXT_OVERHEAD");
+    if (s && *s && vgpu_parse_size(s, &cfg.ctx_overhead) < 0) {
+        /* a number that cannot be read never lowers what a context is charged */
+        VLOG(VGPU_LOG_ERROR, "GPUSLICE_CONTEXT_OVERHEAD=\"%.40s\" is not a size; ignored", s);
+        cfg.ctx_overhead = 0;
+    }
     s = getenv("GPU_CORE_UTILIZATION_POLICY");
     if (s && *s) {
         if (strcasecmp(s, "disable") == 0)
@@ -265,6 +314,18 @@ bool vgpu_config_authoritative(void)
     return cfg.authoritative;
 }
 
+uint64_t vgpu_config_context_overhead(void)
+{
+    vgpu_config_load();
+    return cfg.ctx_overhead;
+}
+
+const char *vgpu_config_dir(void)
+{
+    vgpu_config_load();
+    return cfg.dir;
+}
+
 bool vgpu_config_compute_disabled(void)
 {
     vgpu_config_load();
@@ -298,11 +359,15 @@ void vgpu_config_for(int ordinal, const char *uuid, struct vgpu_device_config *o
     if (cfg.compute_disabled)
         env_sm = 0;
 
+    /* Without a region named by a file or CUDA_DEVICE_MEMORY_SHARED_CACHE, the processes of a
+     * container share the fixed default region (as HAMi-core's /tmp/cudevshr.cache): two
+     * processes never each get the full limit. */
+    const char *shared = cfg.shared_cache[0] ? cfg.shared_cache : GS_REGION_PATH_DEFAULT;
     if (!cfg.authoritative) {
         out->memory_limit = env_mem;
         out->cores = env_sm;
         snprintf(out->region_path, sizeof(out->region_path), "%s",
-                 cfg.shared_cache[0] ? cfg.shared_cache : "");
+                 env_mem || env_sm || cfg.shared_cache[0] ? shared : "");
         return;
     }
     out->from_file = true;
@@ -320,6 +385,6 @@ void vgpu_config_for(int ordinal, const char *uuid, struct vgpu_device_config *o
         out->memory_limit = min_cap(f->memory_limit, env_mem);
         out->cores = (uint32_t)min_cap(f->cores, env_sm);
     }
-    const char *region = f && f->region_path[0] ? f->region_path : cfg.shared_cache;
+    const char *region = f && f->region_path[0] ? f->region_path : shared;
     snprintf(out->region_path, sizeof(out->region_path), "%s", region);
 }

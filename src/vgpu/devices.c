@@ -15,7 +15,8 @@
 static struct vgpu_device devices[VGPU_MAX_DEVICES];
 static int n_devices;
 static int only_device = -1; /* the process sees exactly one device: no context lookup needed */
-static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
+static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;
 static atomic_bool devices_done;
 atomic_bool vgpu_any_compute_cap;
 atomic_bool vgpu_any_tracked;
@@ -87,20 +88,34 @@ static void atfork_child(void)
 {
     vgpu_region_atfork_child();
     vgpu_table_reset();
+    vgpu_ctx_atfork_child();
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    devices_lock = fresh;
 }
 
-static void discover(void)
+static void setup(void)
 {
     pthread_atfork(NULL, NULL, atfork_child);
     vgpu_config_load();
     vgpu_region_set_driver_check(driver_holds);
+}
+
+/* Devices are discovered once the application has initialised the driver: libvgpu never calls
+ * cuInit itself (before the application's cuInit every call returns the driver's own
+ * CUDA_ERROR_NOT_INITIALIZED). Returns false while the driver is not initialised (try again on
+ * a later call). */
+static bool discover(void)
+{
     if (!vgpu_cuda_ready())
-        return;
-    if (gs_real_cu.cuInit && gs_real_cu.cuInit(0) != CUDA_SUCCESS)
-        return;
+        return true; /* no driver at all: nothing will ever be tracked */
     int count = 0;
-    if (!gs_real_cu.cuDeviceGetCount || gs_real_cu.cuDeviceGetCount(&count) != CUDA_SUCCESS)
-        return;
+    if (!gs_real_cu.cuDeviceGetCount)
+        return true;
+    CUresult cr = gs_real_cu.cuDeviceGetCount(&count);
+    if (cr == CUDA_ERROR_NOT_INITIALIZED)
+        return false;
+    if (cr != CUDA_SUCCESS)
+        return true;
     if (count > VGPU_MAX_DEVICES)
         count = VGPU_MAX_DEVICES;
     bool any_cap = false, any_tracked = false;
@@ -167,15 +182,7 @@ static void discover(void)
         only_device = -1;
     atomic_store(&vgpu_any_compute_cap, any_cap);
     atomic_store(&vgpu_any_tracked, any_tracked);
-    atomic_store(&devices_done, true);
-}
-
-static void discover_guarded(void)
-{
-    /* Driver calls made while discovering must not re-enter discovery through our hooks. */
-    vgpu_depth++;
-    discover();
-    vgpu_depth--;
+    return true;
 }
 
 void vgpu_devices_init(void)
@@ -184,7 +191,19 @@ void vgpu_devices_init(void)
         return;
     if (vgpu_depth)
         return; /* nested inside a driver call or inside discovery itself */
-    pthread_once(&devices_once, discover_guarded);
+    pthread_once(&setup_once, setup);
+    /* Driver calls made while discovering must not re-enter discovery through our hooks. */
+    vgpu_depth++;
+    pthread_mutex_lock(&devices_lock);
+    if (!atomic_load(&devices_done) && discover())
+        atomic_store_explicit(&devices_done, true, memory_order_release);
+    pthread_mutex_unlock(&devices_lock);
+    vgpu_depth--;
+}
+
+bool vgpu_devices_ready(void)
+{
+    return atomic_load_explicit(&devices_done, memory_order_acquire);
 }
 
 struct vgpu_device *vgpu_device_of(CUdevice dev)
@@ -197,10 +216,17 @@ struct vgpu_device *vgpu_device_of(CUdevice dev)
 
 struct vgpu_device *vgpu_device_current(void)
 {
+    /* The current context is looked at first: this may be the first libvgpu sees of it (the
+     * CUDA runtime retains the primary context out of sight), and its overhead is charged
+     * before anything is allocated in it. */
+    struct vgpu_device *d = NULL;
+    void *ctx = vgpu_ctx_current(&d);
     /* One visible device (the usual container): every context is on it. If there is no current
      * context the driver call that follows fails and the charge is rolled back. */
     if (only_device >= 0)
         return &devices[only_device];
+    if (ctx && d)
+        return d;
     return vgpu_device_current_strict();
 }
 
@@ -233,9 +259,10 @@ struct vgpu_device *vgpu_device_at(int index)
     return &devices[index];
 }
 
-void vgpu_memory_view(const struct vgpu_device *d, struct vgpu_mem_view *v)
+void vgpu_memory_view(const struct vgpu_device *d, uint64_t phys_total, uint64_t phys_free,
+                      struct vgpu_mem_view *v)
 {
-    uint64_t phys = d->physical_total;
+    uint64_t phys = phys_total ? phys_total : d->physical_total;
     uint64_t total =
         d->cfg.memory_limit ? GS_MIN(d->cfg.memory_limit, phys ? phys : UINT64_MAX) : phys;
     uint64_t used = d->region ? vgpu_region_used(d->region, d->slot) : 0;
@@ -243,7 +270,81 @@ void vgpu_memory_view(const struct vgpu_device *d, struct vgpu_mem_view *v)
         used = total;
     v->total = total;
     v->used = used;
-    v->free = total - used;
+    /* What the slice still allows, but never more than the device really has free (another
+     * process outside the claim may hold most of it). */
+    v->free = GS_MIN(total - used, phys_free);
+}
+
+/* ------------------------------------------------------------------ views without CUDA */
+
+/* NVML-only processes (nvidia-smi, monitoring agents) must not initialise CUDA: their views
+ * come from the limits and the claim's region, found by UUID. */
+static struct vgpu_device view_devices[VGPU_MAX_DEVICES];
+static int n_view_devices;
+
+/* CUDA ordinal of the GPU at NVML index `index` with `uuid`, as CUDA_VISIBLE_DEVICES orders
+ * them (entries by index or by UUID prefix); -1 when CUDA would not see it. Without
+ * CUDA_VISIBLE_DEVICES the two orders are taken to agree. */
+static int view_ordinal(int index, const char *uuid)
+{
+    const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+    if (!cvd)
+        return index;
+    int ord = 0;
+    for (const char *p = cvd; *p; ord++) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char entry[GS_LIMITS_UUID_MAX];
+        if (len > 0 && len < sizeof(entry)) {
+            memcpy(entry, p, len);
+            entry[len] = '\0';
+            char *num_end = NULL;
+            long n = strtol(entry, &num_end, 10);
+            if (num_end && *num_end == '\0' && num_end != entry) {
+                if (n == index)
+                    return ord;
+            } else if (strncmp(entry, "GPU-", 4) == 0 && strncmp(uuid, entry, len) == 0) {
+                return ord;
+            }
+        }
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    return -1;
+}
+
+struct vgpu_device *vgpu_device_for_view(const char *uuid, int nvml_index)
+{
+    if (atomic_load_explicit(&devices_done, memory_order_acquire))
+        return vgpu_device_by_uuid(uuid); /* the process uses CUDA: its own devices */
+    pthread_once(&setup_once, setup);
+    pthread_mutex_lock(&devices_lock);
+    struct vgpu_device *d = NULL;
+    for (int i = 0; i < n_view_devices && !d; i++)
+        if (strcmp(view_devices[i].uuid, uuid) == 0)
+            d = &view_devices[i];
+    if (!d && n_view_devices < VGPU_MAX_DEVICES) {
+        d = &view_devices[n_view_devices++];
+        snprintf(d->uuid, sizeof(d->uuid), "%s", uuid);
+        d->ordinal = view_ordinal(nvml_index, uuid);
+        d->cu_dev = -1;
+        d->slot = -1;
+        vgpu_config_for(d->ordinal, uuid, &d->cfg);
+        if (d->cfg.memory_limit || d->cfg.region_path[0]) {
+            /* an unshared (process-local) region would show nothing: only a claim's region */
+            d->region = d->cfg.region_path[0] ? vgpu_region_open(d->cfg.region_path) : NULL;
+            if (d->region)
+                d->slot = vgpu_region_device(d->region, d->uuid, d->cfg.memory_limit, d->cfg.cores);
+            if (d->slot < 0)
+                d->region = NULL;
+            else
+                vgpu_region_sweep(d->region, VGPU_SWEEP_FORCE);
+        }
+        d->present = true;
+    }
+    pthread_mutex_unlock(&devices_lock);
+    return d;
 }
 
 int vgpu_charge(struct vgpu_device *d, uint64_t size)

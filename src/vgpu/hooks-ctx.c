@@ -1,135 +1,49 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Context overhead: a context costs device memory the application never allocated. libvgpu
- * charges it as the change of the driver's own per-process usage (NVML, this pid) across each
- * context call; when NVML does not list this process (pid namespaces), the change of the
- * device's total usage is used instead (racy with other processes; documented). Creating a
- * context whose overhead does not fit the limit fails with CUDA_ERROR_OUT_OF_MEMORY.
+ * Contexts (docs/internals/vgpu.md, "Contexts"): a context owns device memory — its own overhead
+ * and every allocation made while it was current — and the driver frees all of it when the
+ * context goes (cuCtxDestroy, cuDevicePrimaryCtxReset, the last cuDevicePrimaryCtxRelease).
+ *
+ *  - Per-context state is created lazily by whatever call first shows a context: its creation
+ *    (cuCtxCreate*, a visible cuDevicePrimaryCtxRetain) or its first sight (cuCtxSetCurrent,
+ *    cuCtxPushCurrent, cuCtxGetCurrent, an allocation or launch). The CUDA runtime retains the
+ *    primary context through a private interface, so the first thing libvgpu sees of it is
+ *    usually cuCtxSetCurrent(primary).
+ *  - Each context is charged a FIXED amount of overhead, per device: the larger of
+ *    GPUSLICE_CONTEXT_OVERHEAD (bytes) and the amount probed ONCE per process, at its first
+ *    context on the device, while the process holds nothing else on it (no other frees can make
+ *    the probe read low). The same amount goes back when the context goes; a concurrent free can
+ *    never make a context cheaper or give back overhead twice.
+ *  - When a context goes, every allocation recorded with it is given back (the driver freed it).
  */
 #include <pthread.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "vgpu/vgpu-internal.h"
 
-static uint64_t ctx_charged[VGPU_MAX_DEVICES];
+struct ctx_state {
+    void *ctx;
+    int dev;          /* vgpu device index */
+    uint64_t charged; /* overhead charged for it */
+};
+
+static struct ctx_state *ctxs;
+static size_t n_ctxs, cap_ctxs;
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Bumped whenever a context is forgotten: a thread's cached "already seen" is then re-checked
+ * (a handle may be reused by a later context). */
+static atomic_uint ctx_gen = 1;
+static __attribute__((tls_model("initial-exec"))) _Thread_local void *tl_ctx;
+static __attribute__((tls_model("initial-exec"))) _Thread_local unsigned tl_gen;
+static __attribute__((tls_model("initial-exec"))) _Thread_local int tl_dev;
 
-struct usage {
-    bool ok;
-    bool listed;       /* NVML lists this pid on the device */
-    uint64_t pid_used; /* its usage (0 when not listed) */
-    uint64_t dev_used; /* the device's total usage */
-};
-
-/* The driver's view of this process's usage on d, and of the whole device. */
-static void driver_usage(const struct vgpu_device *d, struct usage *u)
-{
-    static atomic_bool nvml_init;
-    u->ok = u->listed = false;
-    u->pid_used = u->dev_used = 0;
-    if (!vgpu_nvml_ready() || !gs_real_nvml.nvmlDeviceGetHandleByUUID ||
-        !gs_real_nvml.nvmlDeviceGetComputeRunningProcesses_v3 ||
-        !gs_real_nvml.nvmlDeviceGetMemoryInfo)
-        return;
-    if (!atomic_load(&nvml_init)) {
-        if (!gs_real_nvml.nvmlInit_v2 || gs_real_nvml.nvmlInit_v2() != NVML_SUCCESS)
-            return;
-        atomic_store(&nvml_init, true);
-    }
-    nvmlDevice_t h;
-    nvmlMemory_t m;
-    if (gs_real_nvml.nvmlDeviceGetHandleByUUID(d->uuid, &h) != NVML_SUCCESS ||
-        gs_real_nvml.nvmlDeviceGetMemoryInfo(h, &m) != NVML_SUCCESS)
-        return;
-    u->ok = true;
-    u->dev_used = m.used;
-    nvmlProcessInfo_t infos[256];
-    unsigned n = GS_ARRAY_SIZE(infos);
-    unsigned pid = (unsigned)getpid();
-    if (gs_real_nvml.nvmlDeviceGetComputeRunningProcesses_v3(h, &n, infos) != NVML_SUCCESS)
-        return;
-    for (unsigned i = 0; i < n && i < GS_ARRAY_SIZE(infos); i++) {
-        if (infos[i].pid == pid) {
-            u->listed = true;
-            u->pid_used = infos[i].usedGpuMemory;
-        }
-    }
-}
-
-static int64_t diff(uint64_t before, uint64_t after)
-{
-    return after >= before ? (int64_t)GS_MIN(after - before, (uint64_t)INT64_MAX)
-                           : -(int64_t)GS_MIN(before - after, (uint64_t)INT64_MAX);
-}
-
-/* Per-process change when the driver lists us before or after; else the device-wide change. */
-static int64_t usage_delta(const struct usage *before, const struct usage *after)
-{
-    if (before->listed || after->listed)
-        return diff(before->pid_used, after->pid_used);
-    return diff(before->dev_used, after->dev_used);
-}
-
-struct reading {
-    struct usage u[VGPU_MAX_DEVICES];
-};
-
-static void read_all(struct reading *r, int only)
-{
-    for (int i = 0; i < VGPU_MAX_DEVICES; i++) {
-        r->u[i].ok = false;
-        if (only >= 0 && i != only)
-            continue;
-        struct vgpu_device *d = vgpu_device_at(i);
-        if (d && d->region)
-            driver_usage(d, &r->u[i]);
-    }
-}
-
-/* Apply the usage change across a context call. Growth is charged (false if it does not fit);
- * shrinkage gives back at most what was charged for contexts. */
-static bool settle(const struct reading *before, int only)
-{
-    struct reading after;
-    read_all(&after, only);
-    bool fits = true;
-    pthread_mutex_lock(&ctx_lock);
-    for (int i = 0; i < VGPU_MAX_DEVICES; i++) {
-        if (!before->u[i].ok || !after.u[i].ok)
-            continue;
-        struct vgpu_device *d = vgpu_device_at(i);
-        int64_t delta = usage_delta(&before->u[i], &after.u[i]);
-        if (delta > 0) {
-            if (vgpu_charge(d, (uint64_t)delta) < 0) {
-                fits = false;
-                continue;
-            }
-            ctx_charged[i] += (uint64_t)delta;
-            VLOG(VGPU_LOG_DEBUG, "device %s: context overhead %lld bytes charged", d->uuid,
-                 (long long)delta);
-        } else if (delta < 0) {
-            uint64_t give = GS_MIN((uint64_t)-delta, ctx_charged[i]);
-            ctx_charged[i] -= give;
-            vgpu_uncharge(d, give);
-        }
-    }
-    pthread_mutex_unlock(&ctx_lock);
-    return fits;
-}
-
-static bool ctx_tracking(void)
-{
-    if (vgpu_depth)
-        return false;
-    vgpu_devices_init();
-    return atomic_load_explicit(&vgpu_any_tracked, memory_order_relaxed);
-}
-
-static int tracked_index(CUdevice dev)
-{
-    struct vgpu_device *d = vgpu_device_of(dev);
-    return d && d->region ? vgpu_device_index(d) : -2;
-}
+/* Per-device overhead amount, probed once (serialised by probe_lock). */
+static struct {
+    atomic_bool known;
+    uint64_t bytes;
+} overhead[VGPU_MAX_DEVICES];
+static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #define NEED(name)                                                                                 \
     do {                                                                                           \
@@ -145,108 +59,503 @@ static int tracked_index(CUdevice dev)
         vgpu_depth--;                                                                              \
     } while (0)
 
-GS_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+/* ------------------------------------------------------------------ driver usage (NVML) */
+
+/* This process's usage of device d as the driver reports it; false when the driver does not
+ * list this process there (no NVML, other pid namespace). */
+static bool pid_usage(const struct vgpu_device *d, uint64_t *used)
 {
-    NEED(cuDevicePrimaryCtxRetain);
-    int idx;
-    if (!ctx_tracking() || (idx = tracked_index(dev)) < 0)
-        return gs_real_cu.cuDevicePrimaryCtxRetain(pctx, dev);
-    struct reading before;
-    read_all(&before, idx);
+    static atomic_bool nvml_init;
+    if (!vgpu_nvml_ready() || !gs_real_nvml.nvmlDeviceGetHandleByUUID ||
+        !gs_real_nvml.nvmlDeviceGetComputeRunningProcesses_v3)
+        return false;
+    if (!atomic_load(&nvml_init)) {
+        if (!gs_real_nvml.nvmlInit_v2 || gs_real_nvml.nvmlInit_v2() != NVML_SUCCESS)
+            return false;
+        atomic_store(&nvml_init, true);
+    }
+    nvmlDevice_t h;
+    if (gs_real_nvml.nvmlDeviceGetHandleByUUID(d->uuid, &h) != NVML_SUCCESS)
+        return false;
+    nvmlProcessInfo_t infos[256];
+    unsigned n = GS_ARRAY_SIZE(infos);
+    unsigned pid = (unsigned)getpid();
+    if (gs_real_nvml.nvmlDeviceGetComputeRunningProcesses_v3(h, &n, infos) != NVML_SUCCESS)
+        return false;
+    for (unsigned i = 0; i < n && i < GS_ARRAY_SIZE(infos); i++) {
+        if (infos[i].pid == pid) {
+            *used = infos[i].usedGpuMemory;
+            return true;
+        }
+    }
+    *used = 0;
+    return true; /* listed processes are known; we hold nothing yet */
+}
+
+/* ------------------------------------------------------------------ per-context state */
+
+static struct ctx_state *find_locked(const void *ctx)
+{
+    for (size_t i = 0; i < n_ctxs; i++)
+        if (ctxs[i].ctx == ctx)
+            return &ctxs[i];
+    return NULL;
+}
+
+static bool device_has_context_locked(int dev)
+{
+    for (size_t i = 0; i < n_ctxs; i++)
+        if (ctxs[i].dev == dev)
+            return true;
+    return false;
+}
+
+/* Remember ctx with its charge. False when it is already known (the caller gives its own charge
+ * back) or no memory (then the charge stays: fail closed). */
+static bool remember(void *ctx, int dev, uint64_t charged)
+{
+    bool added = false;
+    pthread_mutex_lock(&ctx_lock);
+    if (!find_locked(ctx)) {
+        if (n_ctxs == cap_ctxs) {
+            size_t ncap = cap_ctxs ? cap_ctxs * 2 : 16;
+            struct ctx_state *n = realloc(ctxs, ncap * sizeof(*n));
+            if (n) {
+                ctxs = n;
+                cap_ctxs = ncap;
+            }
+        }
+        if (n_ctxs < cap_ctxs) {
+            ctxs[n_ctxs++] = (struct ctx_state){.ctx = ctx, .dev = dev, .charged = charged};
+            added = true;
+        } else {
+            VLOG(VGPU_LOG_ERROR, "context %p: no memory to track it; its overhead stays charged",
+                 ctx);
+            added = true; /* the charge is kept (never given back): fail closed */
+        }
+    }
+    pthread_mutex_unlock(&ctx_lock);
+    return added;
+}
+
+static bool known(const void *ctx)
+{
+    pthread_mutex_lock(&ctx_lock);
+    bool k = find_locked(ctx) != NULL;
+    pthread_mutex_unlock(&ctx_lock);
+    return k;
+}
+
+/* The overhead amount of device d, probing it now if unknown: `usage_before` is this process's
+ * driver usage before the context came into being (UINT64_MAX: the context already existed,
+ * e.g. retained out of sight, so its whole usage now is the overhead). Called with probe_lock
+ * held while the amount is unknown. */
+static uint64_t probe(const struct vgpu_device *d, uint64_t usage_before, bool before_ok)
+{
+    int idx = vgpu_device_index(d);
+    uint64_t cfg = vgpu_config_context_overhead();
+    uint64_t now = 0, amount = 0;
+    bool ok = pid_usage(d, &now);
+    if (ok && usage_before == UINT64_MAX)
+        amount = now;
+    else if (ok && before_ok && now > usage_before)
+        amount = now - usage_before;
+    else if (!ok)
+        VLOG(VGPU_LOG_WARN,
+             "device %s: the driver does not list this process; context overhead charged is "
+             "GPUSLICE_CONTEXT_OVERHEAD (%llu bytes)",
+             d->uuid, (unsigned long long)cfg);
+    overhead[idx].bytes = GS_MAX(amount, cfg);
+    atomic_store(&overhead[idx].known, true);
+    VLOG(VGPU_LOG_INFO, "device %s: context overhead %llu bytes per context (probed %llu)", d->uuid,
+         (unsigned long long)overhead[idx].bytes, (unsigned long long)amount);
+    return overhead[idx].bytes;
+}
+
+/* A context we did not see being created (first sight): remember it and charge its overhead.
+ * It already holds its memory, so the charge is recorded even past the limit (the region must
+ * tell the truth; the next allocation is then refused). */
+static void sighted(void *ctx, struct vgpu_device *d)
+{
+    int idx = vgpu_device_index(d);
+    if (known(ctx))
+        return;
+    uint64_t amount;
+    if (!atomic_load(&overhead[idx].known)) {
+        pthread_mutex_lock(&probe_lock);
+        if (!atomic_load(&overhead[idx].known)) {
+            pthread_mutex_lock(&ctx_lock);
+            bool first = !device_has_context_locked(idx);
+            pthread_mutex_unlock(&ctx_lock);
+            /* first context of this process on d: everything the driver holds for us is it */
+            amount = first ? probe(d, UINT64_MAX, true) : probe(d, 0, false);
+        } else {
+            amount = overhead[idx].bytes;
+        }
+        pthread_mutex_unlock(&probe_lock);
+    } else {
+        amount = overhead[idx].bytes;
+    }
+    if (amount && vgpu_charge(d, amount) < 0) {
+        vgpu_region_reserve(d->region, d->slot, amount, 0);
+        VLOG(VGPU_LOG_WARN,
+             "device %s: context %p created out of sight does not fit the limit; its %llu bytes "
+             "are charged anyway",
+             d->uuid, ctx, (unsigned long long)amount);
+    }
+    if (!remember(ctx, idx, amount))
+        vgpu_uncharge(d, amount); /* another thread saw it first */
+}
+
+struct drain {
+    void *ctx;
+};
+
+static bool owned_by(const struct vgpu_alloc *a, void *arg)
+{
+    /* VMM handles (and their mappings) and stream-ordered pool memory belong to no context:
+     * the driver keeps them past the context's end. */
+    return a->ctx == ((struct drain *)arg)->ctx && !a->pool &&
+           (a->kind == VGPU_KIND_DPTR || a->kind == VGPU_KIND_ARRAY || a->kind == VGPU_KIND_MIPMAP);
+}
+
+static void give_back(const struct vgpu_alloc *a, void *arg)
+{
+    (void)arg;
+    vgpu_alloc_uncharge(a);
+}
+
+/* ctx is gone (the driver freed its memory): its overhead and allocations come back. */
+static void forget(void *ctx)
+{
+    if (!ctx)
+        return;
+    struct ctx_state st = {0};
+    bool had = false;
+    pthread_mutex_lock(&ctx_lock);
+    struct ctx_state *s = find_locked(ctx);
+    if (s) {
+        st = *s;
+        *s = ctxs[--n_ctxs];
+        had = true;
+    }
+    pthread_mutex_unlock(&ctx_lock);
+    atomic_fetch_add(&ctx_gen, 1);
+    if (had)
+        vgpu_uncharge(vgpu_device_at(st.dev), st.charged);
+    struct drain dr = {.ctx = ctx};
+    size_t n = vgpu_table_remove_if(owned_by, give_back, &dr);
+    VLOG(VGPU_LOG_DEBUG, "context %p gone: %llu bytes of overhead and %zu allocations given back",
+         ctx, (unsigned long long)st.charged, n);
+}
+
+static bool ctx_tracking(void)
+{
+    if (vgpu_depth)
+        return false;
+    vgpu_devices_init();
+    return atomic_load_explicit(&vgpu_any_tracked, memory_order_relaxed);
+}
+
+static struct vgpu_device *tracked_dev(CUdevice dev)
+{
+    struct vgpu_device *d = vgpu_device_of(dev);
+    return d && d->region ? d : NULL;
+}
+
+void *vgpu_ctx_current(struct vgpu_device **dev_out)
+{
+    if (dev_out)
+        *dev_out = NULL;
+    if (vgpu_depth || !gs_real_cu.cuCtxGetCurrent)
+        return NULL;
+    CUcontext c = NULL;
     CUresult r;
-    CALL_REAL(r, cuDevicePrimaryCtxRetain, pctx, dev);
-    if (r == CUDA_SUCCESS && !settle(&before, idx)) {
-        CALL_REAL(r, cuDevicePrimaryCtxRelease_v2, dev);
-        return CUDA_ERROR_OUT_OF_MEMORY;
+    CALL_REAL(r, cuCtxGetCurrent, &c);
+    if (r != CUDA_SUCCESS || !c)
+        return NULL;
+    unsigned gen = atomic_load_explicit(&ctx_gen, memory_order_acquire);
+    if (GS_LIKELY(c == tl_ctx && gen == tl_gen)) {
+        if (dev_out)
+            *dev_out = vgpu_device_at(tl_dev);
+        return c;
     }
-    return r;
+    CUdevice dev;
+    if (!gs_real_cu.cuCtxGetDevice)
+        return c;
+    CALL_REAL(r, cuCtxGetDevice, &dev);
+    if (r != CUDA_SUCCESS)
+        return c; /* destroyed or unusable: the driver's own error follows */
+    struct vgpu_device *d = vgpu_device_of(dev);
+    if (d && d->region)
+        sighted(c, d);
+    tl_ctx = c;
+    tl_gen = gen;
+    tl_dev = d ? vgpu_device_index(d) : -1;
+    if (dev_out)
+        *dev_out = d;
+    return c;
 }
 
-static CUresult release_like(CUresult (*fn)(CUdevice), CUdevice dev)
+size_t vgpu_ctx_count(void)
 {
-    int idx;
-    if (!ctx_tracking() || (idx = tracked_index(dev)) < 0)
-        return fn(dev);
-    struct reading before;
-    read_all(&before, idx);
-    vgpu_depth++;
-    CUresult r = fn(dev);
-    vgpu_depth--;
-    settle(&before, idx);
-    return r;
+    pthread_mutex_lock(&ctx_lock);
+    size_t n = n_ctxs;
+    pthread_mutex_unlock(&ctx_lock);
+    return n;
 }
 
-GS_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+void vgpu_ctx_atfork_child(void)
 {
-    NEED(cuDevicePrimaryCtxRelease_v2);
-    return release_like(gs_real_cu.cuDevicePrimaryCtxRelease_v2, dev);
+    /* contexts do not survive fork */
+    pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+    ctx_lock = fresh;
+    n_ctxs = 0;
+    atomic_fetch_add(&ctx_gen, 1);
 }
 
-GS_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
-{
-    NEED(cuDevicePrimaryCtxReset_v2);
-    return release_like(gs_real_cu.cuDevicePrimaryCtxReset_v2, dev);
-}
+/* ------------------------------------------------------------------ creation */
 
-/* After a context was created on dev: charge its overhead or destroy it. */
-static CUresult created(CUresult r, CUcontext *pctx, const struct reading *before, int idx)
+/* The context-creating driver call, with the per-context charge around it: reserved before the
+ * call when the amount is known, else probed across the first creation on the device. Returns
+ * the created context through *out. */
+typedef CUresult (*create_fn)(void *arg, CUcontext *out);
+
+static CUresult charged_create(struct vgpu_device *d, create_fn create, void *arg, CUcontext *out,
+                               void (*undo)(void *arg, CUcontext c))
 {
-    if (r != CUDA_SUCCESS || idx < 0)
+    int idx = vgpu_device_index(d);
+    CUresult r;
+    if (atomic_load(&overhead[idx].known)) {
+        uint64_t amount = overhead[idx].bytes;
+        if (amount && vgpu_charge(d, amount) < 0)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        vgpu_depth++;
+        r = create(arg, out);
+        vgpu_depth--;
+        if (r != CUDA_SUCCESS || !remember(*out, idx, amount))
+            vgpu_uncharge(d, amount);
         return r;
-    if (!settle(before, idx)) {
-        CALL_REAL(r, cuCtxDestroy_v2, *pctx);
+    }
+    /* First context of this process on d: measure what it costs, with nothing else of ours on
+     * the device that a concurrent free could shrink. */
+    pthread_mutex_lock(&probe_lock);
+    if (atomic_load(&overhead[idx].known)) {
+        pthread_mutex_unlock(&probe_lock);
+        return charged_create(d, create, arg, out, undo);
+    }
+    uint64_t before = 0;
+    bool before_ok = pid_usage(d, &before);
+    vgpu_depth++;
+    r = create(arg, out);
+    vgpu_depth--;
+    if (r != CUDA_SUCCESS) {
+        pthread_mutex_unlock(&probe_lock);
+        return r;
+    }
+    uint64_t amount = probe(d, before, before_ok);
+    pthread_mutex_unlock(&probe_lock);
+    if (amount && vgpu_charge(d, amount) < 0) {
+        vgpu_depth++;
+        undo(arg, *out);
+        vgpu_depth--;
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    if (!remember(*out, idx, amount))
+        vgpu_uncharge(d, amount);
     return CUDA_SUCCESS;
+}
+
+struct create_args {
+    int version;
+    unsigned int flags;
+    CUdevice dev;
+    CUexecAffinityParam *params;
+    int n_params;
+    CUctxCreateParams *create_params;
+};
+
+static CUresult do_create(void *arg, CUcontext *out)
+{
+    struct create_args *a = arg;
+    switch (a->version) {
+    case 2:
+        return gs_real_cu.cuCtxCreate_v2(out, a->flags, a->dev);
+    case 3:
+        return gs_real_cu.cuCtxCreate_v3(out, a->params, a->n_params, a->flags, a->dev);
+    default:
+        return gs_real_cu.cuCtxCreate_v4(out, a->create_params, a->flags, a->dev);
+    }
+}
+
+static void undo_create(void *arg, CUcontext c)
+{
+    (void)arg;
+    gs_real_cu.cuCtxDestroy_v2(c);
+}
+
+static CUresult ctx_create(struct create_args *a, CUcontext *pctx)
+{
+    struct vgpu_device *d = ctx_tracking() ? tracked_dev(a->dev) : NULL;
+    if (!d || !pctx) {
+        CUresult r;
+        vgpu_depth++;
+        r = do_create(a, pctx);
+        vgpu_depth--;
+        return r;
+    }
+    return charged_create(d, do_create, a, pctx, undo_create);
 }
 
 GS_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
     NEED(cuCtxCreate_v2);
-    int idx = ctx_tracking() ? tracked_index(dev) : -2;
-    struct reading before;
-    if (idx >= 0)
-        read_all(&before, idx);
-    CUresult r;
-    CALL_REAL(r, cuCtxCreate_v2, pctx, flags, dev);
-    return created(r, pctx, &before, idx);
+    struct create_args a = {.version = 2, .flags = flags, .dev = dev};
+    return ctx_create(&a, pctx);
 }
 
 GS_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
                                   unsigned int flags, CUdevice dev)
 {
     NEED(cuCtxCreate_v3);
-    int idx = ctx_tracking() ? tracked_index(dev) : -2;
-    struct reading before;
-    if (idx >= 0)
-        read_all(&before, idx);
-    CUresult r;
-    CALL_REAL(r, cuCtxCreate_v3, pctx, paramsArray, numParams, flags, dev);
-    return created(r, pctx, &before, idx);
+    struct create_args a = {
+        .version = 3, .flags = flags, .dev = dev, .params = paramsArray, .n_params = numParams};
+    return ctx_create(&a, pctx);
 }
 
 GS_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams,
                                   unsigned int flags, CUdevice dev)
 {
     NEED(cuCtxCreate_v4);
-    int idx = ctx_tracking() ? tracked_index(dev) : -2;
-    struct reading before;
-    if (idx >= 0)
-        read_all(&before, idx);
-    CUresult r;
-    CALL_REAL(r, cuCtxCreate_v4, pctx, ctxCreateParams, flags, dev);
-    return created(r, pctx, &before, idx);
+    struct create_args a = {
+        .version = 4, .flags = flags, .dev = dev, .create_params = ctxCreateParams};
+    return ctx_create(&a, pctx);
 }
 
 GS_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
 {
     NEED(cuCtxDestroy_v2);
-    if (!ctx_tracking())
-        return gs_real_cu.cuCtxDestroy_v2(ctx);
-    struct reading before;
-    read_all(&before, -1);
     CUresult r;
     CALL_REAL(r, cuCtxDestroy_v2, ctx);
-    settle(&before, -1);
+    if (r == CUDA_SUCCESS && ctx_tracking())
+        forget(ctx);
+    return r;
+}
+
+/* ------------------------------------------------------------------ primary contexts */
+
+static bool primary_active(CUdevice dev)
+{
+    unsigned flags = 0;
+    int active = 0;
+    if (!gs_real_cu.cuDevicePrimaryCtxGetState)
+        return true; /* cannot tell: assume it is (never a false "gone") */
+    CUresult r;
+    CALL_REAL(r, cuDevicePrimaryCtxGetState, dev, &flags, &active);
+    return r != CUDA_SUCCESS || active;
+}
+
+/* The primary context's handle while it is active (a reference taken and dropped again, so its
+ * count is unchanged); NULL when it is not active. */
+static CUcontext primary_handle(CUdevice dev)
+{
+    if (!gs_real_cu.cuDevicePrimaryCtxGetState || !primary_active(dev))
+        return NULL;
+    CUcontext p = NULL;
+    CUresult r;
+    CALL_REAL(r, cuDevicePrimaryCtxRetain, &p, dev);
+    if (r != CUDA_SUCCESS)
+        return NULL;
+    CALL_REAL(r, cuDevicePrimaryCtxRelease_v2, dev);
+    return p;
+}
+
+struct retain_args {
+    CUdevice dev;
+};
+
+static CUresult do_retain(void *arg, CUcontext *out)
+{
+    return gs_real_cu.cuDevicePrimaryCtxRetain(out, ((struct retain_args *)arg)->dev);
+}
+
+static void undo_retain(void *arg, CUcontext c)
+{
+    (void)c;
+    gs_real_cu.cuDevicePrimaryCtxRelease_v2(((struct retain_args *)arg)->dev);
+}
+
+GS_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+    NEED(cuDevicePrimaryCtxRetain);
+    struct vgpu_device *d = ctx_tracking() ? tracked_dev(dev) : NULL;
+    CUresult r;
+    if (!d || !pctx || primary_active(dev)) {
+        /* Not tracked, or the primary context exists already (perhaps retained out of sight:
+         * charged at its first sight, here if not before). */
+        CALL_REAL(r, cuDevicePrimaryCtxRetain, pctx, dev);
+        if (r == CUDA_SUCCESS && d && pctx && !known(*pctx))
+            sighted(*pctx, d);
+        return r;
+    }
+    struct retain_args a = {.dev = dev};
+    return charged_create(d, do_retain, &a, pctx, undo_retain);
+}
+
+GS_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    NEED(cuDevicePrimaryCtxRelease_v2);
+    if (!ctx_tracking() || !tracked_dev(dev))
+        return gs_real_cu.cuDevicePrimaryCtxRelease_v2(dev);
+    CUcontext p = primary_handle(dev);
+    CUresult r;
+    CALL_REAL(r, cuDevicePrimaryCtxRelease_v2, dev);
+    if (r == CUDA_SUCCESS && p && !primary_active(dev))
+        forget(p); /* the last reference: the driver destroyed it and freed its memory */
+    return r;
+}
+
+GS_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+    NEED(cuDevicePrimaryCtxReset_v2);
+    if (!ctx_tracking() || !tracked_dev(dev))
+        return gs_real_cu.cuDevicePrimaryCtxReset_v2(dev);
+    CUcontext p = primary_handle(dev);
+    CUresult r;
+    CALL_REAL(r, cuDevicePrimaryCtxReset_v2, dev);
+    if (r == CUDA_SUCCESS && p)
+        forget(p);
+    return r;
+}
+
+/* ------------------------------------------------------------------ first sight */
+
+GS_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+    NEED(cuCtxSetCurrent);
+    CUresult r;
+    CALL_REAL(r, cuCtxSetCurrent, ctx);
+    if (r == CUDA_SUCCESS && ctx && ctx_tracking())
+        vgpu_ctx_current(NULL);
+    return r;
+}
+
+GS_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+    NEED(cuCtxPushCurrent_v2);
+    CUresult r;
+    CALL_REAL(r, cuCtxPushCurrent_v2, ctx);
+    if (r == CUDA_SUCCESS && ctx && ctx_tracking())
+        vgpu_ctx_current(NULL);
+    return r;
+}
+
+GS_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
+{
+    NEED(cuCtxGetCurrent);
+    CUresult r;
+    CALL_REAL(r, cuCtxGetCurrent, pctx);
+    if (r == CUDA_SUCCESS && pctx && *pctx && ctx_tracking())
+        vgpu_ctx_current(NULL);
     return r;
 }

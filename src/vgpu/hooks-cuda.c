@@ -845,10 +845,12 @@ GS_EXPORT CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
     vgpu_devices_init();
     /* strict: without a current context the driver's own error comes back */
     struct vgpu_device *d = tracked(vgpu_device_current_strict());
-    if (!d || !d->cfg.memory_limit || !free || !total)
-        return REAL(cuMemGetInfo_v2)(free, total); /* unlimited: the physical truth */
+    CUresult r = REAL(cuMemGetInfo_v2)(free, total);
+    if (r != CUDA_SUCCESS || !d || !d->cfg.memory_limit || !free || !total)
+        return r; /* unlimited: the physical truth */
+    /* the driver's answer says what the device really has free (others may hold most of it) */
     struct vgpu_mem_view v;
-    vgpu_memory_view(d, &v);
+    vgpu_memory_view(d, *total, *free, &v);
     *free = v.free;
     *total = v.total;
     return CUDA_SUCCESS;
@@ -863,7 +865,7 @@ GS_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
     if (!d || !d->cfg.memory_limit || !bytes)
         return REAL(cuDeviceTotalMem_v2)(bytes, dev);
     struct vgpu_mem_view v;
-    vgpu_memory_view(d, &v);
+    vgpu_memory_view(d, 0, UINT64_MAX, &v);
     *bytes = v.total;
     return CUDA_SUCCESS;
 }

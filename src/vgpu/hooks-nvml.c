@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Exported NVML hooks (list: nvml.def): the memory view of a capped device is the claim's. */
+/*
+ * Exported NVML hooks (list: nvml.def): the memory view of a capped device is the claim's, the
+ * same numbers cuMemGetInfo_v2 reports. NVML-only programs (nvidia-smi, agents) never make
+ * libvgpu touch CUDA: the device is found by UUID in the limits and the claim's region.
+ */
 #include <pthread.h>
 #include <string.h>
 
@@ -9,6 +13,7 @@
 
 static struct {
     nvmlDevice_t handle;
+    int index;
     char uuid[GS_LIMITS_UUID_MAX];
 } uuid_cache[UUID_CACHE];
 static int n_cached;
@@ -18,25 +23,33 @@ static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct vgpu_device *capped_device(nvmlDevice_t h)
 {
     char uuid[GS_LIMITS_UUID_MAX] = "";
+    int index = -1;
     pthread_mutex_lock(&cache_lock);
     for (int i = 0; i < n_cached; i++)
-        if (uuid_cache[i].handle == h)
+        if (uuid_cache[i].handle == h) {
             memcpy(uuid, uuid_cache[i].uuid, sizeof(uuid));
+            index = uuid_cache[i].index;
+        }
     pthread_mutex_unlock(&cache_lock);
     if (!uuid[0]) {
         if (!gs_real_nvml.nvmlDeviceGetUUID ||
             gs_real_nvml.nvmlDeviceGetUUID(h, uuid, sizeof(uuid)) != NVML_SUCCESS)
             return NULL;
+        unsigned idx = 0;
+        if (gs_real_nvml.nvmlDeviceGetIndex &&
+            gs_real_nvml.nvmlDeviceGetIndex(h, &idx) == NVML_SUCCESS)
+            index = (int)idx;
         pthread_mutex_lock(&cache_lock);
         if (n_cached < UUID_CACHE) {
             uuid_cache[n_cached].handle = h;
+            uuid_cache[n_cached].index = index;
             memcpy(uuid_cache[n_cached].uuid, uuid, sizeof(uuid));
             n_cached++;
         }
         pthread_mutex_unlock(&cache_lock);
     }
-    struct vgpu_device *d = vgpu_device_by_uuid(uuid);
-    return d && d->region && d->cfg.memory_limit ? d : NULL;
+    struct vgpu_device *d = vgpu_device_for_view(uuid, index);
+    return d && d->cfg.memory_limit ? d : NULL;
 }
 
 GS_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
@@ -50,7 +63,7 @@ GS_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t
     struct vgpu_device *d = capped_device(device);
     if (d) {
         struct vgpu_mem_view v;
-        vgpu_memory_view(d, &v);
+        vgpu_memory_view(d, memory->total, memory->free, &v);
         memory->total = v.total;
         memory->used = v.used;
         memory->free = v.free;
@@ -69,7 +82,7 @@ GS_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemor
     struct vgpu_device *d = capped_device(device);
     if (d) {
         struct vgpu_mem_view v;
-        vgpu_memory_view(d, &v);
+        vgpu_memory_view(d, memory->total, memory->free, &v);
         memory->total = v.total;
         memory->reserved = 0;
         memory->used = v.used;

@@ -80,6 +80,11 @@ bool vgpu_config_authoritative(void);
 int vgpu_parse_size(const char *s, uint64_t *out);
 /* GPU_CORE_UTILIZATION_POLICY=disable (only honoured when no limits file is present). */
 bool vgpu_config_compute_disabled(void);
+/* GPUSLICE_CONTEXT_OVERHEAD: the least each context is charged (bytes, 0 = the probe alone). */
+uint64_t vgpu_config_context_overhead(void);
+/* The limits directory in use: GS_LIMITS_DIR_DEFAULT when it holds a limits file, else
+ * $GPUSLICE_LIMITS_DIR (else the default). */
+const char *vgpu_config_dir(void);
 
 /* ---- shared region (region.c) ---- */
 struct vgpu_region;
@@ -201,8 +206,14 @@ struct vgpu_device {
     uint64_t physical_total;
 };
 
-/* Discover devices (after cuInit). Idempotent. */
+/* Discover devices once the application has initialised the driver (libvgpu never calls
+ * cuInit). Idempotent; cheap once done. */
 void vgpu_devices_init(void);
+bool vgpu_devices_ready(void);
+/* The device an NVML view is about, by UUID (NVML index for CUDA_VISIBLE_DEVICES ordinals):
+ * the process's own device when it uses CUDA, else one built from the limits and the claim's
+ * region without touching CUDA. */
+struct vgpu_device *vgpu_device_for_view(const char *uuid, int nvml_index);
 /* Device for a CUdevice / for the current context / by UUID; NULL if unknown or untracked. */
 struct vgpu_device *vgpu_device_of(CUdevice dev);
 struct vgpu_device *vgpu_device_current(void);
@@ -216,15 +227,27 @@ extern atomic_bool vgpu_any_compute_cap;
 /* True when some device is tracked (memory cap or region). */
 extern atomic_bool vgpu_any_tracked;
 
-/* The one memory view: total = min(limit, physical), used = claim usage, free = total - used. */
+/* The one memory view (cuMemGetInfo, cuDeviceTotalMem, NVML): total = min(limit, physical),
+ * used = the claim's usage (clamped to total), free = min(total - used, what the device really
+ * has free). phys_total/phys_free: what the driver just reported (0 total: the discovered one). */
 struct vgpu_mem_view {
     uint64_t total, used, free;
 };
-void vgpu_memory_view(const struct vgpu_device *d, struct vgpu_mem_view *v);
+void vgpu_memory_view(const struct vgpu_device *d, uint64_t phys_total, uint64_t phys_free,
+                      struct vgpu_mem_view *v);
 
 /* Charge/uncharge with sweep-and-retry at the limit. 0 or -ENOMEM. */
 int vgpu_charge(struct vgpu_device *d, uint64_t size);
 void vgpu_uncharge(struct vgpu_device *d, uint64_t size);
+
+/* ---- contexts (hooks-ctx.c) ---- */
+/* The calling thread's current context (NULL when none; *dev its device, may be NULL). The first
+ * time a context is seen (created out of sight, e.g. the runtime's primary context) its state
+ * is created and its fixed overhead charged. Cheap when already seen. */
+void *vgpu_ctx_current(struct vgpu_device **dev);
+/* Contexts this process knows (for tests and logs). */
+size_t vgpu_ctx_count(void);
+void vgpu_ctx_atfork_child(void);
 
 /* ---- memory pools (pools.c) ---- */
 /* Re-read RESERVED_MEM_CURRENT of every pool this process charged and adjust the charges. */
