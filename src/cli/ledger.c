@@ -239,7 +239,8 @@ static int reclaim_locked(struct ledger *l, int *count, struct gs_error *err)
             snprintf(dirs[n_dead], sizeof(dirs[n_dead]), "%s",
                      (const char *)sqlite3_column_text(st, 4));
             gs_info("reclaiming slice of a dead owner", "slice=%lld name=%s pid=%d",
-                    (long long)dead[n_dead], (const char *)sqlite3_column_text(st, 5), (int)o.pid);
+                    (long long)dead[n_dead], GS_LOGQ((const char *)sqlite3_column_text(st, 5)),
+                    (int)o.pid);
             n_dead++;
         }
     }

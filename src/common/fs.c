@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,50 @@ static int split_path(const char *path, char *dir, char *base)
     return 0;
 }
 
+/* "XXXXXX" as mkostemp fills it: six characters of [A-Za-z0-9]. */
+static bool temp_suffix(const char *s)
+{
+    for (int i = 0; i < 6; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+            return false;
+    }
+    return s[6] == '\0';
+}
+
+static bool is_temp_name(const char *entry, const char *prefix)
+{
+    size_t n = strlen(entry), pl = strlen(prefix), il = strlen(GS_FS_TMP_INFIX);
+    if (entry[0] != '.' || strncmp(entry + 1, prefix, pl) != 0 || n < 1 + pl + 7)
+        return false;
+    const char *suffix = entry + n - 6;
+    if (!temp_suffix(suffix))
+        return false;
+    if (n >= 1 + pl + il + 6 && n >= 1 + 1 + il + 6 &&
+        strncmp(suffix - il, GS_FS_TMP_INFIX, il) == 0)
+        return true;
+    return *prefix && suffix[-1] == '.'; /* the shape before GS_FS_TMP_INFIX */
+}
+
+int gs_remove_temps(const char *dir, const char *name_prefix)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -errno;
+    int removed = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!is_temp_name(de->d_name, name_prefix ? name_prefix : ""))
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+            unlinkat(dirfd(d), de->d_name, 0) == 0)
+            removed++;
+    }
+    closedir(d);
+    return removed;
+}
+
 int gs_fsync_dir(const char *dir)
 {
     _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -72,7 +117,8 @@ int gs_write_file_atomic_ex(const char *path, const void *data, size_t len, mode
     int r = split_path(path, dir, base);
     if (r < 0)
         return gs_error_set(err, r, "write %s: not a file path", path);
-    if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, base) >= sizeof(tmp))
+    if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.%s" GS_FS_TMP_INFIX "XXXXXX", dir, base) >=
+        sizeof(tmp))
         return gs_error_set(err, -ENAMETOOLONG, "write %s: path too long", path);
 
     _cleanup_close_ int fd = mkostemp(tmp, O_CLOEXEC);

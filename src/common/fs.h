@@ -11,9 +11,14 @@
 
 #include "common/error.h"
 
+/* The temporary file of an atomic write of <dir>/<name> is <dir>/.<name>.tmp.XXXXXX (mkostemp). A
+ * crash between its creation and the rename leaves it behind: owners of a directory remove them at
+ * start-up with gs_remove_temps(). */
+#define GS_FS_TMP_INFIX ".tmp."
+
 /*
  * Replace `path` atomically with `len` bytes of `data`: a temporary file in the same directory
- * (".<name>.XXXXXX"), every byte written, fchmod(mode), fsync, rename over `path`, fsync of the
+ * (".<name>.tmp.XXXXXX"), every byte written, fchmod(mode), fsync, rename over `path`, fsync of the
  * directory. Readers see the old content or the new one, never a mix; after a crash, one of the
  * two. On failure the temporary file is removed and `path` is untouched.
  */
@@ -27,6 +32,14 @@ int gs_write_file_atomic(const char *path, const void *data, size_t len, mode_t 
 #define GS_FS_DURABLE 0x1u
 int gs_write_file_atomic_ex(const char *path, const void *data, size_t len, mode_t mode,
                             unsigned flags, struct gs_error *err);
+
+/*
+ * Remove the temporaries an interrupted gs_write_file_atomic left in `dir` for files whose name
+ * starts with `name_prefix` ("" = any): regular files named "." + <name> + ".tmp.XXXXXX", and the
+ * older ". + <name> + .XXXXXX" shape for a non-empty prefix. Returns the number removed (>= 0),
+ * or -errno if the directory cannot be read (-ENOENT: nothing to do).
+ */
+int gs_remove_temps(const char *dir, const char *name_prefix);
 
 /* fsync a directory after creating, renaming or removing entries in it. 0 or -errno. */
 int gs_fsync_dir(const char *dir);

@@ -41,6 +41,12 @@ void gs_logv(enum gs_log_level level, const char *msg, const char *kvfmt, va_lis
 /* Quote a value for logfmt into buf (adds quotes and escapes when needed). Returns buf. */
 const char *gs_log_quote(char *buf, size_t len, const char *value);
 
+/* gs_log_quote into a temporary that lives until the end of the enclosing block, for log call
+ * arguments: gs_warn("write failed", "path=%s error=%s", GS_LOGQ(path), GS_LOGQ(err.msg)).
+ * Values longer than GS_LOG_QUOTE_MAX are cut. */
+#define GS_LOG_QUOTE_MAX 600
+#define GS_LOGQ(value)   gs_log_quote((char[GS_LOG_QUOTE_MAX]){0}, GS_LOG_QUOTE_MAX, (value))
+
 #define gs_error_log(msg, ...) gs_log(GS_LOG_ERROR, msg, __VA_ARGS__)
 #define gs_warn(msg, ...)      gs_log(GS_LOG_WARN, msg, __VA_ARGS__)
 #define gs_info(msg, ...)      gs_log(GS_LOG_INFO, msg, __VA_ARGS__)

@@ -48,8 +48,10 @@ int ckpt_load(struct checkpoint *c, const char *state_dir, const char *driver, s
     r = gs_read_file(c->path, CKPT_MAX_BYTES, &text, &len, &rerr);
     if (r == -ENOENT)
         return 0;
+    if (r == -EFBIG) /* no checkpoint of ours is that large: corrupt, moved aside by the caller */
+        return gs_error_set(err, -EBADMSG, "checkpoint %s", rerr.msg);
     if (r < 0)
-        return gs_error_set(err, r, "checkpoint %s: %s", c->path, rerr.msg);
+        return gs_error_set(err, r, "checkpoint %s", rerr.msg);
     json_error_t jerr;
     json_t *root = json_loadb(text, len, 0, &jerr);
     free(text);
@@ -76,8 +78,8 @@ int ckpt_load(struct checkpoint *c, const char *state_dir, const char *driver, s
         }
         if (st == CKPT_NONE || claim_plan_from_json(json_object_get(e, "plan"), plan, &perr) < 0 ||
             strcmp(plan->uid, uid) != 0) {
-            gs_warn("checkpoint entry ignored", "claim=%s reason=\"%s\"", uid,
-                    perr.msg[0] ? perr.msg : "bad state or uid");
+            gs_warn("checkpoint entry ignored", "claim=%s reason=%s", uid,
+                    GS_LOGQ(perr.msg[0] ? perr.msg : "bad state or uid"));
             free(plan);
             continue;
         }

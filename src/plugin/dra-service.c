@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "plugin/dra-service.h"
 
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -82,6 +85,146 @@ const size_t registration_n_methods = GS_ARRAY_SIZE(registration_methods);
 
 /* ---- DRA v1 / v1beta1 --------------------------------------------------------------------- */
 
+/* ---- claim strings on the wire ----------------------------------------------------------- */
+
+/* protobuf-c hands strings out NUL-terminated, so "uid\0../x" would silently become "uid": the
+ * claim strings are checked in the encoded request first. Both API versions encode
+ * Node{Prepare,Unprepare}ResourcesRequest as `repeated Claim claims = 1` and Claim as
+ * {namespace = 1, uid = 2, name = 3}, all length-delimited. */
+
+static bool read_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    *v = 0;
+    for (unsigned shift = 0; shift < 64 && *p < end; shift += 7) {
+        uint8_t b = *(*p)++;
+        *v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            return true;
+    }
+    return false;
+}
+
+/* Skip one field's value of wire type wt; false when truncated or an unknown type. For wire type 2
+ * val and vlen receive the payload. */
+static bool skip_value(const uint8_t **p, const uint8_t *end, unsigned wt, const uint8_t **val,
+                       size_t *vlen)
+{
+    uint64_t v;
+    switch (wt) {
+    case 0:
+        return read_varint(p, end, &v);
+    case 1:
+        if (end - *p < 8)
+            return false;
+        *p += 8;
+        return true;
+    case 5:
+        if (end - *p < 4)
+            return false;
+        *p += 4;
+        return true;
+    case 2:
+        if (!read_varint(p, end, &v) || v > (uint64_t)(end - *p))
+            return false;
+        *val = *p;
+        *vlen = (size_t)v;
+        *p += v;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF). */
+static bool utf8_valid(const uint8_t *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        uint8_t c = s[i];
+        size_t k;
+        uint32_t cp;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if (c >= 0xc2 && c <= 0xdf) {
+            k = 1;
+            cp = c & 0x1f;
+        } else if (c >= 0xe0 && c <= 0xef) {
+            k = 2;
+            cp = c & 0x0f;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            k = 3;
+            cp = c & 0x07;
+        } else {
+            return false;
+        }
+        if (n - i <= k)
+            return false;
+        for (size_t j = 1; j <= k; j++) {
+            if ((s[i + j] & 0xc0) != 0x80)
+                return false;
+            cp = (cp << 6) | (s[i + j] & 0x3f);
+        }
+        if ((k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) || cp > 0x10ffff ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+            return false;
+        i += k + 1;
+    }
+    return true;
+}
+
+/* 0, or -EINVAL with `why` naming the claim (by position) and the field -- never the bytes. A
+ * message that does not parse is left to the protobuf decoder. */
+static int check_claim_strings(const uint8_t *req, size_t len, char *why, size_t wlen)
+{
+    static const char *const names[] = {"", "namespace", "uid", "name"};
+    const uint8_t *p = req, *end = req + len;
+    size_t index = 0;
+    while (p < end) {
+        uint64_t key;
+        const uint8_t *claim = NULL;
+        size_t clen = 0;
+        if (!read_varint(&p, end, &key) || !skip_value(&p, end, (unsigned)(key & 7), &claim, &clen))
+            return 0;
+        if (key >> 3 != 1 || (key & 7) != 2)
+            continue;
+        const uint8_t *q = claim, *qend = claim + clen;
+        while (q < qend) {
+            uint64_t k2;
+            const uint8_t *s = NULL;
+            size_t slen = 0;
+            if (!read_varint(&q, qend, &k2) || !skip_value(&q, qend, (unsigned)(k2 & 7), &s, &slen))
+                return 0;
+            uint64_t field = k2 >> 3;
+            if ((k2 & 7) != 2 || field < 1 || field > 3)
+                continue;
+            if (memchr(s, '\0', slen))
+                return snprintf(why, wlen, "claims[%zu].%s contains a NUL byte", index,
+                                names[field]),
+                       -EINVAL;
+            if (!utf8_valid(s, slen))
+                return snprintf(why, wlen, "claims[%zu].%s is not valid UTF-8", index,
+                                names[field]),
+                       -EINVAL;
+        }
+        index++;
+    }
+    return 0;
+}
+
+/* INVALID_ARGUMENT for a request whose claim strings are not clean; true when refused. */
+static bool refuse_bad_strings(const uint8_t *req, size_t len, struct rpc_reply *reply)
+{
+    char why[128];
+    if (check_claim_strings(req, len, why, sizeof(why)) == 0)
+        return false;
+    reply->status = RPC_INVALID_ARGUMENT;
+    snprintf(reply->details, sizeof(reply->details), "%s", why);
+    char q[sizeof(why) + 8];
+    gs_warn("request refused", "reason=%s", gs_log_quote(q, sizeof(q), why));
+    return true;
+}
+
 static void too_many(struct rpc_reply *reply, size_t n)
 {
     reply->status = RPC_INVALID_ARGUMENT;
@@ -101,6 +244,8 @@ static void too_many(struct rpc_reply *reply, size_t n)
                            size_t len, struct rpc_reply *reply)                                    \
     {                                                                                              \
         struct driver *d = user;                                                                   \
+        if (refuse_bad_strings(req, len, reply))                                                   \
+            return;                                                                                \
         T##NodePrepareResourcesRequest *in =                                                       \
             f##node_prepare_resources_request__unpack(NULL, len, req);                             \
         if (!in) {                                                                                 \
@@ -200,6 +345,8 @@ static void too_many(struct rpc_reply *reply, size_t n)
                              size_t len, struct rpc_reply *reply)                                  \
     {                                                                                              \
         struct driver *d = user;                                                                   \
+        if (refuse_bad_strings(req, len, reply))                                                   \
+            return;                                                                                \
         T##NodeUnprepareResourcesRequest *in =                                                     \
             f##node_unprepare_resources_request__unpack(NULL, len, req);                           \
         if (!in) {                                                                                 \

@@ -60,8 +60,8 @@ int driver_init(struct driver *d, const struct driver_config *cfg, struct gs_k8s
     if (r == -EBADMSG) {
         char aside[PATH_MAX + 16];
         snprintf(aside, sizeof(aside), "%s.corrupt", d->ckpt.path);
-        gs_error_log("checkpoint is corrupt, moved aside; starting empty",
-                     "error=\"%s\" moved_to=%s", lerr.msg, aside);
+        gs_error_log("checkpoint is corrupt, moved aside; starting empty", "error=%s moved_to=%s",
+                     GS_LOGQ(lerr.msg), aside);
         if (rename(d->ckpt.path, aside) < 0)
             unlink(d->ckpt.path);
         ckpt_fini(&d->ckpt);
@@ -464,7 +464,8 @@ void driver_prepare(struct driver *d, size_t n, const struct claim_ref *refs, ui
             if (d->metrics)
                 atomic_fetch_add(&d->metrics->prepare_errors, 1);
             char q[CLAIM_ERROR_MAX + 8];
-            gs_warn("claim not prepared", "uid=%s error=%s", refs[i].uid ? refs[i].uid : "",
+            gs_warn("claim not prepared", "uid=%s error=%s",
+                    GS_LOGQ(refs[i].uid ? refs[i].uid : ""),
                     gs_log_quote(q, sizeof(q), out[i].error));
         }
     }
@@ -513,11 +514,14 @@ void driver_unprepare(struct driver *d, size_t n, const struct claim_ref *refs,
                 errors[i][0] ? &d->metrics->unprepare_errors : &d->metrics->unprepare_total, 1);
         if (errors[i][0]) {
             char q[CLAIM_ERROR_MAX + 8];
-            gs_warn("claim not unprepared", "uid=%s error=%s", refs[i].uid ? refs[i].uid : "",
-                    gs_log_quote(q, sizeof(q), errors[i]));
+            gs_warn("claim not unprepared", "uid=%s error=%s",
+                    GS_LOGQ(refs[i].uid ? refs[i].uid : ""), gs_log_quote(q, sizeof(q), errors[i]));
         } else {
-            gs_info("claim unprepared", "claim=%s/%s uid=%s", refs[i].ns ? refs[i].ns : "",
-                    refs[i].name ? refs[i].name : "", refs[i].uid);
+            /* The UID was checked; namespace and name come from kubelet unchecked. */
+            char claim[2 * CLAIM_NAME_MAX + 2];
+            snprintf(claim, sizeof(claim), "%s/%s", refs[i].ns ? refs[i].ns : "",
+                     refs[i].name ? refs[i].name : "");
+            gs_info("claim unprepared", "claim=%s uid=%s", GS_LOGQ(claim), refs[i].uid);
         }
     }
 }

@@ -295,7 +295,7 @@ static void on_event(struct rpc_server *s, void *tag, bool success)
         bool stop = s->shutting_down;
         pthread_mutex_unlock(&s->lock);
         if (!stop && post_request(s) < 0)
-            gs_warn("cannot wait for the next gRPC call", "reason=%s", "request_call failed");
+            gs_warn("cannot wait for the next gRPC call", "reason=%s", "request_call_failed");
         grpc_op ops[2];
         memset(ops, 0, sizeof(ops));
         ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
@@ -447,21 +447,32 @@ void rpc_server_free(struct rpc_server *s)
     while (s->handlers > 0)
         pthread_cond_wait(&s->idle, &s->lock);
     pthread_mutex_unlock(&s->lock);
+    /* Remove the socket only if it is still ours: another process may have bound the path since.
+     * The gRPC core unlinks its listening path when the server goes away, so a socket that is not
+     * ours is kept through that under a second name (a hard link to the same inode) and put back.
+     */
+    struct stat st;
+    char keep[PATH_MAX];
+    bool foreign = s->sock_known && lstat(s->socket_path, &st) == 0 &&
+                   (st.st_dev != s->sock_dev || st.st_ino != s->sock_ino);
+    snprintf(keep, sizeof(keep), "%s.keep.%ld", s->socket_path, (long)getpid());
+    if (foreign && link(s->socket_path, keep) < 0)
+        foreign = false;
     grpc_server_shutdown_and_notify(s->server, s->cq, s);
     grpc_server_cancel_all_calls(s->server);
     for (unsigned i = 0; i < s->n_threads; i++)
         pthread_join(s->threads[i], NULL);
     grpc_server_destroy(s->server);
     grpc_completion_queue_destroy(s->cq);
-    /* Remove the socket only if it is still ours: another process may have bound the path since. */
-    struct stat st;
-    if (s->sock_known && lstat(s->socket_path, &st) == 0 && st.st_dev == s->sock_dev &&
-        st.st_ino == s->sock_ino)
+    if (foreign) {
+        if (lstat(s->socket_path, &st) == 0)
+            unlink(keep);
+        else
+            rename(keep, s->socket_path);
+        gs_warn("socket is not ours any more, left in place", "path=%s", GS_LOGQ(s->socket_path));
+    } else if (s->sock_known && lstat(s->socket_path, &st) == 0 && st.st_dev == s->sock_dev &&
+               st.st_ino == s->sock_ino) {
         unlink(s->socket_path);
-    else if (s->sock_known) {
-        char q[PATH_MAX + 8];
-        gs_warn("socket is not ours any more, left in place", "path=%s",
-                gs_log_quote(q, sizeof(q), s->socket_path));
     }
     free(s->socket_path);
     gs_http_cancel_free(s->cancel);

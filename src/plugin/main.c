@@ -4,8 +4,12 @@
  * health/metrics -> DRA service -> registration socket (kubelet connects only when everything it
  * will call is up) -> ResourceSlice publisher. SIGTERM/SIGINT stop in the reverse order.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <malloc.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -46,6 +50,44 @@ static int install_host_files(const struct plugin_options *o, struct gs_error *e
     snprintf(path, sizeof(path), "%s/ld.so.preload", o->host_dir);
     return gs_write_file_atomic_ex(path, CDI_CONTAINER_LIB "\n", strlen(CDI_CONTAINER_LIB "\n"),
                                    0644, GS_FS_DURABLE, err);
+}
+
+#define LOCK_FILE_NAME "plugin.lock"
+
+/*
+ * One plugin per state directory: an exclusive flock on <state-dir>/plugin.lock, held (fd kept
+ * open) for the life of the process and released by the kernel when it dies, even by SIGKILL. The
+ * file holds the holder's pid for the message. Returns the fd, or a negative code with err set.
+ */
+static int lock_state_dir(const char *state_dir, struct gs_error *err)
+{
+    char path[PATH_MAX];
+    int r = gs_mkdir_p(state_dir, 0700, err);
+    if (r < 0)
+        return r;
+    snprintf(path, sizeof(path), "%s/" LOCK_FILE_NAME, state_dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return gs_error_set(err, -errno, "cannot open the lock file %s: %s", path, strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        int e = errno;
+        char pid[32] = "";
+        ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+        pid[n > 0 ? n : 0] = '\0';
+        pid[strcspn(pid, "\n")] = '\0';
+        close(fd);
+        if (e == EWOULDBLOCK)
+            return gs_error_set(err, -EBUSY,
+                                "another gpuslice-kubelet-plugin (pid %s) is running with the "
+                                "state directory %s; refusing to start a second one",
+                                *pid ? pid : "unknown", state_dir);
+        return gs_error_set(err, -e, "cannot lock %s: %s", path, strerror(e));
+    }
+    char buf[32];
+    int len = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)len, 0) != len)
+        gs_warn("cannot record the pid in the lock file", "path=%s", GS_LOGQ(path));
+    return fd;
 }
 
 /* Seconds for the publisher's timers: sub-second values round up, 0 stays 0 (off). */
@@ -97,28 +139,38 @@ int main(int argc, char **argv)
     bool drv_ok = false;
     char dra_sock[PATH_MAX], reg_sock[PATH_MAX];
     struct registration_info ri = {0};
+    int lock_fd = -1;
     if (!inv || !m || !drv)
         goto out;
 
+    /* Before anything touches the state, CDI or socket directories. */
+    lock_fd = lock_state_dir(o->state_dir, &err);
+    if (lock_fd < 0) {
+        char q[sizeof(err.msg) + 8];
+        gs_error_log("cannot start", "error=%s", gs_log_quote(q, sizeof(q), err.msg));
+        fprintf(stderr, "gpuslice-kubelet-plugin: %s\n", err.msg);
+        goto out;
+    }
+
     if (gs_kube_config_load(o->kubeconfig && *o->kubeconfig ? o->kubeconfig : NULL, &kc, &err) <
         0) {
-        gs_error_log("cannot load the Kubernetes configuration", "error=\"%s\"", err.msg);
+        gs_error_log("cannot load the Kubernetes configuration", "error=%s", GS_LOGQ(err.msg));
         goto out;
     }
     struct gs_k8s_options ko = {.qps = (double)o->kube_qps, .burst = (unsigned)o->kube_burst};
     k8s = gs_k8s_client_new_with(&kc, &ko, &err);
     if (!k8s) {
-        gs_error_log("cannot create the Kubernetes client", "error=\"%s\"", err.msg);
+        gs_error_log("cannot create the Kubernetes client", "error=%s", GS_LOGQ(err.msg));
         goto out;
     }
     if (gpu_discover(o->sysfs_root, inv, &err) < 0) {
-        gs_error_log("GPU discovery failed", "error=\"%s\"", err.msg);
+        gs_error_log("GPU discovery failed", "error=%s", GS_LOGQ(err.msg));
         goto out;
     }
-    gs_info("GPUs discovered", "devices=%zu node=%s", inv->n, o->node_name);
+    gs_info("GPUs discovered", "devices=%zu node=%s", inv->n, GS_LOGQ(o->node_name));
     if (install_host_files(o, &err) < 0) {
-        gs_error_log("cannot prepare the host directory", "dir=%s error=\"%s\"", o->host_dir,
-                     err.msg);
+        gs_error_log("cannot prepare the host directory", "dir=%s error=%s", GS_LOGQ(o->host_dir),
+                     GS_LOGQ(err.msg));
         goto out;
     }
 
@@ -138,7 +190,7 @@ int main(int argc, char **argv)
         .fault_point = o->fault_point > 0 ? options_fault_points[o->fault_point] : NULL,
     };
     if (driver_init(drv, &dc, k8s, m, &err) < 0) {
-        gs_error_log("cannot load the checkpoint", "error=\"%s\"", err.msg);
+        gs_error_log("cannot load the checkpoint", "error=%s", GS_LOGQ(err.msg));
         goto out;
     }
     drv_ok = true;
@@ -149,7 +201,7 @@ int main(int argc, char **argv)
     if (o->metrics_addr && *o->metrics_addr) {
         mhttp = metrics_http_start(m, o->metrics_addr, o->driver_name, o->node_name, &err);
         if (!mhttp && err.code) {
-            gs_error_log("cannot serve metrics", "error=\"%s\"", err.msg);
+            gs_error_log("cannot serve metrics", "error=%s", GS_LOGQ(err.msg));
             goto out;
         }
     }
@@ -159,14 +211,14 @@ int main(int argc, char **argv)
         gs_error_clear(&err);
         hhttp = metrics_http_start(m, addr, o->driver_name, o->node_name, &err);
         if (!hhttp) {
-            gs_error_log("cannot serve the health endpoint", "error=\"%s\"", err.msg);
+            gs_error_log("cannot serve the health endpoint", "error=%s", GS_LOGQ(err.msg));
             goto out;
         }
     }
 
     rpc_global_init();
     if (gs_mkdir_p(o->plugin_dir, 0750, &err) < 0 || gs_mkdir_p(o->registrar_dir, 0750, &err) < 0) {
-        gs_error_log("cannot create the socket directories", "error=\"%s\"", err.msg);
+        gs_error_log("cannot create the socket directories", "error=%s", GS_LOGQ(err.msg));
         goto out_grpc;
     }
     snprintf(dra_sock, sizeof(dra_sock), "%s/dra.sock", o->plugin_dir);
@@ -175,7 +227,7 @@ int main(int argc, char **argv)
                                     .max_recv_bytes = (size_t)o->max_grpc_message};
     dra = rpc_server_new(dra_sock, dra_methods, dra_n_methods, drv, &so, &err);
     if (!dra) {
-        gs_error_log("cannot serve the DRA service", "error=\"%s\"", err.msg);
+        gs_error_log("cannot serve the DRA service", "error=%s", GS_LOGQ(err.msg));
         goto out_grpc;
     }
     ri.driver_name = o->driver_name;
@@ -184,11 +236,11 @@ int main(int argc, char **argv)
     struct rpc_server_options ro = {.threads = 1, .max_recv_bytes = 64 * 1024};
     reg = rpc_server_new(reg_sock, registration_methods, registration_n_methods, &ri, &ro, &err);
     if (!reg) {
-        gs_error_log("cannot serve the registration socket", "error=\"%s\"", err.msg);
+        gs_error_log("cannot serve the registration socket", "error=%s", GS_LOGQ(err.msg));
         goto out_grpc;
     }
     atomic_store(&m->serving, 1);
-    gs_info("serving", "registration=%s dra=%s", reg_sock, dra_sock);
+    gs_info("serving", "registration=%s dra=%s", GS_LOGQ(reg_sock), GS_LOGQ(dra_sock));
 
     struct publisher_config pc = {
         .driver = o->driver_name,
@@ -200,7 +252,7 @@ int main(int argc, char **argv)
     };
     pub = publisher_start(&pc, k8s, drv, m, inv, &err);
     if (!pub) {
-        gs_error_log("cannot start the ResourceSlice publisher", "error=\"%s\"", err.msg);
+        gs_error_log("cannot start the ResourceSlice publisher", "error=%s", GS_LOGQ(err.msg));
         goto out_grpc;
     }
 
@@ -225,6 +277,8 @@ out:
     free(drv);
     free(m);
     free(inv);
+    if (lock_fd >= 0)
+        close(lock_fd);
     options_free(o);
     free(o);
     return rc;

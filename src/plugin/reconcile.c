@@ -20,6 +20,17 @@ static void count_cleaned(struct driver *d, int n)
         atomic_fetch_add(&d->metrics->reconcile_cleaned, (unsigned long long)n);
 }
 
+/* gs_remove_temps, logged. */
+static int remove_temps(const char *dir, const char *prefix)
+{
+    char q[PATH_MAX + 8];
+    int n = gs_remove_temps(dir, prefix);
+    if (n > 0)
+        gs_info("reconcile: removed temporary files of interrupted writes", "dir=%s count=%d",
+                gs_log_quote(q, sizeof(q), dir), n);
+    return n > 0 ? n : 0;
+}
+
 int driver_reconcile_local(struct driver *d)
 {
     int fixed = 0;
@@ -44,9 +55,11 @@ int driver_reconcile_local(struct driver *d)
             bool present = driver_claim_files_present(d, plan);
             if (!present)
                 gs_info("reconcile: re-creating files of a prepared claim", "uid=%s", id);
-            if (driver_write_claim_files(d, plan, false, &err) < 0)
-                gs_warn("reconcile: cannot re-create claim files", "uid=%s error=\"%s\"", id,
-                        err.msg);
+            if (driver_write_claim_files(d, plan, false, &err) < 0) {
+                char q[sizeof(err.msg) + 8];
+                gs_warn("reconcile: cannot re-create claim files", "uid=%s error=%s", id,
+                        gs_log_quote(q, sizeof(q), err.msg));
+            }
             if (!present)
                 fixed++;
             continue;
@@ -87,30 +100,38 @@ int driver_reconcile_local(struct driver *d)
                 continue;
             char path[PATH_MAX];
             snprintf(path, sizeof(path), "%s/%s", claims, de->d_name);
-            gs_info("reconcile: removing orphan claim directory", "path=%s", path);
+            char q[PATH_MAX + 8];
+            gs_info("reconcile: removing orphan claim directory", "path=%s",
+                    gs_log_quote(q, sizeof(q), path));
             gs_rm_rf(path, &err);
             fixed++;
         }
         closedir(dir);
     }
-    /* Writers' temporary files left by a crash in the middle of an atomic write. */
-    dir = opendir(d->cfg.cdi.cdi_root);
+    /* Temporaries of atomic writes (common/fs.h: ".<name>.tmp.XXXXXX") a crash left behind: CDI
+     * specs of our driver, the checkpoint, and the limits files in the claims' directories. */
+    char cdi_prefix[300];
+    snprintf(cdi_prefix, sizeof(cdi_prefix), "k8s.%s-claim_", d->cfg.driver_name);
+    fixed += remove_temps(d->cfg.cdi.cdi_root, cdi_prefix);
+    fixed += remove_temps(d->cfg.state_dir, CKPT_FILE_NAME);
+    fixed += remove_temps(d->cfg.cdi.host_dir, "");
+    dir = opendir(claims);
     if (dir) {
         struct dirent *de;
-        char prefix[300];
-        snprintf(prefix, sizeof(prefix), ".k8s.%s-claim_", d->cfg.driver_name);
         while ((de = readdir(dir))) {
-            if (strncmp(de->d_name, prefix, strlen(prefix)) != 0 || !strstr(de->d_name, ".tmp."))
+            if (de->d_name[0] == '.')
                 continue;
             char path[PATH_MAX];
-            snprintf(path, sizeof(path), "%s/%s", d->cfg.cdi.cdi_root, de->d_name);
-            unlink(path);
-            fixed++;
+            snprintf(path, sizeof(path), "%s/%s", claims, de->d_name);
+            fixed += remove_temps(path, "");
         }
         closedir(dir);
     }
-    if (changed && ckpt_save(&d->ckpt, true, &err) < 0)
-        gs_error_log("reconcile: cannot write the checkpoint", "error=\"%s\"", err.msg);
+    if (changed && ckpt_save(&d->ckpt, true, &err) < 0) {
+        char q[sizeof(err.msg) + 8];
+        gs_error_log("reconcile: cannot write the checkpoint", "error=%s",
+                     gs_log_quote(q, sizeof(q), err.msg));
+    }
     driver_count_claims(d);
     pthread_mutex_unlock(&d->lock);
     count_cleaned(d, fixed);

@@ -104,7 +104,7 @@ static int sync_slices(struct publisher *p)
     json_t *list = NULL;
     int r = gs_k8s_list(p->k8s, &gs_k8s_resourceslices, NULL, &lo, &list, NULL, &err);
     if (r < 0) {
-        gs_warn("cannot list ResourceSlices", "error=\"%s\"", err.msg);
+        gs_warn("cannot list ResourceSlices", "error=%s", GS_LOGQ(err.msg));
         count_write(p, r);
         return r;
     }
@@ -177,7 +177,7 @@ static int sync_slices(struct publisher *p)
         }
         count_write(p, r);
         if (r < 0) {
-            gs_warn("cannot write ResourceSlice", "name=%s error=\"%s\"", wname, err.msg);
+            gs_warn("cannot write ResourceSlice", "name=%s error=%s", wname, GS_LOGQ(err.msg));
             failures++;
         } else {
             gs_info(have ? "ResourceSlice updated" : "ResourceSlice created",
@@ -204,7 +204,7 @@ static int sync_slices(struct publisher *p)
         r = gs_k8s_delete(p->k8s, &gs_k8s_resourceslices, NULL, n, NULL, 0, &err);
         count_write(p, r == -ENOENT ? 0 : r);
         if (r < 0 && r != -ENOENT) {
-            gs_warn("cannot delete ResourceSlice", "name=%s error=\"%s\"", n, err.msg);
+            gs_warn("cannot delete ResourceSlice", "name=%s error=%s", n, GS_LOGQ(err.msg));
             failures++;
         } else {
             gs_info("ResourceSlice deleted", "name=%s", n);
@@ -252,8 +252,8 @@ static void *publisher_main(void *arg)
                     need_sync = true;
                 }
             } else {
-                gs_warn("GPU discovery failed, keeping the last inventory", "error=\"%s\"",
-                        err.msg);
+                gs_warn("GPU discovery failed, keeping the last inventory", "error=%s",
+                        GS_LOGQ(err.msg));
             }
         }
         if (kicked || need_sync ||
@@ -336,7 +336,7 @@ static void *watcher_main(void *arg)
             backoff = 1;
             continue;
         }
-        gs_warn("ResourceSlice watch ended, retrying", "error=\"%s\" backoff_s=%u", err.msg,
+        gs_warn("ResourceSlice watch ended, retrying", "error=%s backoff_s=%u", GS_LOGQ(err.msg),
                 backoff);
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);

@@ -173,6 +173,37 @@ static void test_mkdir_rm(void)
     is_int(gs_rm_rf("/", NULL), -EPERM, "/ refused");
 }
 
+/* Temporaries of an interrupted atomic write: one naming, removed by gs_remove_temps. */
+static void touch(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd >= 0)
+        close(fd);
+}
+
+static void test_temps(void)
+{
+    mkdir(P("t"), 0700);
+    touch(P("t/.k8s.x-claim_1.json.tmp.AbC123"));       /* ours */
+    touch(P("t/.k8s.x-claim_2.json.Zz9xY0"));           /* the shape before .tmp. */
+    touch(P("t/.k8s.x-claim_.Zz9xY1"));                 /* the shortest such name */
+    touch(P("t/.k8s.x-claim_3.json.tmp.ab"));           /* not a mkostemp suffix */
+    touch(P("t/k8s.x-claim_1.json"));                   /* a real file */
+    touch(P("t/.other.json.tmp.abcdef"));               /* another name */
+    mkdir(P("t/.k8s.x-claim_d.json.tmp.abcdef"), 0700); /* not a regular file */
+    is_int(gs_remove_temps(P("t"), "k8s.x-claim_"), 3, "three temporaries of the prefix removed");
+    ok(access(P("t/k8s.x-claim_1.json"), F_OK) == 0, "the real file stays");
+    ok(access(P("t/.k8s.x-claim_3.json.tmp.ab"), F_OK) == 0, "a short suffix stays");
+    ok(access(P("t/.other.json.tmp.abcdef"), F_OK) == 0, "another prefix stays");
+    ok(access(P("t/.k8s.x-claim_d.json.tmp.abcdef"), F_OK) == 0, "a directory stays");
+    is_int(gs_remove_temps(P("t"), ""), 1, "empty prefix: any .tmp. temporary");
+    ok(access(P("t/.other.json.tmp.abcdef"), F_OK) != 0, "...such as .other.json.tmp.XXXXXX");
+    is_int(gs_remove_temps(P("missing"), ""), -ENOENT, "missing directory -> -ENOENT");
+    struct gs_error err = {0};
+    is_int(gs_write_file_atomic(P("t/k8s.x-claim_9.json"), "{}", 2, 0644, &err), 0, "write");
+    is_int(gs_remove_temps(P("t"), "k8s.x-claim_"), 0, "a completed write leaves no temporary");
+}
+
 int main(void)
 {
     tap_plan_auto();
@@ -188,6 +219,7 @@ int main(void)
     gs_rm_rf(P("busy"), NULL);
     gs_rm_rf(P("state.json"), NULL);
     gs_rm_rf(P("ten"), NULL);
+    test_temps();
     test_mkdir_rm();
     is_int(gs_rm_rf(root, NULL), 0, "scratch dir removed");
     return tap_done();
