@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "common/macros.h"
+#include "common/version.h"
 
 enum fam {
     /* HAMi vGPU monitor: device and per-container usage */
@@ -402,6 +403,7 @@ static void collect_monitor(struct scrape *s, struct mon_catalog *c, size_t by_s
                                GS_MAX(count, acc), (double)atomic_load(&stats->sum_ns) / 1e9);
     }
     mon_labels_add(&l, "version", s->o->version);
+    mon_labels_add(&l, "commit", gs_version_commit());
     mon_labels_add_u(&l, "region_version", GS_REGION_VERSION);
     add(s, F_BUILD, &l, 1);
 }

@@ -17,6 +17,7 @@
 #include "common/macros.h"
 #include "common/version.h"
 #include "monitor/catalog.h"
+#include "monitor/collect.h"
 #include "monitor/options.h"
 #include "monitor/server.h"
 #include "webhook/tls.h"
@@ -35,7 +36,7 @@ static int make_client(const struct mon_options *o, struct gs_k8s_client **out,
                        struct gs_error *err)
 {
     *out = NULL;
-    if (o->no_kubernetes) {
+    if (!o->kubernetes) {
         gs_info("kubernetes disabled", "reason=%s", "--no-kubernetes");
         return 0;
     }
@@ -177,6 +178,12 @@ int main(int argc, char **argv)
             return 0;
         fprintf(stderr, "gpuslice-monitor: %s\n", err.msg);
         return 2;
+    }
+    if (o.list_metrics) {
+        for (size_t i = 0; mon_exported_names[i]; i++)
+            printf("%s\n", mon_exported_names[i]);
+        mon_options_free(&o);
+        return 0;
     }
     gs_log_set_level((enum gs_log_level)(o.log_level + 1));
     int rc = serve(&o);

@@ -27,7 +27,8 @@ struct mon_options {
     char *tls_cert_file;
     char *tls_key_file;
     bool legacy_metrics;
-    bool no_kubernetes;
+    bool kubernetes;
+    bool list_metrics;
     int log_level; /* index: error, warn, info, debug */
     int64_t refresh_interval_ns;
     int64_t resync_interval_ns;
