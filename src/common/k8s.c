@@ -1146,6 +1146,27 @@ static int stream_data(void *user, long status, const char *data, size_t len)
     return 0;
 }
 
+int gs_k8s_watch_parse(const char *data, size_t len, size_t chunk, size_t max_event,
+                       gs_k8s_watch_fn fn, void *user, struct gs_error *err)
+{
+    struct gs_k8s_watch w = {.base_path = (char *)"(parse)"};
+    struct stream s = {.w = &w, .fn = fn, .user = user, .err = err, .max = max_event};
+    int r = 0;
+
+    pthread_mutex_init(&w.mu, NULL);
+    if (chunk == 0)
+        chunk = len ? len : 1;
+    while (r == 0 && len > 0) {
+        size_t n = GS_MIN(chunk, len);
+        r = stream_data(&s, 200, data, n);
+        data += n;
+        len -= n;
+    }
+    free(s.buf);
+    pthread_mutex_destroy(&w.mu);
+    return r;
+}
+
 static int watch_path(struct gs_k8s_watch *w, char *path, size_t len)
 {
     char num[32], rv[128];

@@ -220,6 +220,17 @@ int gs_k8s_list_watch(struct gs_k8s_watch *w, gs_k8s_list_fn on_list, gs_k8s_wat
 
 /* From any thread: makes a running (or the next) gs_k8s_watch_run return -ECANCELED promptly. */
 void gs_k8s_watch_stop(struct gs_k8s_watch *w);
+
+/*
+ * The watch-stream parser gs_k8s_watch_run uses, on bytes already at hand: `data` (a 200 response
+ * body, newline-delimited JSON events) is handed over in pieces of `chunk` bytes (0 = at once),
+ * as the network may split it; every complete event goes to fn. An event over `max_event` bytes
+ * is -E2BIG, a line that is not an event -EBADMSG, an ERROR event with code 410 -ESTALE; fn's
+ * negative return stops the parse. A trailing line without '\n' is not an event (the stream was
+ * cut). Exposed for the fuzz target and tests.
+ */
+int gs_k8s_watch_parse(const char *data, size_t len, size_t chunk, size_t max_event,
+                       gs_k8s_watch_fn fn, void *user, struct gs_error *err);
 /* The last resourceVersion seen (copied into buf; "" if none). */
 void gs_k8s_watch_resource_version(struct gs_k8s_watch *w, char *buf, size_t len);
 
