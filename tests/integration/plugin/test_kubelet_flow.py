@@ -6,7 +6,6 @@ import json
 import os
 import stat
 import sys
-import time
 import urllib.error
 import urllib.request
 
@@ -155,6 +154,12 @@ def check_multi_request(t, env):
     t.is_eq(r.error, '', 'multi-request claim unprepared')
 
 
+def slice_lists(env):
+    """The publisher's LISTs of ResourceSlices (not its watch requests)."""
+    return [r for r in env.api.requests(method='GET', match='/resourceslices')
+            if 'watch' not in str(r.get('query'))]
+
+
 def main():
     t = Tap()
     if not pl.gpusim_available():
@@ -277,7 +282,17 @@ def main():
              'gate off: server dropped the fields')
         ok = pl.wait_for(lambda: 'gate="DRAConsumableCapacity"} 1' in env.metrics(), 10)
         t.ok(ok, 'gate off: metric says so')
-        time.sleep(0.5)
+        # The event that proves no further write can come: a full compare after the detection.
+        # Storing the slice unchanged makes a MODIFIED event, which kicks the publisher into a
+        # sync (a LIST, then the compare). Syncs run one after another on one thread, so once the
+        # second kick's LIST is seen, the first kick's compare -- and any write it decided -- is
+        # over.
+        for k in range(2):
+            n_lists = len(slice_lists(env))
+            for s in env.slices():
+                env.api.put(s)
+            t.ok(pl.wait_for(lambda n=n_lists: len(slice_lists(env)) > n, 10),
+                 f'gate off: kick {k + 1} made the publisher compare again')
         log = env.log()
         lines = [ln for ln in log.splitlines() if 'DRAConsumableCapacity' in ln]
         t.is_eq(len(lines), 1, 'gate off: exactly one log line names DRAConsumableCapacity',
