@@ -122,7 +122,7 @@ int main(void)
     CUfunction f;
     p_cuInit(0);
     p_cuCtxCreate_v2(&ctx, 0, 0);
-    p_cuModuleLoadData(&m, "bench");
+    p_cuModuleLoadData(&m, "gpusim");
     p_cuModuleGetFunction(&f, m, "sim_busy_0");
 
     fn = f;

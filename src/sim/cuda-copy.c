@@ -131,3 +131,56 @@ CU_API CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t 
         return CUDA_ERROR_INVALID_VALUE;
     return copy(SET, dstDevice, 0, NULL, NULL, N * 4, hStream, false);
 }
+
+/* cuMemcpy[Async]: unified addressing, each side a device allocation or host memory. gpusim's
+ * device addresses lie at or above CU_VA_BASE: one there that is no allocation is refused. Host to
+ * host copies the bytes, in stream order. */
+static CUresult unified_copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream hStream,
+                             bool sync)
+{
+    bool dd = device_of_range(dst, n) >= 0, sd = device_of_range(src, n) >= 0;
+    if (dd && sd)
+        return copy(D2D, dst, src, NULL, NULL, n, hStream, sync);
+    if ((!dd && dst >= CU_VA_BASE) || (!sd && src >= CU_VA_BASE)) {
+        CUresult r;
+        return cu_stream_resolve(hStream, &r) ? CUDA_ERROR_INVALID_VALUE : r;
+    }
+    /* NOLINTBEGIN(performance-no-int-to-ptr): with unified addressing these are host pointers */
+    if (dd)
+        return copy(H2D, dst, 0, (const void *)(uintptr_t)src, NULL, n, hStream, sync);
+    if (sd)
+        return copy(D2H, src, 0, NULL, (void *)(uintptr_t)dst, n, hStream, sync);
+    CUresult r;
+    struct sim_stream *s = cu_stream_resolve(hStream, &r);
+    if (!s)
+        return r;
+    if (n == 0)
+        return CUDA_SUCCESS;
+    if (!dst || !src)
+        return CUDA_ERROR_INVALID_VALUE;
+    cu_wait_until(__atomic_load_n(&s->tail_ns, __ATOMIC_ACQUIRE));
+    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+    /* NOLINTEND(performance-no-int-to-ptr) */
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
+{
+    return unified_copy(dst, src, ByteCount, NULL, true);
+}
+
+CU_API CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
+{
+    return unified_copy(dst, src, ByteCount, CU_STREAM_PER_THREAD, true);
+}
+
+CU_API CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
+{
+    return unified_copy(dst, src, ByteCount, hStream, false);
+}
+
+CU_API CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
+                                   CUstream hStream)
+{
+    return unified_copy(dst, src, ByteCount, hStream, false);
+}

@@ -150,8 +150,9 @@ static void do_init(void)
         cu_g.st = NULL;
         goto fail;
     }
-    for (int i = 0; i <= SIM_MAX_DEVICES; i++)
+    for (int i = 0; i <= CU_VA_SLOT_VMM; i++)
         cu_g.next_va[i] = CU_VA_BASE + (uint64_t)i * CU_VA_PER_DEVICE;
+    cu_g.next_va[CU_VA_SLOT_LOW] = CU_VA_LOW_BASE;
     for (int o = 0; o < cu_g.nvis; o++) {
         struct sim_ctx *c = &cu_g.primary[o];
         memset(c, 0, sizeof(*c));
@@ -202,7 +203,7 @@ __attribute__((destructor)) static void cu_unload(void)
                 free(n);
             }
         } else if (o->kind == CU_OBJ_GRAPH_EXEC) {
-            free(((struct sim_graph_exec *)o)->fns);
+            free(((struct sim_graph_exec *)o)->nodes);
         }
         free(o);
         o = next;
@@ -473,6 +474,189 @@ CU_API CUresult cuDeviceComputeCapability(int *major, int *minor, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
+#define ATTR_MAX 148 /* CU_DEVICE_ATTRIBUTE_MAX of the CUDA 12.8/13.0 headers */
+
+/*
+ * Every other attribute id below ATTR_MAX, by its number (the names are those of
+ * CUdevice_attribute), with the value a data-centre GPU of the device's architecture reports.
+ * Features are switched by compute capability: 8.0+ (Ampere) adds compressible memory and
+ * persisting L2, 9.0+ (Hopper) clusters, tensor maps, multicast and memory sync domains.
+ * false for an id outside the enum (the driver's CUDA_ERROR_INVALID_VALUE).
+ */
+static bool other_attribute(int a, const struct sim_device_cfg *d, int idx, int *v)
+{
+    int cc = d->cc_major * 10 + d->cc_minor;
+    bool ampere = cc >= 80, hopper = cc >= 90;
+    if (a < 1 || a >= ATTR_MAX)
+        return false;
+    switch (a) {
+    case 21: /* MAXIMUM_TEXTURE1D_WIDTH */
+    case 22: /* MAXIMUM_TEXTURE2D_WIDTH */
+    case 56: /* MAXIMUM_SURFACE2D_WIDTH */
+        *v = 131072;
+        return true;
+    case 52: /* MAXIMUM_TEXTURECUBEMAP_WIDTH */
+    case 53: /* MAXIMUM_TEXTURECUBEMAP_LAYERED_WIDTH */
+    case 55: /* MAXIMUM_SURFACE1D_WIDTH */
+    case 61: /* MAXIMUM_SURFACE1D_LAYERED_WIDTH */
+    case 63: /* MAXIMUM_SURFACE2D_LAYERED_WIDTH */
+    case 64: /* MAXIMUM_SURFACE2D_LAYERED_HEIGHT */
+    case 66: /* MAXIMUM_SURFACECUBEMAP_WIDTH */
+    case 67: /* MAXIMUM_SURFACECUBEMAP_LAYERED_WIDTH */
+    case 73: /* MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH */
+    case 74: /* MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT */
+        *v = 32768;
+        return true;
+    case 23: /* MAXIMUM_TEXTURE2D_HEIGHT */
+    case 57: /* MAXIMUM_SURFACE2D_HEIGHT */
+        *v = 65536;
+        return true;
+    case 24: /* MAXIMUM_TEXTURE3D_WIDTH */
+    case 25: /* MAXIMUM_TEXTURE3D_HEIGHT */
+    case 26: /* MAXIMUM_TEXTURE3D_DEPTH */
+    case 58: /* MAXIMUM_SURFACE3D_WIDTH */
+    case 59: /* MAXIMUM_SURFACE3D_HEIGHT */
+    case 60: /* MAXIMUM_SURFACE3D_DEPTH */
+        *v = 16384;
+        return true;
+    case 27: /* MAXIMUM_TEXTURE2D_LAYERED_WIDTH */
+    case 28: /* MAXIMUM_TEXTURE2D_LAYERED_HEIGHT */
+    case 47: /* MAXIMUM_TEXTURE3D_WIDTH_ALTERNATE */
+    case 48: /* MAXIMUM_TEXTURE3D_HEIGHT_ALTERNATE */
+        *v = a <= 28 ? 32768 : 8192;
+        return true;
+    case 49: /* MAXIMUM_TEXTURE3D_DEPTH_ALTERNATE */
+        *v = 32768;
+        return true;
+    case 29: /* MAXIMUM_TEXTURE2D_LAYERED_LAYERS */
+    case 42: /* MAXIMUM_TEXTURE1D_LAYERED_WIDTH */
+    case 43: /* MAXIMUM_TEXTURE1D_LAYERED_LAYERS */
+    case 54: /* MAXIMUM_TEXTURECUBEMAP_LAYERED_LAYERS */
+    case 62: /* MAXIMUM_SURFACE1D_LAYERED_LAYERS */
+    case 65: /* MAXIMUM_SURFACE2D_LAYERED_LAYERS */
+    case 68: /* MAXIMUM_SURFACECUBEMAP_LAYERED_LAYERS */
+        *v = a == 42 ? 32768 : 2048;
+        if (a == 54 || a == 68)
+            *v = 2046;
+        return true;
+    case 30: /* SURFACE_ALIGNMENT */
+        *v = 512;
+        return true;
+    case 44: /* CAN_TEX2D_GATHER */
+        *v = 1;
+        return true;
+    case 45: /* MAXIMUM_TEXTURE2D_GATHER_WIDTH */
+    case 46: /* MAXIMUM_TEXTURE2D_GATHER_HEIGHT */
+        *v = 32768;
+        return true;
+    case 51: /* TEXTURE_PITCH_ALIGNMENT */
+        *v = 32;
+        return true;
+    case 69: /* MAXIMUM_TEXTURE1D_LINEAR_WIDTH (deprecated) */
+        *v = 268435456;
+        return true;
+    case 70: /* MAXIMUM_TEXTURE2D_LINEAR_WIDTH */
+    case 71: /* MAXIMUM_TEXTURE2D_LINEAR_HEIGHT */
+        *v = 131072;
+        return true;
+    case 72: /* MAXIMUM_TEXTURE2D_LINEAR_PITCH */
+        *v = 2097120;
+        return true;
+    case 77: /* MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH */
+        *v = 32768;
+        return true;
+    case 78:  /* STREAM_PRIORITIES_SUPPORTED */
+    case 79:  /* GLOBAL_L1_CACHE_SUPPORTED */
+    case 80:  /* LOCAL_L1_CACHE_SUPPORTED */
+    case 90:  /* COMPUTE_PREEMPTION_SUPPORTED */
+    case 98:  /* CAN_FLUSH_REMOTE_WRITES */
+    case 99:  /* HOST_REGISTER_SUPPORTED */
+    case 103: /* HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED */
+    case 110: /* GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED */
+    case 112: /* SPARSE_CUDA_ARRAY_SUPPORTED */
+    case 113: /* READ_ONLY_HOST_REGISTER_SUPPORTED */
+    case 114: /* TIMELINE_SEMAPHORE_INTEROP_SUPPORTED */
+    case 116: /* GPU_DIRECT_RDMA_SUPPORTED */
+    case 121: /* DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED */
+    case 122: /* CAN_USE_64_BIT_STREAM_MEM_OPS */
+    case 123: /* CAN_USE_STREAM_WAIT_VALUE_NOR */
+    case 124: /* DMA_BUF_SUPPORTED */
+    case 125: /* IPC_EVENT_SUPPORTED */
+    case 129: /* UNIFIED_FUNCTION_POINTERS */
+        *v = 1;
+        return true;
+    case 87: /* SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO: 2 on A100/H100-class parts, 32 on T4 */
+        *v = ampere && d->cc_minor == 0 ? 2 : 32;
+        return true;
+    case 91: /* CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM */
+        *v = 0;
+        return true;
+    case 92:    /* CAN_USE_STREAM_MEM_OPS_V1 */
+    case 93:    /* CAN_USE_64_BIT_STREAM_MEM_OPS_V1 */
+    case 94:    /* CAN_USE_STREAM_WAIT_VALUE_NOR_V1 */
+        *v = 0; /* the _V1 stream memory operations were removed in CUDA 12 */
+        return true;
+    case 96: /* COOPERATIVE_MULTI_DEVICE_LAUNCH (deprecated) */
+        *v = 0;
+        return true;
+    case 107: /* GENERIC_COMPRESSION_SUPPORTED */
+        *v = ampere;
+        return true;
+    case 108: /* MAX_PERSISTING_L2_CACHE_SIZE: 3/4 of L2 */
+        *v = ampere ? d->l2_bytes / 4 * 3 : 0;
+        return true;
+    case 109: /* MAX_ACCESS_POLICY_WINDOW_SIZE */
+        *v = ampere ? 134213632 : 0;
+        return true;
+    case 111: /* RESERVED_SHARED_MEMORY_PER_BLOCK */
+        *v = 1024;
+        return true;
+    case 117: /* GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS: CU_FLUSH_GPU_DIRECT_RDMA_WRITES_OPTION_HOST
+               */
+        *v = 1;
+        return true;
+    case 118: /* GPU_DIRECT_RDMA_WRITES_ORDERING: owner (Ampere+), none before */
+        *v = ampere ? 100 : 0;
+        return true;
+    case 119: /* MEMPOOL_SUPPORTED_HANDLE_TYPES: POSIX file descriptor */
+        *v = 1;
+        return true;
+    case 120: /* CLUSTER_LAUNCH */
+    case 127: /* TENSOR_MAP_ACCESS_SUPPORTED */
+    case 132: /* MULTICAST_SUPPORTED */
+        *v = hopper;
+        return true;
+    case 126: /* MEM_SYNC_DOMAIN_COUNT */
+        *v = hopper ? 4 : 1;
+        return true;
+    case 128: /* HANDLE_TYPE_FABRIC_SUPPORTED */
+        *v = hopper && d->nlinks > 0;
+        return true;
+    case 130: /* NUMA_CONFIG: none */
+    case 133: /* MPS_ENABLED */
+        *v = 0;
+        return true;
+    case 131: /* NUMA_ID */
+        *v = -1;
+        return true;
+    case 134: /* HOST_NUMA_ID */
+        *v = d->numa_node;
+        return true;
+    case 139: /* GPU_PCI_DEVICE_ID: device id << 16 | vendor 0x10de */
+        *v = (int)((d->pci_device_id << 16) | 0x10deu);
+        return true;
+    case 140: /* GPU_PCI_SUBSYSTEM_ID */
+        *v = (int)d->pci_subsystem_id;
+        return true;
+    default:
+        /* The rest are Windows, Tegra, CIG, decompression-engine and host-NUMA features that a
+         * Linux data-centre GPU without them reports as 0. */
+        (void)idx;
+        *v = 0;
+        return true;
+    }
+}
+
 CU_API CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
 {
     CU_CHECK_INIT();
@@ -617,10 +801,8 @@ CU_API CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevic
         v = 1;
         break;
     default:
-        /* Attributes gpusim does not model read as 0; outside the enum is an error. */
-        if ((int)attrib < 1 || (int)attrib >= 150)
+        if (!other_attribute((int)attrib, d, d_idx, &v))
             return CUDA_ERROR_INVALID_VALUE;
-        v = 0;
         break;
     }
     *pi = v;

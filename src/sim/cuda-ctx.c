@@ -100,6 +100,7 @@ CUresult cu_ctx_activate(struct sim_ctx *c)
     if (ov && sim_mem_charge(cu_g.st, c->dev, ov) < 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
     c->charged = ov;
+    cu_ctx_default_limits(c);
     sim_ctx_add(cu_g.st, c->dev, 1);
     return CUDA_SUCCESS;
 }
@@ -174,6 +175,28 @@ CU_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
     c->flags = 0;
     pthread_mutex_unlock(&cu_g.lock);
     return CUDA_SUCCESS;
+}
+
+/* The v1 entry points (CUDA 7.0) behave like the _v2 ones. */
+CU_API CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+    return cuDevicePrimaryCtxRelease_v2(dev);
+}
+
+CU_API CUresult cuDevicePrimaryCtxReset(CUdevice dev)
+{
+    return cuDevicePrimaryCtxReset_v2(dev);
+}
+
+/*
+ * The retain the CUDA runtime does inside the driver through a private interface, out of an
+ * interposer's sight (cudaSetDevice -> cuCtxSetCurrent(primary) with no cuDevicePrimaryCtxRetain
+ * call to see). Not exported: reachable only as "gpusimInternalPrimaryCtxRetain" through
+ * cuGetProcAddress, for gpusim's tests of that pattern. The effect is the public one.
+ */
+CUresult gpusim_internal_primary_retain(CUcontext *pctx, CUdevice dev)
+{
+    return cuDevicePrimaryCtxRetain(pctx, dev);
 }
 
 CU_API CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)

@@ -16,6 +16,7 @@
 #include "common/macros.h"
 #include "sim/gpusim.h"
 #include "sim/sim-config.h"
+#include "sim/sim-image.h"
 #include "sim/sim-map.h"
 #include "sim/sim-state.h"
 
@@ -32,6 +33,8 @@ enum cu_kind {
     CU_OBJ_POOL,
     CU_OBJ_ARRAY,
     CU_OBJ_VMM,
+    CU_OBJ_LIBRARY,
+    CU_OBJ_KERNEL,
     CU_OBJ_KIND_MAX,
 };
 
@@ -62,8 +65,9 @@ struct sim_ctx {
     int dev;     /* index in the shared state / config */
     unsigned int flags;
     bool primary;
-    int refs;         /* primary: retain count */
-    uint64_t charged; /* context overhead charged */
+    int refs;          /* primary: retain count */
+    uint64_t charged;  /* context overhead charged */
+    size_t limits[10]; /* cuCtxGetLimit / cuCtxSetLimit, by CUlimit */
     struct sim_stream null_stream;
     uint64_t tail_ns; /* end of the last work enqueued in the context (atomic) */
 };
@@ -76,10 +80,16 @@ struct sim_event {
 };
 
 struct sim_func;
+struct sim_library;
 struct sim_module {
     struct cu_obj h;
-    struct sim_ctx *ctx;
+    struct sim_ctx *ctx; /* NULL: a library's module (context-independent) */
+    struct sim_library *lib;
     struct sim_func *funcs;
+    struct sim_image img; /* kernel and global names of the image */
+    bool any_name;        /* names not checked: compressed fatbin or the "gpusim" test image */
+    uint64_t *global_ptr; /* per img.syms entry: its device address once asked for, else 0 */
+    int global_dev;       /* device index the globals live on */
 };
 
 struct sim_func {
@@ -87,11 +97,37 @@ struct sim_func {
     struct sim_module *mod;
     struct sim_func *next;
     uint64_t cost_ns; /* atomic */
+    int max_dynamic_smem, carveout, cluster[3], non_portable_cluster, cluster_policy;
     char name[256];
 };
 
-struct sim_graph_node {
+/* cuLibraryLoadData: context-independent code; its kernels (CUkernel) are usable as CUfunction
+ * in every context. */
+struct sim_kernel;
+struct sim_library {
+    struct cu_obj h;
+    struct sim_module *mod;
+    struct sim_kernel *kernels;
+};
+
+struct sim_kernel {
+    struct cu_obj h;
+    struct sim_library *lib;
     struct sim_func *fn;
+    struct sim_kernel *next;
+};
+
+enum sim_node_kind {
+    SIM_NODE_KERNEL = 1,
+    SIM_NODE_MEM_ALLOC,
+    SIM_NODE_MEM_FREE,
+};
+
+struct sim_graph_node {
+    int kind;            /* enum sim_node_kind */
+    struct sim_func *fn; /* kernel */
+    uint64_t dptr, size; /* mem alloc (address fixed at node creation) / mem free */
+    int dev;             /* mem alloc: device index */
     struct sim_graph_node *next;
 };
 
@@ -103,8 +139,15 @@ struct sim_graph {
 
 struct sim_graph_exec {
     struct cu_obj h;
-    struct sim_func **fns;
+    struct sim_graph_node *nodes; /* a copy of the graph's nodes, in order */
     size_t n;
+    unsigned long long flags;
+};
+
+/* Graph memory of a device (cuGraphAddMemAllocNode): reserved at launch in 2 MiB granules, kept
+ * after the allocations are freed until cuDeviceGraphMemTrim. */
+struct sim_graph_mem {
+    uint64_t reserved, used, reserved_high, used_high;
 };
 
 struct sim_pool {
@@ -131,8 +174,8 @@ struct sim_vmm {
     struct cu_obj h;
     int dev;
     uint64_t size;
-    uint32_t refs; /* 1 for the handle until cuMemRelease + 1 per mapping */
-    bool released;
+    uint32_t handles; /* cuMemCreate + cuMemRetainAllocationHandle - cuMemRelease */
+    uint32_t maps;    /* live mappings; the memory goes when both reach 0 */
 };
 
 /* Kinds of entries in the allocation map. */
@@ -143,6 +186,14 @@ enum cu_alloc_kind {
     CU_ALLOC_POOL,
     CU_ALLOC_RESERVE,
     CU_ALLOC_MAPPING,
+    CU_ALLOC_GRAPH,  /* graph memory (launched mem-alloc node) */
+    CU_ALLOC_GLOBAL, /* a module's __device__ variable (not freeable, not charged) */
+};
+
+/* Host memory (cuMemHostAlloc / cuMemAllocHost, cuMemHostRegister): not device memory. */
+enum cu_host_kind {
+    CU_HOST_ALLOC = 1,
+    CU_HOST_REGISTERED,
 };
 
 #define CU_GRANULARITY   (2ull << 20)
@@ -168,8 +219,15 @@ struct cu_process {
     pthread_mutex_t mem_lock;              /* allocs map, pools' counters, VMM refs */
     struct sim_map allocs;                 /* pointers and VMM mappings */
     struct sim_map reserves;               /* VMM address reservations */
-    uint64_t next_va[SIM_MAX_DEVICES + 1]; /* bump pointers (mem_lock); [SIM_MAX_DEVICES]: VMM */
+    uint64_t next_va[SIM_MAX_DEVICES + 2]; /* bump pointers (mem_lock); see CU_VA_SLOT_* */
+    struct sim_graph_mem graph_mem[SIM_MAX_DEVICES]; /* per device index (mem_lock) */
+    struct sim_map hosts; /* host allocations and registrations (mem_lock) */
 };
+
+#define CU_VA_SLOT_VMM SIM_MAX_DEVICES       /* VMM reservations */
+#define CU_VA_SLOT_LOW (SIM_MAX_DEVICES + 1) /* v1 entry points: addresses below 4 GiB */
+#define CU_VA_LOW_BASE 0x10000000ull
+#define CU_VA_LOW_END  0xfffff000ull
 
 extern struct cu_process cu_g;
 
@@ -210,8 +268,28 @@ void cu_ctx_deactivate(struct sim_ctx *c);
 void cu_ctx_free_owned_locked(struct sim_ctx *c);
 /* Lazily create the default pool of an ordinal (cu_g.lock held). */
 struct sim_pool *cu_default_pool_locked(int ordinal);
+/* The function a launch means: a CUfunction, or a CUkernel passed as one (the runtime does);
+ * NULL if neither. */
+struct sim_func *cu_func_resolve(CUfunction f);
+/* Cost of a kernel from its (possibly mangled) name: sim_busy_<us>, else the default. */
+uint64_t cu_cost_of_name(const char *name);
+/* Drop a dead module's globals from the allocation map (mem_lock held). */
+void cu_module_drop_globals_locked(struct sim_module *m);
+/* Set a context's limits to the driver's defaults. */
+void cu_ctx_default_limits(struct sim_ctx *c);
+/* Table-only (XH) entry: the runtime's private primary-context retain, modelled. */
+CUresult gpusim_internal_primary_retain(CUcontext *pctx, CUdevice dev);
 /* Reset process-local allocation state (after fork / at unload). */
 void cu_mem_reset(void);
+/* A fresh device address range of `size` in a VA slot (mem_lock held). */
+uint64_t cu_va_alloc_locked(int slot, uint64_t size, uint64_t align);
+/* Host memory owned by a context goes with it (mem_lock held). */
+void cu_host_free_ctx_locked(const struct sim_ctx *c);
+/* Launch-time graph memory: allocate / free one node's range (cu_g.mem_lock NOT held). */
+CUresult cu_graph_mem_alloc(const struct sim_graph_node *n);
+void cu_graph_mem_free(uint64_t dptr);
+/* Free a pointer allocation of any kind (cuMemFree and friends). */
+CUresult cu_free_ptr(CUdeviceptr dptr);
 
 /* Map an ordinal to a device index; -1 if invalid. */
 static inline int cu_dev_of(CUdevice d)

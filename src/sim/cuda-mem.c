@@ -18,10 +18,15 @@ static uint64_t round_up(uint64_t v, uint64_t a)
 }
 
 /* Next synthetic address in a region of CU_VA_PER_DEVICE bytes (one per device, one for VMM
- * reservations), mem_lock held. After 16 TiB of allocations the region wraps around. */
-static uint64_t va_alloc_locked(int slot, uint64_t size, uint64_t align)
+ * reservations; the v1 entry points' region lies below 4 GiB), mem_lock held. After 16 TiB of
+ * allocations (3.75 GiB for v1) the region wraps around. */
+uint64_t cu_va_alloc_locked(int slot, uint64_t size, uint64_t align)
 {
     uint64_t base = CU_VA_BASE + (uint64_t)slot * CU_VA_PER_DEVICE, end = base + CU_VA_PER_DEVICE;
+    if (slot == CU_VA_SLOT_LOW) {
+        base = CU_VA_LOW_BASE;
+        end = CU_VA_LOW_END;
+    }
     uint64_t step = round_up(size ? size : 1, CU_ADDR_ALIGN);
     uint64_t a = round_up(cu_g.next_va[slot], align);
     if (a < base || a > end || step > end - a)
@@ -36,7 +41,7 @@ static int place_locked(struct sim_map *m, struct sim_map_entry *e, int slot, ui
 {
     int r = -EEXIST;
     for (int tries = 0; tries < 64 && r == -EEXIST; tries++) {
-        e->key = va_alloc_locked(slot, e->size, align);
+        e->key = cu_va_alloc_locked(slot, e->size, align);
         r = sim_map_put(m, e);
     }
     return r < 0 ? -ENOMEM : 0;
@@ -46,20 +51,23 @@ void cu_mem_reset(void)
 {
     sim_map_clear(&cu_g.allocs);
     sim_map_clear(&cu_g.reserves);
+    sim_map_clear(&cu_g.hosts);
+    memset(cu_g.graph_mem, 0, sizeof(cu_g.graph_mem));
     cu_g.pools = NULL;
     memset(cu_g.default_pool, 0, sizeof(cu_g.default_pool));
     memset(cu_g.current_pool, 0, sizeof(cu_g.current_pool));
 }
 
 /* A context-owned allocation (aux = the context: cuCtxDestroy frees it). */
-static CUresult alloc_charged(CUdeviceptr *dptr, uint64_t bytes, uint32_t kind, struct sim_ctx *c)
+static CUresult alloc_charged_in(CUdeviceptr *dptr, uint64_t bytes, uint32_t kind,
+                                 struct sim_ctx *c, int slot)
 {
     int dev = c->dev;
     if (sim_mem_charge(cu_g.st, dev, bytes) < 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
     struct sim_map_entry e = {.size = bytes, .aux = c, .kind = kind, .dev = dev};
     pthread_mutex_lock(&cu_g.mem_lock);
-    int r = place_locked(&cu_g.allocs, &e, dev, CU_ADDR_ALIGN);
+    int r = place_locked(&cu_g.allocs, &e, slot, CU_ADDR_ALIGN);
     pthread_mutex_unlock(&cu_g.mem_lock);
     if (r < 0) {
         sim_mem_uncharge(cu_g.st, dev, bytes);
@@ -67,6 +75,11 @@ static CUresult alloc_charged(CUdeviceptr *dptr, uint64_t bytes, uint32_t kind, 
     }
     *dptr = e.key;
     return CUDA_SUCCESS;
+}
+
+static CUresult alloc_charged(CUdeviceptr *dptr, uint64_t bytes, uint32_t kind, struct sim_ctx *c)
+{
+    return alloc_charged_in(dptr, bytes, kind, c, c->dev);
 }
 
 CU_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
@@ -112,6 +125,72 @@ CU_API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned i
     if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
         return CUDA_ERROR_INVALID_VALUE;
     return alloc_charged(dptr, bytesize, CU_ALLOC_MANAGED, c);
+}
+
+/* ------------------------------------------------------------------ v1 entry points */
+/* The pre-3.2 ABI: 32-bit sizes and device pointers (CUdeviceptr_v1 is an unsigned int). Their
+ * allocations come from a region below 4 GiB so the pointer fits; they are ordinary device
+ * memory otherwise (cuMemFree_v2 frees them too). */
+CU_API CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
+{
+    CUresult r;
+    struct sim_ctx *c = cu_ctx_current(&r);
+    if (!c)
+        return r;
+    if (!dptr || bytesize == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUdeviceptr p = 0;
+    r = alloc_charged_in(&p, bytesize, CU_ALLOC_PLAIN, c, CU_VA_SLOT_LOW);
+    if (r == CUDA_SUCCESS)
+        *dptr = (CUdeviceptr_v1)p;
+    return r;
+}
+
+CU_API CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch,
+                                unsigned int WidthInBytes, unsigned int Height,
+                                unsigned int ElementSizeBytes)
+{
+    CUresult r;
+    struct sim_ctx *c = cu_ctx_current(&r);
+    if (!c)
+        return r;
+    if (!dptr || !pPitch || WidthInBytes == 0 || Height == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t pitch = round_up(WidthInBytes, CU_ADDR_ALIGN);
+    uint64_t bytes = gs_sat_mul_u64(pitch, Height);
+    if (pitch > UINT32_MAX || bytes > UINT32_MAX)
+        return CUDA_ERROR_OUT_OF_MEMORY; /* not addressable through the 32-bit ABI */
+    CUdeviceptr p = 0;
+    r = alloc_charged_in(&p, bytes, CU_ALLOC_PITCH, c, CU_VA_SLOT_LOW);
+    if (r == CUDA_SUCCESS) {
+        *dptr = (CUdeviceptr_v1)p;
+        *pPitch = (unsigned int)pitch;
+    }
+    return r;
+}
+
+CU_API CUresult cuMemFree(CUdeviceptr_v1 dptr)
+{
+    CU_CHECK_INIT();
+    if (dptr == 0)
+        return CUDA_SUCCESS;
+    return cu_free_ptr(dptr);
+}
+
+/* Sizes above 4 GiB do not fit the 32-bit ABI: they saturate at UINT_MAX. */
+CU_API CUresult cuMemGetInfo(unsigned int *free, unsigned int *total)
+{
+    size_t f = 0, t = 0;
+    if (!free || !total)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = cuMemGetInfo_v2(&f, &t);
+    if (r != CUDA_SUCCESS)
+        return r;
+    *free = (unsigned int)GS_MIN(f, (size_t)UINT32_MAX);
+    *total = (unsigned int)GS_MIN(t, (size_t)UINT32_MAX);
+    return CUDA_SUCCESS;
 }
 
 /* ------------------------------------------------------------------ pools */
@@ -267,19 +346,24 @@ CU_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
 }
 
 /* Free any kind of pointer allocation (not VMM ranges). */
-static CUresult free_ptr(CUdeviceptr dptr)
+CUresult cu_free_ptr(CUdeviceptr dptr)
 {
     struct sim_map_entry e;
     pthread_mutex_lock(&cu_g.mem_lock);
     struct sim_map_entry *hit = sim_map_get(&cu_g.allocs, dptr);
-    if (!hit || hit->kind == CU_ALLOC_RESERVE || hit->kind == CU_ALLOC_MAPPING) {
+    if (!hit || hit->kind == CU_ALLOC_RESERVE || hit->kind == CU_ALLOC_MAPPING ||
+        hit->kind == CU_ALLOC_GLOBAL) {
         pthread_mutex_unlock(&cu_g.mem_lock);
         return CUDA_ERROR_INVALID_VALUE;
     }
     sim_map_del(&cu_g.allocs, dptr, &e);
     uint64_t give = 0;
     struct sim_pool *p = e.aux;
-    if (e.kind == CU_ALLOC_POOL) {
+    if (e.kind == CU_ALLOC_GRAPH) {
+        /* The device's graph memory keeps the bytes until cuDeviceGraphMemTrim. */
+        struct sim_graph_mem *gm = &cu_g.graph_mem[e.dev];
+        gm->used = gs_sat_sub_u64(gm->used, e.size);
+    } else if (e.kind == CU_ALLOC_POOL) {
         p->used = gs_sat_sub_u64(p->used, e.size);
         if (p->destroyed) {
             give = pool_trim_locked(p, 0);
@@ -306,7 +390,7 @@ CU_API CUresult cuMemFree_v2(CUdeviceptr dptr)
     CU_CHECK_INIT();
     if (dptr == 0)
         return CUDA_SUCCESS;
-    return free_ptr(dptr);
+    return cu_free_ptr(dptr);
 }
 
 CU_API CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
@@ -316,7 +400,7 @@ CU_API CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
         return r;
     if (dptr == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    return free_ptr(dptr);
+    return cu_free_ptr(dptr);
 }
 
 CU_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
@@ -580,15 +664,17 @@ CU_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
     }
     h->dev = dev;
     h->size = size;
-    h->refs = 1;
+    h->handles = 1;
     *handle = (CUmemGenericAllocationHandle)(uintptr_t)h;
     return CUDA_SUCCESS;
 }
 
-/* Drop one reference (mem_lock held); returns true when the memory goes back. */
-static bool vmm_unref_locked(struct sim_vmm *h)
+/* Like the driver, the physical memory of a handle stays until it is released (every
+ * cuMemCreate / cuMemRetainAllocationHandle) and its last mapping is unmapped. mem_lock held;
+ * returns true when the memory goes back. */
+static bool vmm_gone_locked(const struct sim_vmm *h)
 {
-    return --h->refs == 0;
+    return h->handles == 0 && h->maps == 0;
 }
 
 static void vmm_gone(struct sim_vmm *h)
@@ -603,12 +689,12 @@ CU_API CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
     /* NOLINTNEXTLINE(performance-no-int-to-ptr): the driver API's handles are integers */
     struct sim_vmm *h = (struct sim_vmm *)(uintptr_t)handle;
     pthread_mutex_lock(&cu_g.mem_lock);
-    if (!cu_valid(h, CU_OBJ_VMM) || h->released) {
+    if (!cu_valid(h, CU_OBJ_VMM) || h->handles == 0) {
         pthread_mutex_unlock(&cu_g.mem_lock);
         return CUDA_ERROR_INVALID_VALUE;
     }
-    h->released = true;
-    bool gone = vmm_unref_locked(h);
+    h->handles--;
+    bool gone = vmm_gone_locked(h);
     pthread_mutex_unlock(&cu_g.mem_lock);
     if (gone)
         vmm_gone(h);
@@ -626,7 +712,7 @@ CU_API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignm
     (void)addr;                          /* a hint: gpusim places reservations itself */
     struct sim_map_entry e = {.size = size, .kind = CU_ALLOC_RESERVE, .dev = -1};
     pthread_mutex_lock(&cu_g.mem_lock);
-    int r = place_locked(&cu_g.reserves, &e, SIM_MAX_DEVICES,
+    int r = place_locked(&cu_g.reserves, &e, CU_VA_SLOT_VMM,
                          GS_MAX((uint64_t)alignment, CU_GRANULARITY));
     pthread_mutex_unlock(&cu_g.mem_lock);
     if (r < 0)
@@ -670,7 +756,7 @@ CU_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&cu_g.mem_lock);
     CUresult r = CUDA_SUCCESS;
-    if (!cu_valid(h, CU_OBJ_VMM) || h->released)
+    if (!cu_valid(h, CU_OBJ_VMM) || h->handles == 0)
         r = CUDA_ERROR_INVALID_HANDLE;
     else if (offset > h->size || size > h->size - offset)
         r = CUDA_ERROR_INVALID_VALUE;
@@ -684,7 +770,7 @@ CU_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
         if (sim_map_put(&cu_g.allocs, &e) < 0)
             r = CUDA_ERROR_OUT_OF_MEMORY;
         else
-            h->refs++;
+            h->maps++;
     }
     pthread_mutex_unlock(&cu_g.mem_lock);
     return r;
@@ -699,25 +785,59 @@ CU_API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
     int ngone = 0;
     CUresult r = CUDA_SUCCESS;
     uint64_t cur = ptr, end = gs_sat_add_u64(ptr, size);
-    pthread_mutex_lock(&cu_g.mem_lock);
-    /* Unmap every mapping that starts inside [ptr, ptr+size), in address order. */
-    while (cur < end) {
-        struct sim_map_entry *e = sim_map_get(&cu_g.allocs, cur);
-        if (!e || e->kind != CU_ALLOC_MAPPING) {
-            if (cur == ptr)
-                r = CUDA_ERROR_INVALID_VALUE;
-            break;
+    bool more = true;
+    /* Unmap every mapping that starts inside [ptr, ptr+size), in address order; handles whose
+     * memory goes are freed outside mem_lock, at most 64 at a time. */
+    while (more) {
+        pthread_mutex_lock(&cu_g.mem_lock);
+        while (cur < end && ngone < (int)GS_ARRAY_SIZE(gone)) {
+            struct sim_map_entry *e = sim_map_get(&cu_g.allocs, cur);
+            if (!e || e->kind != CU_ALLOC_MAPPING) {
+                if (cur == ptr)
+                    r = CUDA_ERROR_INVALID_VALUE;
+                cur = end;
+                break;
+            }
+            struct sim_map_entry out;
+            sim_map_del(&cu_g.allocs, cur, &out);
+            struct sim_vmm *h = out.aux;
+            h->maps--;
+            if (vmm_gone_locked(h))
+                gone[ngone++] = h;
+            cur = gs_sat_add_u64(cur, out.size);
         }
-        struct sim_map_entry out;
-        sim_map_del(&cu_g.allocs, cur, &out);
-        struct sim_vmm *h = out.aux;
-        if (vmm_unref_locked(h) && ngone < (int)GS_ARRAY_SIZE(gone))
-            gone[ngone++] = h;
-        cur += out.size;
+        more = cur < end;
+        pthread_mutex_unlock(&cu_g.mem_lock);
+        for (int i = 0; i < ngone; i++)
+            vmm_gone(gone[i]);
+        ngone = 0;
+    }
+    return r;
+}
+
+CU_API CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
+{
+    CU_CHECK_INIT();
+    if (!handle)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&cu_g.mem_lock);
+    /* addr must be the start of a mapping (the driver accepts any address inside one; gpusim's
+     * map is keyed by start address, so an interior address takes a scan). */
+    const struct sim_map_entry *e = sim_map_get(&cu_g.allocs, (uint64_t)(uintptr_t)addr);
+    for (size_t i = 0; (!e || e->kind != CU_ALLOC_MAPPING) && i < cu_g.allocs.cap; i++) {
+        const struct sim_map_entry *c = &cu_g.allocs.e[i];
+        uint64_t a = (uint64_t)(uintptr_t)addr;
+        if (c->key && c->kind == CU_ALLOC_MAPPING && a >= c->key && a - c->key < c->size)
+            e = c;
+    }
+    if (e && e->kind == CU_ALLOC_MAPPING) {
+        struct sim_vmm *h = e->aux;
+        h->handles++;
+        *handle = (CUmemGenericAllocationHandle)(uintptr_t)h;
+        r = CUDA_SUCCESS;
     }
     pthread_mutex_unlock(&cu_g.mem_lock);
-    for (int i = 0; i < ngone; i++)
-        vmm_gone(gone[i]);
     return r;
 }
 
@@ -852,6 +972,7 @@ void cu_ctx_free_owned_locked(struct sim_ctx *c)
         }
         i++;
     }
+    cu_host_free_ctx_locked(c);
     pthread_mutex_unlock(&cu_g.mem_lock);
     for (struct cu_obj *o = cu_g.all; o; o = o->all_next) {
         if (!o->alive)
@@ -867,10 +988,133 @@ void cu_ctx_free_owned_locked(struct sim_ctx *c)
             for (struct sim_func *f = m->funcs; f; f = f->next)
                 cu_obj_del_locked(f);
             m->funcs = NULL;
+            pthread_mutex_lock(&cu_g.mem_lock);
+            cu_module_drop_globals_locked(m);
+            pthread_mutex_unlock(&cu_g.mem_lock);
             cu_obj_del_locked(m);
         }
     }
     for (int d = 0; d < SIM_MAX_DEVICES; d++)
         if (give[d])
             sim_mem_uncharge(cu_g.st, d, give[d]);
+}
+
+/* ------------------------------------------------------------------ graph memory */
+CUresult cu_graph_mem_alloc(const struct sim_graph_node *n)
+{
+    struct sim_graph_mem *gm = &cu_g.graph_mem[n->dev];
+    pthread_mutex_lock(&cu_g.mem_lock);
+    if (sim_map_get(&cu_g.allocs, n->dptr)) {
+        /* still allocated from an earlier launch and not freed */
+        pthread_mutex_unlock(&cu_g.mem_lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    uint64_t need = gs_sat_add_u64(gm->used, n->size), grow = 0;
+    if (need > gm->reserved)
+        grow = round_up(need - gm->reserved, CU_GRANULARITY);
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    if (grow && sim_mem_charge(cu_g.st, n->dev, grow) < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    struct sim_map_entry e = {
+        .key = n->dptr, .size = n->size, .kind = CU_ALLOC_GRAPH, .dev = n->dev};
+    pthread_mutex_lock(&cu_g.mem_lock);
+    int r = sim_map_put(&cu_g.allocs, &e);
+    if (r == 0) {
+        gm->reserved += grow;
+        gm->used += n->size;
+        gm->reserved_high = GS_MAX(gm->reserved_high, gm->reserved);
+        gm->used_high = GS_MAX(gm->used_high, gm->used);
+    }
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    if (r < 0) {
+        if (grow)
+            sim_mem_uncharge(cu_g.st, n->dev, grow);
+        return r == -EEXIST ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    return CUDA_SUCCESS;
+}
+
+void cu_graph_mem_free(uint64_t dptr)
+{
+    pthread_mutex_lock(&cu_g.mem_lock);
+    const struct sim_map_entry *e = sim_map_get(&cu_g.allocs, dptr);
+    bool ours = e && e->kind == CU_ALLOC_GRAPH;
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    if (ours)
+        cu_free_ptr(dptr);
+}
+
+CU_API CUresult cuDeviceGraphMemTrim(CUdevice device)
+{
+    CU_CHECK_INIT();
+    int dev = cu_dev_of(device);
+    if (dev < 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&cu_g.mem_lock);
+    struct sim_graph_mem *gm = &cu_g.graph_mem[dev];
+    uint64_t keep = round_up(gm->used, CU_GRANULARITY), give = 0;
+    if (gm->reserved > keep) {
+        give = gm->reserved - keep;
+        gm->reserved = keep;
+    }
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    if (give)
+        sim_mem_uncharge(cu_g.st, dev, give);
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr,
+                                             void *value)
+{
+    CU_CHECK_INIT();
+    int dev = cu_dev_of(device);
+    if (dev < 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (!value)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&cu_g.mem_lock);
+    const struct sim_graph_mem *gm = &cu_g.graph_mem[dev];
+    switch (attr) {
+    case CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT:
+        *(cuuint64_t *)value = gm->used;
+        break;
+    case CU_GRAPH_MEM_ATTR_USED_MEM_HIGH:
+        *(cuuint64_t *)value = gm->used_high;
+        break;
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT:
+        *(cuuint64_t *)value = gm->reserved;
+        break;
+    case CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH:
+        *(cuuint64_t *)value = gm->reserved_high;
+        break;
+    default:
+        r = CUDA_ERROR_INVALID_VALUE;
+        break;
+    }
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    return r;
+}
+
+/* Only the high marks can be set, and only to 0 (they restart from the current value). */
+CU_API CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr,
+                                             void *value)
+{
+    CU_CHECK_INIT();
+    int dev = cu_dev_of(device);
+    if (dev < 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (!value || *(cuuint64_t *)value != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&cu_g.mem_lock);
+    struct sim_graph_mem *gm = &cu_g.graph_mem[dev];
+    if (attr == CU_GRAPH_MEM_ATTR_USED_MEM_HIGH)
+        gm->used_high = gm->used;
+    else if (attr == CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH)
+        gm->reserved_high = gm->reserved;
+    else
+        r = CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    return r;
 }

@@ -14,8 +14,10 @@ struct export
 };
 
 static const struct export exports[] = {
-#define X(sym, base, ver, ptsz) {#sym, base, (void *)(sym), ver, ptsz},
+#define X(sym, base, ver, ptsz)  {#sym, base, (void *)(sym), ver, ptsz},
+#define XH(sym, base, ver, ptsz) {base, base, (void *)(sym), ver, ptsz},
 #include "sim/cuda-exports.def"
+#undef XH
 #undef X
 };
 
@@ -74,4 +76,16 @@ CU_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVers
                                     cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus)
 {
     return resolve(symbol, pfn, cudaVersion, flags, symbolStatus);
+}
+
+/*
+ * The driver's private tables (the CUDA runtime asks for several, one an integrity check) are
+ * NVIDIA's undocumented interfaces: gpusim does not imitate them. Every table id is unknown.
+ */
+CU_API CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)
+{
+    if (!ppExportTable || !pExportTableId)
+        return CUDA_ERROR_INVALID_VALUE;
+    *ppExportTable = NULL;
+    return CUDA_ERROR_NOT_FOUND;
 }

@@ -874,6 +874,24 @@ int sim_config_from_env(struct sim_config *cfg, struct gs_error *err)
         r = sim_config_preset(preset && *preset ? preset : SIM_DEFAULT_PRESET, cfg, err);
     if (r < 0)
         return r;
+    const char *cv = getenv("GPUSIM_CUDA_VERSION");
+    if (cv && *cv) {
+        /* "13.0" / "12.8" or the API number "13000"; a 13.x driver is branch 580 */
+        unsigned int major = 0, minor = 0;
+        int n = 0;
+        if (sscanf(cv, "%2u.%1u%n", &major, &minor, &n) == 2 && cv[n] == '\0' && major >= 9)
+            cfg->cuda_version = (int)(major * 1000 + minor * 10);
+        else if (strspn(cv, "0123456789") == strlen(cv) && strlen(cv) == 5 &&
+                 strtol(cv, NULL, 10) >= 9000)
+            cfg->cuda_version = (int)strtol(cv, NULL, 10);
+        else
+            return gs_error_set(err, -EINVAL,
+                                "GPUSIM_CUDA_VERSION: \"%.32s\" is not a CUDA version "
+                                "(e.g. 13.0 or 13000)",
+                                cv);
+        if (cfg->cuda_version >= 13000 && strcmp(cfg->driver_version, "570.124.06") == 0)
+            snprintf(cfg->driver_version, sizeof(cfg->driver_version), "580.65.06");
+    }
     const char *ov = getenv("GPUSIM_CONTEXT_OVERHEAD");
     if (ov && *ov) {
         json_t *s = json_string(ov);

@@ -106,7 +106,7 @@ int main(void)
     /* Stream ordering: s2 waits for an event recorded after a 200 ms kernel on s1. */
     CUmodule mod;
     CUfunction klead, k1;
-    p_cuModuleLoadData(&mod, "m");
+    p_cuModuleLoadData(&mod, "gpusim");
     p_cuModuleGetFunction(&klead, mod, "sim_busy_200000");
     p_cuModuleGetFunction(&k1, mod, "sim_busy_1000");
     CUstream s1, s2;

@@ -73,7 +73,7 @@ int main(void)
     /* Timing, exact: behind a 200 ms kernel the copies start when it ends. */
     CUmodule m;
     CUfunction lead;
-    p_cuModuleLoadData(&m, "m");
+    p_cuModuleLoadData(&m, "gpusim");
     p_cuModuleGetFunction(&lead, m, "sim_busy_200000");
     CUstream s;
     CUevent e0, e1, e2, e3;

@@ -161,8 +161,11 @@ static void test_proc_address(void)
     is_int(p_cuGetProcAddress_v2("cuMemAlloc", &fn, 12000, 0, &st), CUDA_SUCCESS, "cuMemAlloc");
     ok(fn == dlsym(simtest_cuda_handle, "cuMemAlloc_v2") && st == CU_GET_PROC_ADDRESS_SUCCESS,
        "cuMemAlloc at 12.0 is cuMemAlloc_v2");
-    is_int(p_cuGetProcAddress_v2("cuMemAlloc", &fn, 3000, 0, &st), CUDA_ERROR_NOT_FOUND,
-           "cuMemAlloc at 3.0 (v1 not provided)");
+    is_int(p_cuGetProcAddress_v2("cuMemAlloc", &fn, 3000, 0, &st), CUDA_SUCCESS,
+           "cuMemAlloc at 3.0");
+    ok(fn == dlsym(simtest_cuda_handle, "cuMemAlloc"), "is the v1 entry point (32-bit ABI)");
+    is_int(p_cuGetProcAddress_v2("cuLibraryLoadData", &fn, 11080, 0, &st), CUDA_ERROR_NOT_FOUND,
+           "cuLibraryLoadData at 11.8 (new in 12.0)");
     is_int(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT, "status VERSION_NOT_SUFFICIENT");
     ok(fn == NULL, "pfn cleared");
     is_int(p_cuGetProcAddress_v2("cuNoSuchThing", &fn, 12000, 0, &st), CUDA_ERROR_NOT_FOUND,
@@ -190,6 +193,23 @@ static void test_proc_address(void)
         {"cuGetProcAddress", 12000, 0, "cuGetProcAddress_v2"},
         {"cuGetProcAddress", 11080, 0, "cuGetProcAddress"},
         {"cuDevicePrimaryCtxRelease", 12000, 0, "cuDevicePrimaryCtxRelease_v2"},
+        {"cuDevicePrimaryCtxRelease", 10020, 0, "cuDevicePrimaryCtxRelease"},
+        {"cuDevicePrimaryCtxReset", 11000, 0, "cuDevicePrimaryCtxReset_v2"},
+        {"cuMemGetInfo", 3010, 0, "cuMemGetInfo"},
+        {"cuMemAllocPitch", 2000, 0, "cuMemAllocPitch"},
+        {"cuMemFree", 2000, 0, "cuMemFree"},
+        {"cuMemAllocHost", 12000, 0, "cuMemAllocHost_v2"},
+        {"cuMemHostRegister", 12000, 0, "cuMemHostRegister_v2"},
+        {"cuMemcpy", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, "cuMemcpy_ptds"},
+        {"cuMemcpyAsync", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+         "cuMemcpyAsync_ptsz"},
+        {"cuGraphAddMemAllocNode", 12000, 0, "cuGraphAddMemAllocNode"},
+        {"cuDeviceGraphMemTrim", 12000, 0, "cuDeviceGraphMemTrim"},
+        {"cuLibraryLoadData", 12000, 0, "cuLibraryLoadData"},
+        {"cuKernelGetFunction", 12080, 0, "cuKernelGetFunction"},
+        {"cuOccupancyMaxActiveClusters", 12000, 0, "cuOccupancyMaxActiveClusters"},
+        {"cuCtxGetLimit", 12000, 0, "cuCtxGetLimit"},
+        {"cuGetExportTable", 12000, 0, "cuGetExportTable"},
         {"cuMemGetInfo", 13000, 0, "cuMemGetInfo_v2"},
         {"cuEventElapsedTime", 12080, 0, "cuEventElapsedTime_v2"},
         {"cuEventElapsedTime", 12040, 0, "cuEventElapsedTime"},

@@ -37,7 +37,7 @@ int main(void)
     ok(cur == ctx, "the new context is current");
 
     CUmodule mod;
-    is_int(p_cuModuleLoadData(&mod, "gpusim module"), CUDA_SUCCESS, "cuModuleLoadData");
+    is_int(p_cuModuleLoadData(&mod, "gpusim"), CUDA_SUCCESS, "cuModuleLoadData");
     CUfunction k1ms, klead, k200us, kdefault;
     is_int(p_cuModuleGetFunction(&k1ms, mod, "sim_busy_1000"), CUDA_SUCCESS, "sim_busy_1000");
     p_cuModuleGetFunction(&klead, mod, "sim_busy_200000");

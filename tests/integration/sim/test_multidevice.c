@@ -66,10 +66,10 @@ int main(void)
     CUmodule m0, m1;
     CUfunction klead_0, k1_1, klead_1;
     p_cuCtxSetCurrent(c0);
-    p_cuModuleLoadData(&m0, "m");
+    p_cuModuleLoadData(&m0, "gpusim");
     p_cuModuleGetFunction(&klead_0, m0, "sim_busy_200000");
     p_cuCtxSetCurrent(c1);
-    p_cuModuleLoadData(&m1, "m");
+    p_cuModuleLoadData(&m1, "gpusim");
     p_cuModuleGetFunction(&k1_1, m1, "sim_busy_1000");
     p_cuModuleGetFunction(&klead_1, m1, "sim_busy_200000");
     CUevent a, b;

@@ -98,7 +98,7 @@ static int child_spin(void)
     CUdeviceptr p;
     p_cuInit(0);
     p_cuCtxCreate_v2(&ctx, 0, 0);
-    p_cuModuleLoadData(&m, "x");
+    p_cuModuleLoadData(&m, "gpusim");
     p_cuModuleGetFunction(&f, m, "sim_busy_0");
     printf("ready\n");
     fflush(stdout);

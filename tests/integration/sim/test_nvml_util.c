@@ -30,7 +30,7 @@ static CUfunction busy_function(unsigned long long us)
     CUfunction f = NULL;
     char name[64];
     snprintf(name, sizeof(name), "sim_busy_%llu", us);
-    if (p_cuInit(0) || p_cuCtxCreate_v2(&ctx, 0, 0) || p_cuModuleLoadData(&m, "util") ||
+    if (p_cuInit(0) || p_cuCtxCreate_v2(&ctx, 0, 0) || p_cuModuleLoadData(&m, "gpusim") ||
         p_cuModuleGetFunction(&f, m, name)) {
         fprintf(stderr, "cannot set up CUDA\n");
         exit(2);

@@ -20,7 +20,7 @@ static void *worker(void *arg)
     CUmodule m;
     CUfunction f;
     p_cuCtxSetCurrent(ctx);
-    p_cuModuleLoadData(&m, "storm");
+    p_cuModuleLoadData(&m, "gpusim");
     p_cuModuleGetFunction(&f, m, "sim_busy_5");
     CUdeviceptr p[16];
     for (unsigned int i = 0;; i++) {
