@@ -23,6 +23,7 @@
 #include "alloc/alloc.h"
 #include "cli/commands.h"
 #include "common/error.h"
+#include "common/fs.h"
 #include "common/yaml.h"
 
 #define MAX_INPUT_BYTES (16u << 20)
@@ -85,42 +86,17 @@ static int push_obj(struct inputs *in, json_t *obj, const char *where)
     return 0;
 }
 
-static int read_file(const char *path, char **out, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "gpuslice schedule: %s: %s\n", path, strerror(errno));
-        return -errno;
-    }
-    char *buf = malloc(MAX_INPUT_BYTES + 1);
-    if (!buf) {
-        fclose(f);
-        return -ENOMEM;
-    }
-    size_t n = fread(buf, 1, MAX_INPUT_BYTES + 1, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad || n > MAX_INPUT_BYTES) {
-        fprintf(stderr, "gpuslice schedule: %s: %s\n", path,
-                bad ? "read error" : "larger than 16 MiB");
-        free(buf);
-        return -EFBIG;
-    }
-    buf[n] = 0;
-    *out = buf;
-    *len = n;
-    return 0;
-}
-
 static int load_file(struct inputs *in, const char *path)
 {
     char *text = NULL;
     size_t len = 0;
-    int r = read_file(path, &text, &len);
-    if (r < 0)
-        return r;
-    json_t *docs = NULL;
     struct gs_error err = {0};
+    int r = gs_read_file(path, MAX_INPUT_BYTES, &text, &len, &err);
+    if (r < 0) {
+        fprintf(stderr, "gpuslice schedule: %s\n", err.msg);
+        return r;
+    }
+    json_t *docs = NULL;
     r = gs_yaml_load_documents(text, len, &docs, &err);
     free(text);
     if (r < 0) {
@@ -220,104 +196,6 @@ static int load_path(struct inputs *in, const char *path)
     }
     free(names);
     return r;
-}
-
-/* ---- YAML output (JSON scalars are valid YAML; keys plain when safe) ---------------------- */
-
-static bool plain_key(const char *k)
-{
-    if (!*k || strchr("-?:,[]{}#&*!|>'\"%@`0123456789 ", k[0]))
-        return false;
-    for (const char *p = k; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-              strchr("._/-", *p)))
-            return false;
-    static const char *const words[] = {"true", "false", "null", "yes",   "no",   "on",  "off",
-                                        "y",    "n",     "True", "False", "Null", "Yes", "No",
-                                        "On",   "Off",   "TRUE", "FALSE", "NULL", "YES", "NO",
-                                        "ON",   "OFF",   "Y",    "N",     "~"};
-    for (size_t i = 0; i < GS_ARRAY_SIZE(words); i++)
-        if (strcmp(k, words[i]) == 0)
-            return false;
-    return true;
-}
-
-static void yaml_scalar(FILE *out, const json_t *v)
-{
-    char *s = json_dumps(v, JSON_ENCODE_ANY);
-    fputs(s ? s : "null", out);
-    free(s);
-}
-
-static void yaml_key(FILE *out, const char *k)
-{
-    if (plain_key(k))
-        fputs(k, out);
-    else {
-        json_t *s = json_string(k);
-        yaml_scalar(out, s);
-        json_decref(s);
-    }
-}
-
-static bool is_collection(const json_t *v)
-{
-    return (json_is_object(v) && json_object_size(v) > 0) ||
-           (json_is_array(v) && json_array_size(v) > 0);
-}
-
-static void yaml_value(FILE *out, const json_t *v, int indent);
-
-static void yaml_object(FILE *out, const json_t *v, int indent, bool first_inline)
-{
-    const char *k;
-    json_t *x;
-    bool first = true;
-    json_object_foreach((json_t *)v, k, x)
-    {
-        if (!(first && first_inline))
-            fprintf(out, "%*s", indent, "");
-        first = false;
-        yaml_key(out, k);
-        fputc(':', out);
-        if (is_collection(x)) {
-            fputc('\n', out);
-            yaml_value(out, x, json_is_array(x) ? indent : indent + 2);
-        } else {
-            fputc(' ', out);
-            yaml_scalar(out, x);
-            fputc('\n', out);
-        }
-    }
-}
-
-static void yaml_value(FILE *out, const json_t *v, int indent)
-{
-    if (json_is_object(v) && json_object_size(v)) {
-        yaml_object(out, v, indent, false);
-        return;
-    }
-    if (json_is_array(v) && json_array_size(v)) {
-        size_t i;
-        json_t *x;
-        json_array_foreach((json_t *)v, i, x)
-        {
-            fprintf(out, "%*s- ", indent, "");
-            if (json_is_object(x) && json_object_size(x))
-                yaml_object(out, x, indent + 2, true);
-            else if (json_is_array(x) && json_array_size(x)) {
-                fputc('\n', out);
-                yaml_value(out, x, indent + 2);
-            } else {
-                yaml_scalar(out, x);
-                fputc('\n', out);
-            }
-        }
-        return;
-    }
-    fprintf(out, "%*s", indent, "");
-    yaml_scalar(out, v);
-    fputc('\n', out);
 }
 
 /* ---- scheduling ------------------------------------------------------------------------------ */
@@ -881,7 +759,7 @@ int cmd_schedule(int argc, char **argv)
         json_array_foreach(sc.items, i, it)
         {
             printf("---\n");
-            yaml_value(stdout, it, 0);
+            gs_yaml_dumpf(stdout, it);
         }
     }
     goto out;

@@ -16,6 +16,7 @@
 #include <yaml.h>
 
 #include "common/json.h"
+#include "common/macros.h"
 
 #define TAG_PREFIX "tag:yaml.org,2002:"
 
@@ -740,4 +741,122 @@ int gs_yaml_load_one(const char *text, size_t len, json_t **out_doc, struct gs_e
                             json_array_size(docs));
     *out_doc = json_incref(json_array_get(docs, 0));
     return 0;
+}
+
+/* ---- emitter (JSON scalars are valid YAML; keys plain when safe) ----------------------------- */
+
+static bool plain_key(const char *k)
+{
+    if (!*k || strchr("-?:,[]{}#&*!|>'\"%@`0123456789 ", k[0]))
+        return false;
+    for (const char *p = k; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              strchr("._/-", *p)))
+            return false;
+    static const char *const words[] = {"true", "false", "null", "yes",   "no",   "on",  "off",
+                                        "y",    "n",     "True", "False", "Null", "Yes", "No",
+                                        "On",   "Off",   "TRUE", "FALSE", "NULL", "YES", "NO",
+                                        "ON",   "OFF",   "Y",    "N",     "~"};
+    for (size_t i = 0; i < GS_ARRAY_SIZE(words); i++)
+        if (strcmp(k, words[i]) == 0)
+            return false;
+    return true;
+}
+
+static void yaml_scalar(FILE *out, const json_t *v)
+{
+    char *s = json_dumps(v, JSON_ENCODE_ANY);
+    fputs(s ? s : "null", out);
+    free(s);
+}
+
+static void yaml_key(FILE *out, const char *k)
+{
+    if (plain_key(k))
+        fputs(k, out);
+    else {
+        json_t *s = json_string(k);
+        yaml_scalar(out, s);
+        json_decref(s);
+    }
+}
+
+static bool is_collection(const json_t *v)
+{
+    return (json_is_object(v) && json_object_size(v) > 0) ||
+           (json_is_array(v) && json_array_size(v) > 0);
+}
+
+static void yaml_value(FILE *out, const json_t *v, int indent);
+
+static void yaml_object(FILE *out, const json_t *v, int indent, bool first_inline)
+{
+    const char *k;
+    json_t *x;
+    bool first = true;
+    json_object_foreach((json_t *)v, k, x)
+    {
+        if (!(first && first_inline))
+            fprintf(out, "%*s", indent, "");
+        first = false;
+        yaml_key(out, k);
+        fputc(':', out);
+        if (is_collection(x)) {
+            fputc('\n', out);
+            yaml_value(out, x, json_is_array(x) ? indent : indent + 2);
+        } else {
+            fputc(' ', out);
+            yaml_scalar(out, x);
+            fputc('\n', out);
+        }
+    }
+}
+
+static void yaml_value(FILE *out, const json_t *v, int indent)
+{
+    if (json_is_object(v) && json_object_size(v)) {
+        yaml_object(out, v, indent, false);
+        return;
+    }
+    if (json_is_array(v) && json_array_size(v)) {
+        size_t i;
+        json_t *x;
+        json_array_foreach((json_t *)v, i, x)
+        {
+            fprintf(out, "%*s- ", indent, "");
+            if (json_is_object(x) && json_object_size(x))
+                yaml_object(out, x, indent + 2, true);
+            else if (json_is_array(x) && json_array_size(x)) {
+                fputc('\n', out);
+                yaml_value(out, x, indent + 2);
+            } else {
+                yaml_scalar(out, x);
+                fputc('\n', out);
+            }
+        }
+        return;
+    }
+    fprintf(out, "%*s", indent, "");
+    yaml_scalar(out, v);
+    fputc('\n', out);
+}
+
+void gs_yaml_dumpf(FILE *out, const json_t *v)
+{
+    yaml_value(out, v, 0);
+}
+
+char *gs_yaml_dumps(const json_t *v)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    gs_yaml_dumpf(f, v);
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
 }

@@ -21,6 +21,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "common/error.h"
 
@@ -32,5 +33,16 @@ int gs_yaml_load_documents(const char *text, size_t len, json_t **out_docs, stru
 
 /* Exactly one document (-EINVAL if there are none or several). */
 int gs_yaml_load_one(const char *text, size_t len, json_t **out_doc, struct gs_error *err);
+
+/*
+ * Emit one value as a YAML block document (no "---"; the caller separates documents). Mappings in
+ * block style, two spaces per level, sequence items "- " at the mapping's indent (kubectl's
+ * style); scalars as JSON text, which YAML reads back unchanged (strings double-quoted, numbers,
+ * true/false/null); keys plain when they cannot be read as anything but that string, else
+ * double-quoted. gs_yaml_load_one(gs_yaml_dumps(v)) equals v. Empty mappings/sequences are {}/[].
+ */
+void gs_yaml_dumpf(FILE *out, const json_t *v);
+/* The same into a new NUL-terminated string (free()); NULL when out of memory. */
+char *gs_yaml_dumps(const json_t *v);
 
 #endif /* GS_COMMON_YAML_H */

@@ -331,6 +331,58 @@ static void test_reference(void)
     }
 }
 
+/* The emitter: what it writes reads back as the same value, and looks like kubectl's YAML. */
+static void roundtrip(const char *json, const char *name)
+{
+    json_error_t je;
+    json_t *v = json_loads(json, JSON_DECODE_ANY, &je);
+    char *text = v ? gs_yaml_dumps(v) : NULL;
+    json_t *back = NULL;
+    struct gs_error err = {0};
+    int r = text ? gs_yaml_load_one(text, strlen(text), &back, &err) : -1;
+    ok(r == 0 && json_equal(v, back), "emitter round trip: %s", name);
+    if (r != 0 || !json_equal(v, back))
+        diag("yaml:\n%s\nerror: %s", text ? text : "(none)", err.msg);
+    free(text);
+    json_decref(v);
+    json_decref(back);
+}
+
+static void test_emitter(void)
+{
+    json_t *v = json_pack("{s:s, s:{s:s, s:{s:s}}, s:[{s:s, s:i}, {s:s}], s:b, s:n, s:[], s:{}}",
+                          "apiVersion", "v1", "metadata", "name", "pod-a", "labels", "app", "x",
+                          "containers", "name", "c", "port", 80, "name", "d", "ready", 1, "gone",
+                          "empty", "none");
+    char *text = gs_yaml_dumps(v);
+    is_str(text,
+           "apiVersion: \"v1\"\n"
+           "metadata:\n"
+           "  name: \"pod-a\"\n"
+           "  labels:\n"
+           "    app: \"x\"\n"
+           "containers:\n"
+           "- name: \"c\"\n"
+           "  port: 80\n"
+           "- name: \"d\"\n"
+           "ready: true\n"
+           "gone: null\n"
+           "empty: []\n"
+           "none: {}\n",
+           "emitter: block style, kubectl's sequence indent, JSON scalars");
+    free(text);
+    json_decref(v);
+    roundtrip("{\"yes\": 1, \"123\": \"456\", \"a: b\": \"c # d\", \"\": \"\", \"-x\": \"~\"}",
+              "keys YAML would read otherwise (yes, digits, ': ', empty, '-')");
+    roundtrip("{\"s\": \"line1\\nline2\\ttab \\\"q\\\" \\\\ \\u00e9 \\u263a\"}",
+              "escapes, unicode");
+    roundtrip("[[1, [2, []]], {\"a\": [{}, {\"b\": [null]}]}, -0.5, 1e300, 9007199254740993]",
+              "nested sequences, empty collections, numbers");
+    roundtrip("{\"on\": \"off\", \"null\": \"null\", \"true\": \"false\", \"0x10\": \"0o7\"}",
+              "YAML 1.1 booleans and numbers as strings");
+    roundtrip("\"just a string\"", "a scalar document");
+}
+
 int main(void)
 {
     tap_plan_auto();
@@ -339,5 +391,6 @@ int main(void)
     test_anchors();
     test_errors();
     test_reference();
+    test_emitter();
     return tap_done();
 }
