@@ -10,12 +10,15 @@
  *
  * Layout rules: fixed size, native endianness (x86_64/aarch64 LP64), no pointers. A reader checks
  * `magic`, `version` and `size` before trusting anything; a region whose header does not match is
- * refused (libvgpu then uses a process-private region and logs it).
+ * refused (libvgpu then refuses every allocation on the devices of that region: fail closed).
  *
- * Initialisation: the file is created (O_CREAT) and ftruncate'd to sizeof(struct gs_region); the
- * first process to win the CAS of `init_state` 0 -> 1 fills the header and the lock, then stores 2.
- * Others wait (bounded) for 2. A region stuck in state 1 (initialiser killed) is re-initialised
- * after GS_REGION_INIT_TIMEOUT_MS by whichever process gets the flock(2) on the file.
+ * Initialisation: under an exclusive flock(2) of the file, the first process sizes it
+ * (ftruncate to sizeof(struct gs_region)), fills the header and the lock and stores `init_state`
+ * 2 (GS_REGION_READY); the kernel drops the flock if it dies half-way, and the next process to
+ * get it initialises again (nobody can have accounted into a region that was never READY). A
+ * region found READY is never initialised again. A process that cannot get the flock within
+ * GS_REGION_INIT_TIMEOUT_MS (a stalled initialiser) refuses allocations rather than re-initialise
+ * under it.
  *
  * Accounting (all under `lock`, a process-shared ROBUST mutex; owner death is recovered with
  * EOWNERDEAD: the survivor recomputes every device's `used` from the process slots):
