@@ -434,7 +434,7 @@ static void sample_regions(struct mon_catalog *c)
         uint32_t n = 0;
         struct gs_error err = {0};
         enum mon_region_status s =
-            mon_region_read(&m->region, devs, GS_REGION_MAX_DEVICES, &n, &err);
+            mon_region_read(&m->region, devs, GS_REGION_MAX_DEVICES, &n, true, &err);
         uint64_t now = mono_ns();
         if (s != MON_REGION_OK) {
             mon_catalog_skip(c, region_cause(s), &m->logged, m->region.path, err.msg);

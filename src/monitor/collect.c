@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "monitor/collect.h"
 
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -290,7 +291,8 @@ static void collect_claim(struct scrape *s, struct mon_claim *m, uint64_t real_n
 {
     struct mon_region_device devs[GS_REGION_MAX_DEVICES];
     uint32_t n = 0;
-    enum mon_region_status rs = mon_region_read(&m->region, devs, GS_REGION_MAX_DEVICES, &n, NULL);
+    enum mon_region_status rs =
+        mon_region_read(&m->region, devs, GS_REGION_MAX_DEVICES, &n, false, NULL);
     struct mon_labels l;
     claim_labels(&l, m);
     add(s, F_REGION_HEALTHY, &l, rs == MON_REGION_OK ? 1 : 0);
@@ -433,6 +435,9 @@ int mon_collect(struct mon_catalog *c, const struct mon_collect_opts *o,
         free(s);
         return -ENOMEM;
     }
+    if (stats) /* the previous scrape's sizes, with room to grow: no copy while building */
+        mon_expo_reserve(s->e, atomic_load(&stats->arena_hint) * 5 / 4,
+                         atomic_load(&stats->text_hint) * 5 / 4);
     for (int f = 0; f < F_N; f++)
         s->id[f] = f >= F_FIRST_LEGACY && !o->legacy ? -1 : mon_expo_family(s->e, &defs[f]);
 
@@ -450,9 +455,19 @@ int mon_collect(struct mon_catalog *c, const struct mon_collect_opts *o,
     collect_monitor(s, c, by_source, stats);
 
     int r = mon_expo_render(s->e, fmt, text, len);
+    if (stats && r == 0) {
+        atomic_store(&stats->arena_hint, mon_expo_arena_bytes(s->e));
+        atomic_store(&stats->text_hint, *len + 1);
+    }
     mon_expo_free(s->e);
     free(s);
     if (stats)
         observe(stats, now_ns(CLOCK_MONOTONIC) - t0);
     return r;
+}
+
+void mon_tune_malloc(void)
+{
+    mallopt(M_MMAP_THRESHOLD, 64 * 1024 * 1024);
+    mallopt(M_TRIM_THRESHOLD, 256 * 1024 * 1024);
 }

@@ -22,6 +22,7 @@ struct mon_scrape_stats {
     _Atomic uint64_t bucket[MON_SCRAPE_BUCKETS]; /* not cumulative */
     _Atomic uint64_t count;
     _Atomic uint64_t sum_ns;
+    _Atomic size_t arena_hint, text_hint; /* sizes of the last exposition */
 };
 
 struct mon_collect_opts {
@@ -33,6 +34,10 @@ struct mon_collect_opts {
 /* Build and render one exposition; *text is malloc'd. */
 int mon_collect(struct mon_catalog *c, const struct mon_collect_opts *o,
                 struct mon_scrape_stats *stats, enum mon_format fmt, char **text, size_t *len);
+
+/* Keep freed memory in the heap (no mmap/munmap and page faults for each exposition of a few
+ * hundred KiB, no trimming after each scrape). Called once by main; the bench calls it too. */
+void mon_tune_malloc(void);
 
 /* Every family name the monitor can export (NULL-terminated; with the legacy ones), as it appears
  * in a query (counters with _total, info with _info). For the dashboard test. */

@@ -29,6 +29,7 @@ struct mon_expo {
     struct family *f;
     size_t nf, capf;
     size_t samples;
+    size_t text_hint;
     int error;
 };
 
@@ -71,10 +72,25 @@ void mon_labels_add(struct mon_labels *l, const char *name, const char *value)
     lput(l, '"');
 }
 
+/* Decimal digits of v into buf (at least 21 bytes), NUL-terminated; returns the length. */
+static size_t u64_text(unsigned long long v, char *buf)
+{
+    char tmp[24];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = tmp[n - 1 - i];
+    buf[n] = '\0';
+    return n;
+}
+
 void mon_labels_add_u(struct mon_labels *l, const char *name, unsigned long long value)
 {
     char v[24];
-    snprintf(v, sizeof(v), "%llu", value);
+    u64_text(value, v);
     mon_labels_add(l, name, v);
 }
 
@@ -95,6 +111,25 @@ void mon_expo_free(struct mon_expo *e)
     free(e->f);
     free(e->arena);
     free(e);
+}
+
+int mon_expo_reserve(struct mon_expo *e, size_t arena_bytes, size_t text_bytes)
+{
+    arena_bytes = GS_MIN(arena_bytes, e->max);
+    if (arena_bytes > e->acap) {
+        char *na = realloc(e->arena, arena_bytes);
+        if (!na)
+            return -ENOMEM;
+        e->arena = na;
+        e->acap = arena_bytes;
+    }
+    e->text_hint = GS_MIN(text_bytes, e->max);
+    return 0;
+}
+
+size_t mon_expo_arena_bytes(const struct mon_expo *e)
+{
+    return e->alen;
 }
 
 int mon_expo_family(struct mon_expo *e, const struct mon_family_def *def)
@@ -176,8 +211,14 @@ void mon_expo_format_value(double v, char *buf, size_t len)
         snprintf(buf, len, "NaN");
     } else if (isinf(v)) {
         snprintf(buf, len, v > 0 ? "+Inf" : "-Inf");
-    } else if (v == floor(v) && fabs(v) < 1e15) {
-        snprintf(buf, len, "%.0f", v);
+    } else if (v == floor(v) && fabs(v) < 9007199254740992.0 && len >= 24) {
+        /* Integral (bytes, counts): exact decimal without printf's floating-point path. */
+        if (v < 0) {
+            buf[0] = '-';
+            u64_text((unsigned long long)-v, buf + 1);
+        } else {
+            u64_text((unsigned long long)v, buf);
+        }
     } else {
         snprintf(buf, len, "%.15g", v);
         if (strtod(buf, NULL) != v)
@@ -318,6 +359,8 @@ int mon_expo_render(struct mon_expo *e, enum mon_format fmt, char **text, size_t
     if (e->error)
         return e->error;
     struct out o = {.max = e->max};
+    if (e->text_hint && (o.p = malloc(e->text_hint)) != NULL)
+        o.cap = e->text_hint;
     bool om = fmt == MON_FORMAT_OPENMETRICS;
     char line[512], v[64];
     for (size_t i = 0; i < e->nf; i++) {

@@ -61,6 +61,11 @@ void mon_labels_add_u(struct mon_labels *l, const char *name, unsigned long long
 struct mon_expo;
 
 struct mon_expo *mon_expo_new(size_t max_bytes);
+/* Size the label arena and the rendered text up front (e.g. from the previous scrape), so a
+ * scrape does not grow them by copying. Returns -ENOMEM; never shrinks. */
+int mon_expo_reserve(struct mon_expo *e, size_t arena_bytes, size_t text_bytes);
+/* Bytes the label arena used (a hint for the next mon_expo_reserve). */
+size_t mon_expo_arena_bytes(const struct mon_expo *e);
 void mon_expo_free(struct mon_expo *e);
 
 /* Declare a family (in output order); returns its id (>= 0) or -ENOMEM. */

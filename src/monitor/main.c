@@ -171,6 +171,7 @@ int main(int argc, char **argv)
     struct gs_error err = {0};
     gs_log_set_component("monitor");
     mallopt(M_ARENA_MAX, 2);
+    mon_tune_malloc();
     int r = mon_options_parse(&o, argc, argv, stdout, &err);
     if (r != 0) {
         mon_options_free(&o);

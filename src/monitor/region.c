@@ -63,8 +63,11 @@ void mon_region_fini(struct mon_region *r)
     })
 
 /* (Re)open when not open or when the path now names another file. */
-static enum mon_region_status ensure_open(struct mon_region *r, struct gs_error *err)
+static enum mon_region_status ensure_open(struct mon_region *r, bool recheck_path,
+                                          struct gs_error *err)
 {
+    if (r->map && !recheck_path)
+        return MON_REGION_OK;
     struct stat st;
     if (stat(r->path, &st) != 0) {
         unmap(r);
@@ -107,10 +110,11 @@ static enum mon_region_status ensure_open(struct mon_region *r, struct gs_error 
 }
 
 enum mon_region_status mon_region_read(struct mon_region *r, struct mon_region_device *out,
-                                       uint32_t max, uint32_t *n, struct gs_error *err)
+                                       uint32_t max, uint32_t *n, bool recheck_path,
+                                       struct gs_error *err)
 {
     *n = 0;
-    enum mon_region_status s = ensure_open(r, err);
+    enum mon_region_status s = ensure_open(r, recheck_path, err);
     if (s != MON_REGION_OK)
         return s;
     /* The file may have been truncated since it was mapped: touching a page past its end would

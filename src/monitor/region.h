@@ -63,11 +63,13 @@ void mon_region_fini(struct mon_region *r);
 
 /*
  * Read the region's devices into out[0..*n) (at most `max`). Opens and maps the file on first use;
- * a file replaced by another (new inode) is mapped again. Returns MON_REGION_OK or the cause; err
- * (may be NULL) gets a message naming the file.
+ * with `recheck_path`, a path that now names another file (new inode) is mapped again (the
+ * refresher asks; a scrape reads the mapping it has, after checking the file's size). Returns
+ * MON_REGION_OK or the cause; err (may be NULL) gets a message naming the file.
  */
 enum mon_region_status mon_region_read(struct mon_region *r, struct mon_region_device *out,
-                                       uint32_t max, uint32_t *n, struct gs_error *err);
+                                       uint32_t max, uint32_t *n, bool recheck_path,
+                                       struct gs_error *err);
 
 /* Find a device by UUID in a read snapshot, or NULL. */
 const struct mon_region_device *mon_region_find(const struct mon_region_device *devs, uint32_t n,

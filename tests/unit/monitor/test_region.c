@@ -18,7 +18,7 @@ static enum mon_region_status read_one(const char *path, struct mon_region_devic
     struct mon_region r;
     struct gs_error err = {0};
     mon_region_init(&r, path);
-    enum mon_region_status s = mon_region_read(&r, out, GS_REGION_MAX_DEVICES, n, &err);
+    enum mon_region_status s = mon_region_read(&r, out, GS_REGION_MAX_DEVICES, n, true, &err);
     snprintf(msg, len, "%s", err.msg);
     mon_region_fini(&r);
     return s;
@@ -90,20 +90,29 @@ int main(void)
     fx_write_region(path, GS_REGION_VERSION, 0, 0, GS_REGION_READY, d, 1);
     struct mon_region r;
     mon_region_init(&r, path);
-    is_int(mon_region_read(&r, devs, GS_REGION_MAX_DEVICES, &n, NULL), MON_REGION_OK, "mapped");
+    is_int(mon_region_read(&r, devs, GS_REGION_MAX_DEVICES, &n, true, NULL), MON_REGION_OK,
+           "mapped");
     fx_set_used(path, 0, 2222);
-    mon_region_read(&r, devs, GS_REGION_MAX_DEVICES, &n, NULL);
+    mon_region_read(&r, devs, GS_REGION_MAX_DEVICES, &n, true, NULL);
     is_uint(devs[0].used, 2222, "a live update is seen through the mapping");
     if (truncate(path, 100) != 0)
         diag("truncate failed");
-    is_int(mon_region_read(&r, devs, GS_REGION_MAX_DEVICES, &n, NULL), MON_REGION_TRUNCATED,
+    is_int(mon_region_read(&r, devs, GS_REGION_MAX_DEVICES, &n, true, NULL), MON_REGION_TRUNCATED,
            "truncated under the mapping: refused before reading (no SIGBUS)");
     is_int(n, 0, "nothing returned");
     const struct fx_device d2[] = {{.uuid = "GPU-new", .used = 1, .cores = 50}};
     fx_write_region(path, GS_REGION_VERSION, 0, 0, GS_REGION_READY, d2, 1);
-    is_int(mon_region_read(&r, devs, GS_REGION_MAX_DEVICES, &n, NULL), MON_REGION_OK,
-           "a replaced file is mapped again");
+    is_int(mon_region_read(&r, devs, GS_REGION_MAX_DEVICES, &n, false, NULL), MON_REGION_OK,
+           "after a refusal the path is opened again");
     ok(n == 1 && strcmp(devs[0].uuid, "GPU-new") == 0, "and the new content is read");
+    const struct fx_device d3[] = {{.uuid = "GPU-newer", .used = 2, .cores = 50}};
+    fx_write_region(path, GS_REGION_VERSION, 0, 0, GS_REGION_READY, d3, 1);
+    mon_region_read(&r, devs, GS_REGION_MAX_DEVICES, &n, false, NULL);
+    ok(n == 1 && strcmp(devs[0].uuid, "GPU-new") == 0,
+       "without a path recheck (a scrape) the mapped file is read, no path lookup");
+    is_int(mon_region_read(&r, devs, GS_REGION_MAX_DEVICES, &n, true, NULL), MON_REGION_OK,
+           "path recheck (the refresher)");
+    ok(n == 1 && strcmp(devs[0].uuid, "GPU-newer") == 0, "a replaced file is mapped again");
     mon_region_fini(&r);
     ok(strcmp(mon_region_status_name(MON_REGION_BAD_MAGIC), "bad_magic") == 0, "status names");
 
