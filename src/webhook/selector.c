@@ -205,8 +205,8 @@ int wh_selectors_from_annotations(const json_t *annotations, const char *driver,
         char expr[WH_CEL_MAX_LEN + 1] = "";
         int r = kinds[k].uuid ? uuid_selector(expr, sizeof(expr), driver, list, kinds[k].negate)
                               : type_selector(expr, sizeof(expr), driver, list, kinds[k].negate);
-        if (r == -ENOSPC)
-            return gs_error_set(err, r,
+        if (r == -ENOSPC) /* the pod's own value: denied as invalid (422), not a server error */
+            return gs_error_set(err, -EINVAL,
                                 "annotation %s: the selector would be longer than %d bytes, the "
                                 "Kubernetes limit for a CEL expression",
                                 kinds[k].key, WH_CEL_MAX_LEN);

@@ -341,11 +341,11 @@ static struct MHD_Daemon *start_health(struct wh_server *s, struct gs_error *err
     if (addr.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     struct MHD_Daemon *d = MHD_start_daemon(
-        flags, 0, NULL, NULL, handle_health, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)WH_HEALTH_CONNECTION_LIMIT,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)WH_HEALTH_PER_CLIENT_LIMIT,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)WH_HEALTH_IDLE_TIMEOUT_S,
-        MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+        flags, 0, NULL, NULL, handle_health, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)WH_HEALTH_CONNECTION_LIMIT, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)WH_HEALTH_PER_CLIENT_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)WH_HEALTH_IDLE_TIMEOUT_S, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
         MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
     if (!d)
         gs_error_set(err, -EADDRNOTAVAIL,
@@ -377,13 +377,13 @@ struct wh_server *wh_server_start(const struct wh_server_config *cfg, struct gs_
     if (addr.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     s->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, handle_main, s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-        MHD_OPTION_HTTPS_CERT_CALLBACK, wh_tls_retrieve, MHD_OPTION_HTTPS_PRIORITIES,
-        WH_TLS_PRIORITIES, MHD_OPTION_CONNECTION_LIMIT, s->cfg.connection_limit,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->cfg.per_client_limit, MHD_OPTION_CONNECTION_TIMEOUT,
-        s->cfg.idle_timeout_s, MHD_OPTION_NOTIFY_COMPLETED, completed, s,
-        MHD_OPTION_NOTIFY_CONNECTION, connection_event, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
+        flags, 0, NULL, NULL, handle_main, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_HTTPS_CERT_CALLBACK,
+        wh_tls_retrieve, MHD_OPTION_HTTPS_PRIORITIES, WH_TLS_PRIORITIES,
+        MHD_OPTION_CONNECTION_LIMIT, s->cfg.connection_limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        s->cfg.per_client_limit, MHD_OPTION_CONNECTION_TIMEOUT, s->cfg.idle_timeout_s,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_NOTIFY_CONNECTION, connection_event,
+        s, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
     if (!s->daemon) {
         gs_error_set(err, -EADDRNOTAVAIL,
                      "cannot serve HTTPS on %s (address in use or not available?)", cfg->listen);

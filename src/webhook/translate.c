@@ -98,6 +98,42 @@ static int remove_legacy(json_t *patch, const struct wh_names *names, const json
     return 0;
 }
 
+/* A DNS-1123 label (RFC 1123): what Kubernetes requires of a container name, and what makes
+ * "gpu-<name>" a valid claim name and a safe JSON Pointer token. */
+bool wh_is_dns_label(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n > DNS_LABEL_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+        if (!alnum && !(c == '-' && i > 0 && i < n - 1))
+            return false;
+    }
+    return true;
+}
+
+/* `s` for a message: at most 64 characters, `"` and `\` escaped, control bytes as \xNN. */
+static void quote_value(char *buf, size_t len, const char *s)
+{
+    size_t o = 0, i = 0;
+    for (; s[i] && i < 64 && o + 5 < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            buf[o++] = '\\';
+            buf[o++] = (char)c;
+        } else if (c < 0x20 || c == 0x7f) {
+            o += (size_t)snprintf(buf + o, len - o, "\\x%02x", c);
+        } else {
+            buf[o++] = (char)c;
+        }
+    }
+    if (s[i] && o + 4 < len)
+        buf[o++] = '.', buf[o++] = '.', buf[o++] = '.';
+    buf[o] = '\0';
+}
+
 static uint32_t fnv1a(const char *s)
 {
     uint32_t h = 2166136261u;
@@ -218,6 +254,17 @@ int wh_translate_pod(const struct wh_names *names, const struct wh_cluster_ops *
                 return r;
             if (!wh_legacy_any(&lc->l))
                 continue;
+            if (!wh_is_dns_label(cn)) {
+                /* It becomes the claim name "gpu-<name>" and a JSON Pointer token: refuse what
+                 * Kubernetes would refuse anyway, before it is used. */
+                char q[300];
+                quote_value(q, sizeof(q), cn ? cn : "");
+                return gs_error_set(err, -EINVAL,
+                                    "%s #%zu name \"%s\" is not a DNS-1123 label (lowercase "
+                                    "letters, digits and '-', starting and ending with a letter or "
+                                    "digit, at most 63 characters)",
+                                    l == 0 ? "init container" : "container", i, q);
+            }
             lc->list = lists[l], lc->index = i, lc->ctr = c;
             any_pct |= lc->l.has_pct;
             n_legacy++;

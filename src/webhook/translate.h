@@ -61,6 +61,9 @@ void wh_translation_fini(struct wh_translation *t);
 int wh_translate_pod(const struct wh_names *names, const struct wh_cluster_ops *ops, const char *ns,
                      const json_t *pod, struct wh_translation *out, struct gs_error *err);
 
+/* Is `s` a DNS-1123 label (1-63 of a-z, 0-9, '-', alphanumeric at both ends)? */
+bool wh_is_dns_label(const char *s);
+
 /* JSON Pointer escaping of one reference token ("~" -> "~0", "/" -> "~1"). -ENOSPC. */
 int wh_json_pointer_escape(const char *token, char *buf, size_t len);
 

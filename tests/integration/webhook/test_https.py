@@ -218,6 +218,22 @@ def check_transport(t, wh, tmp):
     t.is_eq((status, text.decode()),
             (400, 'AdmissionReview: apiVersion "" is not admission.k8s.io/v1\n'),
             'wrong apiVersion: 400 naming the field')
+    # Content-Type: application/json only (the API server always sends it).
+    body = json.dumps(review(pod({'nvidia.com/gpu': '1'}), uid='ctype', dry=True)).encode()
+    status, _, text = wh.request('POST', '/mutate', body, {'Content-Type': 'text/plain'})
+    t.is_eq((status, text.decode()),
+            (415, 'Content-Type "text/plain" is not supported: /mutate accepts '
+                  'application/json\n'), 'Content-Type text/plain: 415 naming it')
+    status, _, text = wh.request('POST', '/mutate', body, {'Content-Type': ''})
+    t.is_eq(status, 415, 'empty Content-Type: 415')
+    r = subprocess.run(['curl', '-sS', '-w', '\n%{http_code}', '--cacert', cacert, '-H',
+                        'Content-Type:', '--data-binary', '@' + os.path.join(tmp, 'review.json'),
+                        f'https://127.0.0.1:{wh.port}/mutate'], capture_output=True, text=True)
+    t.is_eq(r.stdout, 'Content-Type is missing: /mutate accepts application/json\n\n415',
+            'no Content-Type header: 415 saying so')
+    status, _, _ = wh.request('POST', '/mutate', body,
+                              {'Content-Type': 'Application/JSON; charset=utf-8'})
+    t.is_eq(status, 200, 'application/json with a charset parameter (any case): accepted')
     t.is_eq(wh.request('GET', '/nope')[0], 404, 'unknown path: 404')
     t.is_eq(wh.request('GET', '/mutate')[0], 405, 'GET /mutate: 405')
     t.is_eq(wh.request('GET', '/healthz')[2], b'ok\n', '/healthz ok')

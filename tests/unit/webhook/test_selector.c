@@ -95,7 +95,8 @@ int main(void)
     memset(big, 'x', 20000);
     big[20000] = '\0';
     a = ann(WH_ANN_USE_TYPE, big);
-    is_int(wh_selectors_from_annotations(a, "d", sels, &err), -ENOSPC, "over the CEL limit");
+    is_int(wh_selectors_from_annotations(a, "d", sels, &err), -EINVAL,
+           "over the CEL limit: -EINVAL (the pod is invalid: 422)");
     like_str(err.msg, "longer than 10240 bytes", "message names the limit");
     json_decref(a);
     free(big);
