@@ -96,6 +96,7 @@ static int parse_elf(const struct reader *r0, struct sim_image *img, struct gs_e
         return gs_error_set(err, -EINVAL, "cubin: no section table (shnum %u, shentsize %u)", shnum,
                             shentsize);
     uint64_t shsize = (uint64_t)shnum * 64;
+    uint64_t phoff = rd64(h + 32), phsize = (uint64_t)rd16(h + 54) * rd16(h + 56);
     if (r.len == SIZE_MAX) {
         /* Pointer image: its extent is what the header declares (the section table and every
          * section it lists), up to SIM_IMAGE_MAX. */
@@ -103,6 +104,8 @@ static int parse_elf(const struct reader *r0, struct sim_image *img, struct gs_e
             return gs_error_set(err, -EINVAL, "cubin: section table at %llu is out of range",
                                 (unsigned long long)shoff);
         uint64_t end = shoff + shsize;
+        if (phsize && phoff <= SIM_IMAGE_MAX && phsize <= SIM_IMAGE_MAX - phoff)
+            end = GS_MAX(end, phoff + phsize);
         for (uint16_t i = 0; i < shnum; i++) {
             const unsigned char *s = r.p + shoff + (uint64_t)i * 64;
             uint64_t off = rd64(s + 24), size = rd64(s + 32);
@@ -116,6 +119,8 @@ static int parse_elf(const struct reader *r0, struct sim_image *img, struct gs_e
     }
     if (!in_range(&r, shoff, shsize))
         return gs_error_set(err, -EINVAL, "cubin: section table past the end of the image");
+    if (phsize && !in_range(&r, phoff, phsize))
+        return gs_error_set(err, -EINVAL, "cubin: program headers past the end of the image");
     const unsigned char *sh = r.p + shoff;
 #define SEC(i) (sh + (uint64_t)(i)*64)
     for (uint16_t i = 0; i < shnum; i++) {
@@ -327,8 +332,27 @@ static int parse_any(const struct reader *r, struct sim_image *img, int depth, s
         return gs_error_set(err, -EINVAL, "image: not a fatbinary, cubin or PTX text");
     uint32_t magic = rd32(r->p);
     if (magic == FATBIN_MAGIC) {
-        img->format = img->format ? img->format : SIM_IMAGE_FATBIN;
-        return parse_fatbin(r, img, depth, err);
+        img->format = SIM_IMAGE_FATBIN;
+        int rc = parse_fatbin(r, img, depth, err);
+        if (rc < 0 || r->len == SIZE_MAX)
+            return rc;
+        /* A sized buffer may hold a program's whole .nv_fatbin section: fatbinaries one after
+         * another, each 8-byte aligned. The names of all of them count. */
+        bool unknown = img->names_unknown;
+        uint64_t off = rd16(r->p + 6) + rd64(r->p + 8); /* parse_fatbin checked it */
+        for (int k = 0; k < 1024; k++) {
+            off = (off + 7) & ~7ull;
+            if (!in_range(r, off, 16) || rd32(r->p + off) != FATBIN_MAGIC)
+                break;
+            struct reader next = {.p = r->p + off, .len = r->len - off};
+            img->names_unknown = false;
+            if ((rc = parse_fatbin(&next, img, depth, err)) < 0)
+                return rc;
+            unknown = unknown && img->names_unknown;
+            off += rd16(next.p + 6) + rd64(next.p + 8);
+        }
+        img->names_unknown = unknown && img->n == 0;
+        return 0;
     }
     if (magic == FATBIN_WRAPPER_MAGIC) {
         /* {u32 magic; u32 version; const void *data; void *filename_or_fatbins} */
