@@ -9,17 +9,77 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define NVML_SONAME "libnvidia-ml.so.1"
 
+#if defined(__x86_64__)
+#define MULTIARCH "x86_64-linux-gnu"
+#elif defined(__aarch64__)
+#define MULTIARCH "aarch64-linux-gnu"
+#else
+#define MULTIARCH "lib"
+#endif
+
+/* gpu_nvml_set_driver_root; "" means "/" (the loader's search only). */
+static char driver_root[PATH_MAX];
+
+int gpu_nvml_set_driver_root(const char *root, struct gs_error *err)
+{
+    if (!root || !*root || strcmp(root, "/") == 0) {
+        driver_root[0] = '\0';
+        return 0;
+    }
+    if (root[0] != '/')
+        return gs_error_set(err, -EINVAL, "driver root \"%s\" is not an absolute path", root);
+    struct stat st;
+    if (stat(root, &st) < 0)
+        return gs_error_set(err, -errno, "driver root %s: %s", root, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return gs_error_set(err, -ENOTDIR, "driver root %s: not a directory", root);
+    if (strlen(root) >= sizeof(driver_root))
+        return gs_error_set(err, -ENAMETOOLONG, "driver root %.64s...: path too long", root);
+    snprintf(driver_root, sizeof(driver_root), "%s", root);
+    size_t n = strlen(driver_root);
+    while (n > 1 && driver_root[n - 1] == '/')
+        driver_root[--n] = '\0';
+    return 0;
+}
+
+/* The driver root's library directories, in the order the NVIDIA container toolkit searches. */
+static void *open_in_driver_root(char *why, size_t len)
+{
+    static const char *const dirs[] = {"/usr/lib64", "/usr/lib/" MULTIARCH, "/usr/lib", "/lib64",
+                                       "/lib/" MULTIARCH};
+    for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+        char path[PATH_MAX + 64];
+        snprintf(path, sizeof(path), "%s%s/" NVML_SONAME, driver_root, dirs[i]);
+        void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        if (h)
+            return h;
+    }
+    snprintf(why, len,
+             "not in driver root %s (usr/lib64, usr/lib/" MULTIARCH
+             ", usr/lib, lib64, lib/" MULTIARCH "); ",
+             driver_root);
+    return NULL;
+}
+
 static void *open_lib(unsigned flags, char *why, size_t len)
 {
+    size_t used = 0;
+    if (driver_root[0]) {
+        void *h = open_in_driver_root(why, len);
+        if (h)
+            return h;
+        used = strlen(why);
+    }
     void *h = dlopen(NVML_SONAME, RTLD_NOW | RTLD_LOCAL);
     if (h)
         return h;
     const char *e = dlerror();
-    snprintf(why, len, "%s", e ? e : "not found");
+    snprintf(why + used, len - used, "%s", e ? e : "not found");
     if (!(flags & GPU_NVML_SEARCH_EXE_DIR))
         return NULL;
     const char *env = getenv("GPUSIM_SMI_NVML");

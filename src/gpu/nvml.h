@@ -44,6 +44,16 @@ struct gpu_nvml {
  */
 int gpu_nvml_open(struct gpu_nvml *nv, unsigned uses, unsigned flags, struct gs_error *err);
 
+/*
+ * Where the NVIDIA driver's user-space libraries are, as seen by this process: "/" (default) is
+ * the dynamic loader's own search; the GPU Operator's driver container keeps them under
+ * /run/nvidia/driver (mounted into the plugin pod at the same path). With a root other than "/",
+ * gpu_nvml_open first tries <root>/usr/lib64, <root>/usr/lib/<multiarch>, <root>/usr/lib,
+ * <root>/lib64 and <root>/lib/<multiarch>, then the loader's search. Call once at start-up, before
+ * any gpu_nvml_open (not thread-safe). -EINVAL (relative path), -ENOENT/-ENOTDIR with the path.
+ */
+int gpu_nvml_set_driver_root(const char *root, struct gs_error *err);
+
 /* nvmlShutdown + dlclose; no-op on a closed or zeroed struct. */
 void gpu_nvml_close(struct gpu_nvml *nv);
 

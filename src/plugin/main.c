@@ -19,6 +19,7 @@
 #include "common/k8s.h"
 #include "common/kubeconfig.h"
 #include "common/log.h"
+#include "gpu/nvml.h"
 #include "plugin/dra-service.h"
 #include "plugin/driver.h"
 #include "common/fs.h"
@@ -161,6 +162,11 @@ int main(int argc, char **argv)
     k8s = gs_k8s_client_new_with(&kc, &ko, &err);
     if (!k8s) {
         gs_error_log("cannot create the Kubernetes client", "error=%s", GS_LOGQ(err.msg));
+        goto out;
+    }
+    if (gpu_nvml_set_driver_root(o->driver_root, &err) < 0) {
+        gs_error_log("bad --driver-root", "error=%s", GS_LOGQ(err.msg));
+        fprintf(stderr, "gpuslice-kubelet-plugin: --driver-root: %s\n", err.msg);
         goto out;
     }
     if (gpu_discover(o->sysfs_root, inv, &err) < 0) {

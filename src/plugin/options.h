@@ -31,6 +31,7 @@ struct plugin_options {
     char *host_dir;
     char *vgpu_lib;
     char *sysfs_root;
+    char *driver_root;
     char *metrics_addr;
     int gpu_selection; /* enum gpu_selection_choice */
     int log_level;     /* index: error, warn, info, debug */

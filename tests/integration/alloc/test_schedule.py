@@ -245,7 +245,7 @@ def main():
     t.like(err, 'pod test-dra/pod-pair: its claims do not fit together on any node',
            'stderr names the pod')
     examples = os.path.join(P['GS_SOURCE_ROOT'], 'deploy', 'examples')
-    dclass = os.path.join(P['GS_SOURCE_ROOT'], 'deploy', 'base', 'deviceclass.yaml')
+    dclass = os.path.join(P['GS_SOURCE_ROOT'], 'deploy', 'plugin', 'deviceclass.yaml')
     if os.path.isdir(examples) and os.path.isfile(dclass):
         rc, out, err = run('-f', dclass, '-f', sl, '-f', examples, '-o', 'json')
         items = {i['metadata']['name']: i for i in json.loads(out)['items']}
@@ -255,7 +255,7 @@ def main():
         t.ok('status' not in items.get('double-gpu-0', {}),
              'deploy/examples: double-gpu-0 stays pending because no pod uses it')
     else:
-        t.skip('deploy/examples', 'deploy/examples or deploy/base/deviceclass.yaml missing')
+        t.skip('deploy/examples', 'deploy/examples or deploy/plugin/deviceclass.yaml missing')
 
     rc, out, err = run('-f', LAB, '--policy', 'best')
     t.is_eq(rc, 2, 'unknown policy: exit 2')

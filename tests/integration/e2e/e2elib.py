@@ -433,7 +433,7 @@ def k8s_validator(name):
 
 def deviceclass():
     import yaml  # noqa: PLC0415
-    with open(os.path.join(PATHS['GS_SOURCE_ROOT'], 'deploy', 'base', 'deviceclass.yaml')) as f:
+    with open(os.path.join(PATHS['GS_SOURCE_ROOT'], 'deploy', 'plugin', 'deviceclass.yaml')) as f:
         return yaml.safe_load(f)
 
 

@@ -68,8 +68,8 @@ def check_slice(t, node):
 
 
 def apply_lab(t, api):
-    """Steps 5 and 6: the DeviceClass (deploy/base) and the lab workload (deploy/examples)."""
-    api.apply(manifest('base', 'deviceclass.yaml'))
+    """Steps 5 and 6: the DeviceClass (deploy/plugin) and the lab workload (deploy/examples)."""
+    api.apply(manifest('plugin', 'deviceclass.yaml'))
     for f in ('single-gpu-claim.yaml', 'claim-template.yaml', 'double-gpu-claim.yaml'):
         api.apply(manifest('examples', f))
     pod0 = api.apply(manifest('examples', 'pod-0.yaml'))

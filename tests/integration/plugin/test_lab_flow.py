@@ -31,7 +31,7 @@ def smi_command(p):
 
 def load_examples(p):
     root = os.path.join(p['GS_SOURCE_ROOT'], 'deploy')
-    with open(os.path.join(root, 'base', 'deviceclass.yaml')) as f:
+    with open(os.path.join(root, 'plugin', 'deviceclass.yaml')) as f:
         dc = yaml.safe_load(f)
     with open(os.path.join(root, 'examples', 'single-gpu-claim.yaml')) as f:
         c0 = yaml.safe_load(f)

@@ -24,7 +24,7 @@ def main():
     p = env_paths()
     root = os.path.join(p['GS_SOURCE_ROOT'], 'deploy')
     objs = {}
-    for sub in ('base', 'examples'):
+    for sub in ('plugin', 'examples'):
         with open(os.path.join(root, sub, 'kustomization.yaml')) as f:
             kz = yaml.safe_load(f)
         for res in kz['resources']:

@@ -1,0 +1,309 @@
+#!/usr/bin/python3
+"""deploy/: every kustomization renders with `kubectl kustomize`, and what an operator relies on
+holds on the rendered objects (docs/deploy.md):
+
+  - one namespace owner: only deploy/namespace renders Namespace gpuslice-system;
+  - deleting one unit removes nothing of another: the rendered object sets of the webhook, the
+    plugin overlays, monitoring (and any later unit) are pairwise disjoint and hold no Namespace;
+  - cluster-scoped objects (DeviceClass, PriorityClass, ClusterRole, webhook configurations) carry
+    no namespace, namespaced ones carry gpuslice-system;
+  - the namespace's Pod Security label is exactly the level its pods need (derived from the pods);
+  - the kubelet plugin pod: startup probe, seccomp RuntimeDefault, flags the binary accepts; the
+    gpu-operator overlay sets --driver-root=/run/nvidia/driver and mounts it; the webhook has a
+    PriorityClass of its own unit;
+  - images and paths are the container image's (deploy/container/Dockerfile);
+  - every rendered object validates against the strict Kubernetes schema where one exists
+    (reference data; skipped, said once, when absent).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import jsonschema
+import yaml
+
+from gstest import Tap, env_paths, reference_path, skip_reference
+
+NS = 'gpuslice-system'
+IMAGE = 'ghcr.io/gpuslice/gpuslice'
+CLUSTER_SCOPED = {'Namespace', 'ClusterRole', 'ClusterRoleBinding', 'DeviceClass',
+                  'PriorityClass', 'MutatingWebhookConfiguration',
+                  'ValidatingWebhookConfiguration', 'CustomResourceDefinition',
+                  'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'}
+# Not units of the product: examples are the lab's workload, components are patches.
+NOT_UNITS = {'examples', 'components', 'overlays', 'container'}
+PSS_LEVELS = ['restricted', 'baseline', 'privileged']
+BASELINE_CAPS = {'AUDIT_WRITE', 'CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'MKNOD',
+                 'NET_BIND_SERVICE', 'SETFCAP', 'SETGID', 'SETPCAP', 'SETUID', 'SYS_CHROOT'}
+RESTRICTED_VOLUMES = {'configMap', 'csi', 'downwardAPI', 'emptyDir', 'ephemeral',
+                      'persistentVolumeClaim', 'projected', 'secret'}
+
+
+def render(kubectl, path):
+    r = subprocess.run([kubectl, 'kustomize', path], capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        return None, r.stderr.strip()
+    return [d for d in yaml.safe_load_all(r.stdout) if d], ''
+
+
+def ident(o):
+    group = o['apiVersion'].split('/')[0] if '/' in o['apiVersion'] else ''
+    return (group, o['kind'], o['metadata'].get('namespace', ''), o['metadata']['name'])
+
+
+def kustomizations(deploy):
+    out = []
+    for d, _, files in os.walk(deploy):
+        if 'kustomization.yaml' in files:
+            out.append(os.path.relpath(d, deploy))
+    return sorted(out)
+
+
+def kind_of(deploy, rel):
+    with open(os.path.join(deploy, rel, 'kustomization.yaml')) as f:
+        return yaml.safe_load(f).get('kind', 'Kustomization')
+
+
+def bases_of(deploy, rel, units, seen=None):
+    """The base units a kustomization includes, following `resources` and `components`."""
+    seen = seen if seen is not None else set()
+    if rel in seen:
+        return set()
+    seen.add(rel)
+    out = {rel} if rel in units else set()
+    with open(os.path.join(deploy, rel, 'kustomization.yaml')) as f:
+        kz = yaml.safe_load(f)
+    for ref in (kz.get('resources') or []) + (kz.get('components') or []):
+        sub = os.path.normpath(os.path.join(rel, ref))
+        if os.path.isfile(os.path.join(deploy, sub, 'kustomization.yaml')):
+            out |= bases_of(deploy, sub, units, seen)
+    return out
+
+
+def pod_spec(o):
+    if o['kind'] == 'Pod':
+        return o['spec']
+    if o['kind'] in ('DaemonSet', 'Deployment', 'StatefulSet', 'ReplicaSet', 'Job'):
+        return o['spec']['template']['spec']
+    if o['kind'] == 'CronJob':
+        return o['spec']['jobTemplate']['spec']['template']['spec']
+    return None
+
+
+def pss_level(spec):
+    """The least permissive Pod Security Standard this pod spec passes, with the reasons."""
+    why = {'baseline': [], 'restricted': []}  # violations of each level
+    psc = spec.get('securityContext') or {}
+    ctrs = spec.get('containers', []) + spec.get('initContainers', [])
+    for k in ('hostNetwork', 'hostPID', 'hostIPC'):
+        if spec.get(k):
+            why['baseline'].append(k)
+    for v in spec.get('volumes', []):
+        kinds = set(v) - {'name'}
+        if 'hostPath' in kinds:
+            why['baseline'].append(f"hostPath volume {v['name']}")
+        elif not kinds <= RESTRICTED_VOLUMES:
+            why['restricted'].append(f"volume {v['name']} of type {sorted(kinds)}")
+    pod_seccomp = (psc.get('seccompProfile') or {}).get('type')
+    pod_nonroot = psc.get('runAsNonRoot') is True and psc.get('runAsUser', 1) != 0
+    for c in ctrs:
+        sc = c.get('securityContext') or {}
+        caps = sc.get('capabilities') or {}
+        if sc.get('privileged'):
+            why['baseline'].append(f"{c['name']}: privileged")
+        if set(caps.get('add') or []) - BASELINE_CAPS:
+            why['baseline'].append(f"{c['name']}: adds {caps['add']}")
+        if any(p.get('hostPort') for p in c.get('ports', [])):
+            why['baseline'].append(f"{c['name']}: hostPort")
+        seccomp = (sc.get('seccompProfile') or {}).get('type') or pod_seccomp
+        if seccomp == 'Unconfined':
+            why['baseline'].append(f"{c['name']}: seccomp Unconfined")
+        if seccomp not in ('RuntimeDefault', 'Localhost'):
+            why['restricted'].append(f"{c['name']}: no seccomp RuntimeDefault")
+        if sc.get('allowPrivilegeEscalation') is not False:
+            why['restricted'].append(f"{c['name']}: allowPrivilegeEscalation not false")
+        nonroot = sc.get('runAsNonRoot', psc.get('runAsNonRoot')) is True
+        if not (nonroot or pod_nonroot) or sc.get('runAsUser', psc.get('runAsUser')) == 0:
+            why['restricted'].append(f"{c['name']}: may run as root")
+        if 'ALL' not in (caps.get('drop') or []) or set(caps.get('add') or []) - {
+                'NET_BIND_SERVICE'}:
+            why['restricted'].append(f"{c['name']}: capabilities not drop ALL")
+    if why['baseline']:
+        return 'privileged', why['baseline']
+    if why['restricted']:
+        return 'baseline', why['restricted']
+    return 'restricted', []
+
+
+def schema_for(o):
+    """Path of the strict schema of this object's kind, or None."""
+    api = o['apiVersion']
+    group, version = (api.split('/') if '/' in api else ('', api))
+    name = o['kind'].lower() + ('-' + group.split('.')[0] if group else '') + '-' + version
+    for sub in ('', 'older-fork'):
+        p = reference_path('k8s-json-schema', sub, name + '.json') if sub else \
+            reference_path('k8s-json-schema', name + '.json')
+        if p:
+            return p
+    return None
+
+
+def check_schemas(t, rendered):
+    if reference_path('k8s-json-schema') is None:
+        skip_reference(t, 'rendered objects validate against the strict schemas',
+                       'k8s-json-schema')
+        return
+    without = set()
+    validators = {}
+    for rel, objs in sorted(rendered.items()):
+        for o in objs:
+            p = schema_for(o)
+            if p is None:
+                without.add(f"{o['apiVersion']} {o['kind']}")
+                continue
+            if p not in validators:
+                with open(p) as f:
+                    validators[p] = jsonschema.Draft7Validator(json.load(f))
+            t.valid(validators[p], o, f"{rel}: {o['kind']} {o['metadata']['name']} valid "
+                                      f"({os.path.relpath(p, reference_path())})")
+    t.diag('no strict schema in the reference data for: ' + ', '.join(sorted(without)))
+
+
+def check_plugin(t, rel, objs, plugin_bin):
+    ds = [o for o in objs if o['kind'] == 'DaemonSet'
+          and o['metadata']['name'] == 'gpuslice-kubelet-plugin']
+    if not t.is_eq(len(ds), 1, f'{rel}: one kubelet plugin DaemonSet'):
+        return
+    spec = pod_spec(ds[0])
+    c = spec['containers'][0]
+    t.ok(c.get('startupProbe', {}).get('httpGet', {}).get('path') == '/healthz',
+         f'{rel}: plugin has a startup probe on /healthz')
+    seccomp = ((spec.get('securityContext') or {}).get('seccompProfile') or {}).get('type')
+    t.is_eq(seccomp, 'RuntimeDefault', f'{rel}: plugin pod seccomp RuntimeDefault')
+    if plugin_bin and os.path.exists(plugin_bin):
+        r = subprocess.run([plugin_bin, '--node-name', 'n', '--print-config'] + c['args'],
+                           capture_output=True, text=True, timeout=30)
+        t.is_eq((r.returncode, r.stderr), (0, ''), f'{rel}: the plugin accepts every flag')
+    if 'gpu-operator' in rel:
+        t.ok('--driver-root=/run/nvidia/driver' in c['args'],
+             f'{rel}: --driver-root=/run/nvidia/driver', diag=c['args'])
+        mounts = {m['mountPath']: m for m in c['volumeMounts']}
+        vols = {v['name']: v for v in spec['volumes']}
+        m = mounts.get('/run/nvidia/driver')
+        t.ok(m and m.get('readOnly') and
+             vols[m['name']].get('hostPath', {}).get('path') == '/run/nvidia/driver',
+             f'{rel}: the driver root is mounted read-only from the host')
+    else:
+        t.ok(not any(a.startswith('--driver-root') for a in c['args']),
+             f'{rel}: driver from the host library path (no --driver-root)')
+
+
+def main():
+    t = Tap()
+    p = env_paths()
+    deploy = os.path.join(p['GS_SOURCE_ROOT'], 'deploy')
+    kubectl = shutil.which('kubectl')
+    if not kubectl:
+        t.skip('deploy/ renders with kubectl kustomize', 'kubectl not installed (make deps)')
+        return t.done()
+    rels = [r for r in kustomizations(deploy) if kind_of(deploy, r) != 'Component']
+    units = {r for r in rels if '/' not in r and r not in NOT_UNITS}
+    t.ok({'namespace', 'plugin', 'webhook'} <= units, 'units: namespace, plugin, webhook',
+         diag=sorted(units))
+    rendered = {}
+    for rel in rels:
+        objs, err = render(kubectl, os.path.join(deploy, rel))
+        if t.ok(objs is not None, f'kubectl kustomize deploy/{rel} renders', diag=err):
+            rendered[rel] = objs
+
+    # One namespace owner.
+    owners = sorted(rel for rel, objs in rendered.items()
+                    if any(o['kind'] == 'Namespace' and o['metadata']['name'] == NS
+                           for o in objs))
+    t.is_eq(owners, ['namespace'], f'only deploy/namespace declares Namespace {NS}')
+    t.is_eq([ident(o) for o in rendered.get('namespace', [])], [('', 'Namespace', '', NS)],
+            'deploy/namespace holds the Namespace and nothing else')
+
+    # Scopes.
+    for rel, objs in sorted(rendered.items()):
+        bad = [ident(o) for o in objs if (o['kind'] in CLUSTER_SCOPED) ==
+               bool(o['metadata'].get('namespace'))]
+        t.ok(not bad, f'{rel}: cluster-scoped objects without namespace, namespaced with one',
+             diag=bad)
+        if rel != 'examples':
+            t.ok(all(o['metadata'].get('namespace') in (None, NS) for o in objs),
+                 f'{rel}: namespaced objects in {NS}')
+    dc = [o for objs in rendered.values() for o in objs if o['kind'] == 'DeviceClass']
+    t.ok(dc and all('namespace' not in o['metadata'] for o in dc),
+         'DeviceClass rendered without a namespace')
+
+    # Deleting one unit deletes nothing of another.
+    deletable = sorted(r for r in rendered if r not in ('namespace', 'examples'))
+    for a in deletable:
+        mine = bases_of(deploy, a, units)
+        ids_a = {ident(o) for o in rendered[a]}
+        t.ok(not any(i[1] == 'Namespace' for i in ids_a),
+             f'kubectl delete -k deploy/{a} deletes no Namespace')
+        for b in sorted(units - mine - {'namespace'}):
+            if b not in rendered:
+                continue
+            common = ids_a & {ident(o) for o in rendered[b]}
+            t.ok(not common, f'kubectl delete -k deploy/{a} deletes nothing of deploy/{b}',
+                 diag=sorted(common))
+
+    # Pod Security: the namespace's enforce label is what its pods need, no more.
+    need, reasons = 'restricted', []
+    for rel, objs in sorted(rendered.items()):
+        for o in objs:
+            spec = pod_spec(o)
+            if spec is None or o['metadata'].get('namespace') != NS:
+                continue
+            level, why = pss_level(spec)
+            t.diag(f"{rel}: {o['kind']} {o['metadata']['name']} needs Pod Security {level}"
+                   + (f" ({'; '.join(why[:3])})" if why else ''))
+            if PSS_LEVELS.index(level) > PSS_LEVELS.index(need):
+                need, reasons = level, why
+    ns_obj = rendered.get('namespace', [{}])[0]
+    labels = ns_obj.get('metadata', {}).get('labels', {})
+    t.is_eq(labels.get('pod-security.kubernetes.io/enforce'), need,
+            f'namespace enforces Pod Security "{need}", what its pods need', )
+    webhook_pods = [pod_spec(o) for o in rendered.get('webhook', []) if pod_spec(o)]
+    t.ok(webhook_pods and all(pss_level(s)[0] == 'restricted' for s in webhook_pods),
+         'the webhook pod passes "restricted"',
+         diag=[pss_level(s)[1] for s in webhook_pods])
+
+    # The plugin overlays and the webhook.
+    for rel in sorted(r for r in rendered if r.startswith('overlays/')):
+        check_plugin(t, rel, rendered[rel], p['GS_PLUGIN'])
+    wh = rendered.get('webhook', [])
+    dep = [o for o in wh if o['kind'] == 'Deployment']
+    pcs = {o['metadata']['name'] for o in wh if o['kind'] == 'PriorityClass'}
+    pc = pod_spec(dep[0]).get('priorityClassName') if dep else None
+    t.ok(pc and pc in pcs, 'the webhook runs at a PriorityClass its own unit ships',
+         diag=f'{pc} not in {pcs}')
+
+    # Images and the paths inside the image.
+    for rel, objs in sorted(rendered.items()):
+        for o in objs:
+            spec = pod_spec(o)
+            if spec is None or rel == 'examples':
+                continue
+            for c in spec['containers']:
+                t.ok(c['image'].startswith(IMAGE + ':'), f"{rel}: {c['name']} runs {IMAGE}",
+                     diag=c['image'])
+                cmd = (c.get('command') or [''])[0]
+                t.ok(cmd.startswith('/usr/bin/gpuslice-'),
+                     f"{rel}: {c['name']} runs /usr/bin/gpuslice-* of the image", diag=cmd)
+                for a in c.get('args', []):
+                    if a.startswith('--vgpu-lib='):
+                        t.is_eq(a, '--vgpu-lib=/usr/lib/gpuslice/libvgpu.so',
+                                f"{rel}: libvgpu.so at the image's path")
+
+    check_schemas(t, rendered)
+    return t.done()
+
+
+if __name__ == '__main__':
+    sys.exit(main())
