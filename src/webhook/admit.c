@@ -60,6 +60,9 @@ static void deny(struct wh_review_answer *ans, int r, const char *msg)
     if (r == -EINVAL) {
         ans->code = 422;
         ans->reason = "Invalid";
+    } else if (r == -EPERM) { /* what HAMi's webhook denies: admission.Denied, 403 */
+        ans->code = 403;
+        ans->reason = "Forbidden";
     } else if (r == -ETIMEDOUT) {
         ans->code = 504;
         ans->reason = "Timeout";
@@ -100,6 +103,8 @@ void wh_admit_by(const struct wh_admit_ctx *ctx, const char *body, size_t len, u
             r = gs_error_set(&err, -EINVAL,
                              "AdmissionReview: request.namespace and the pod's "
                              "metadata.namespace are both empty");
+        else if (ctx->mode == WH_MODE_LEGACY && ctx->legacy)
+            r = wh_legacy_route(ctx->legacy, ctx->names, rv.object, &tr, &err);
         else
             r = wh_translate_pod(ctx->names, ctx->ops ? &ops : NULL, ns, rv.object, &tr, &err);
         if (r == 0 && tr.patch && !rv.dry_run && ctx->ensure_templates &&
@@ -123,8 +128,12 @@ void wh_admit_by(const struct wh_admit_ctx *ctx, const char *body, size_t len, u
         } else if (tr.patch) {
             ans.patch = tr.patch;
             out->outcome = WH_OUTCOME_MUTATED;
-            snprintf(msg, sizeof(msg), "%zu claim template(s)%s", json_array_size(tr.templates),
-                     rv.dry_run ? ", dry run" : "");
+            if (ctx->mode == WH_MODE_LEGACY && ctx->legacy)
+                snprintf(msg, sizeof(msg), "legacy route, %zu patch operation(s)%s",
+                         json_array_size(tr.patch), rv.dry_run ? ", dry run" : "");
+            else
+                snprintf(msg, sizeof(msg), "%zu claim template(s)%s", json_array_size(tr.templates),
+                         rv.dry_run ? ", dry run" : "");
             log_admission(&rv, "mutated", msg);
         }
         ans.warnings = tr.warnings;

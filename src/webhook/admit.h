@@ -11,11 +11,14 @@
 #include <stddef.h>
 
 #include "common/error.h"
+#include "webhook/legacy.h"
 #include "webhook/metrics.h"
 #include "webhook/shape.h"
 #include "webhook/translate.h"
 
 struct wh_admit_ctx {
+    enum wh_mode mode;                     /* DRA (default, 0) or legacy */
+    const struct wh_legacy_config *legacy; /* for WH_MODE_LEGACY */
     const struct wh_names *names;
     const struct wh_cluster_ops *ops; /* may be NULL: no cluster facts */
     /* Make sure the ResourceClaimTemplates (a JSON array) exist, before deadline_ms (0 = no

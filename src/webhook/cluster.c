@@ -615,3 +615,79 @@ int wh_cluster_ensure_templates(struct wh_cluster *c, const json_t *templates, u
     wh_group_release(g);
     return r;
 }
+
+/* ---- the other mode's objects ------------------------------------------------------------- */
+
+static bool node_has_annotation(const json_t *node, const char *key)
+{
+    return json_object_get(json_object_get(json_object_get(node, "metadata"), "annotations"),
+                           key) != NULL;
+}
+
+int wh_cluster_check_mode(struct wh_cluster *c, enum wh_mode mode, const char *device_class,
+                          struct gs_error *err)
+{
+    json_t *obj = NULL;
+    int r;
+    if (mode == WH_MODE_LEGACY) {
+        r = gs_k8s_get(c->client, &gs_k8s_deviceclasses, NULL, device_class, &obj, err);
+        json_decref(obj);
+        obj = NULL;
+        if (r == 0)
+            return gs_error_set(err, -EEXIST,
+                                "--mode=legacy, but this cluster runs gpuslice in DRA mode: "
+                                "DeviceClass %s exists. The two modes must not run in one "
+                                "cluster; remove the DRA deployment first (or run --mode=dra)",
+                                device_class);
+        if (r != -ENOENT)
+            return gs_error_prefix(err, "cannot read DeviceClass %s: ", device_class), r;
+        gs_error_clear(err);
+        char sel[300];
+        snprintf(sel, sizeof(sel), "spec.driver=%s", c->driver);
+        struct gs_k8s_list_options lo = {.field_selector = sel};
+        r = gs_k8s_list(c->client, &gs_k8s_resourceslices, NULL, &lo, &obj, NULL, err);
+        if (r < 0)
+            return gs_error_prefix(err, "cannot list ResourceSlices: "), r;
+        size_t n = json_array_size(json_object_get(obj, "items"));
+        const char *first = json_string_value(json_object_get(
+            json_object_get(json_array_get(json_object_get(obj, "items"), 0), "spec"), "nodeName"));
+        char node[128];
+        snprintf(node, sizeof(node), "%.100s", first ? first : "");
+        json_decref(obj);
+        if (n)
+            return gs_error_set(err, -EEXIST,
+                                "--mode=legacy, but this cluster runs gpuslice in DRA mode: %zu "
+                                "ResourceSlice(s) of driver %s (node %s, ...). The two modes "
+                                "must not run in one cluster; remove the DRA driver first (or run "
+                                "--mode=dra)",
+                                n, c->driver, node);
+        return 0;
+    }
+    struct gs_k8s_list_options lo = {.page_size = 500};
+    r = gs_k8s_list(c->client, &gs_k8s_nodes, NULL, &lo, &obj, NULL, err);
+    if (r < 0)
+        return gs_error_prefix(err, "cannot list Nodes: "), r;
+    size_t i, n = 0;
+    json_t *node;
+    char first[128] = "";
+    json_array_foreach(json_object_get(obj, "items"), i, node)
+    {
+        if (!node_has_annotation(node, WH_HAMI_NODE_REGISTER))
+            continue;
+        if (!n++) {
+            const char *name =
+                json_string_value(json_object_get(json_object_get(node, "metadata"), "name"));
+            snprintf(first, sizeof(first), "%.100s", name ? name : "");
+        }
+    }
+    json_decref(obj);
+    if (n)
+        return gs_error_set(err, -EEXIST,
+                            "--mode=dra, but %zu node(s) carry the legacy device plugin's "
+                            "annotation %s (node %s, ...): this cluster shares GPUs the legacy "
+                            "way (HAMi or gpuslice-device-plugin). The two modes must not run in "
+                            "one cluster; run --mode=legacy, or remove the legacy device plugin "
+                            "and its node annotations first",
+                            n, WH_HAMI_NODE_REGISTER, first);
+    return 0;
+}

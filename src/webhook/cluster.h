@@ -19,6 +19,7 @@
 
 #include "common/error.h"
 #include "common/k8s.h"
+#include "webhook/legacy.h"
 #include "webhook/translate.h"
 
 struct wh_cluster_config {
@@ -56,6 +57,13 @@ int wh_cluster_ensure_templates(struct wh_cluster *c, const json_t *templates, u
                                 struct gs_error *err);
 
 void wh_cluster_get_stats(struct wh_cluster *c, struct wh_cluster_stats *out);
+
+/* Refuse to run against the other mode (the two must never share a cluster). Legacy: the
+ * DeviceClass `device_class` or ResourceSlices of our driver exist. DRA: a Node carries
+ * WH_HAMI_NODE_REGISTER (HAMi's or our device plugin publishes its GPUs there). Returns 0,
+ * -EEXIST with a message naming what was found and what to do, or the API error. */
+int wh_cluster_check_mode(struct wh_cluster *c, enum wh_mode mode, const char *device_class,
+                          struct gs_error *err);
 
 /* Distinct memory sizes (bytes) of `driver`'s devices in a ResourceSlice List object. Fills up
  * to `max` sizes and sets *n to the number found (may exceed max). Devices without a parseable

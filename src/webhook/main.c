@@ -101,6 +101,10 @@ static int serve(const struct wh_options *opts)
         snprintf(err.msg, sizeof(err.msg), "out of memory");
         return fail("cannot start", &err);
     }
+    if (wh_cluster_check_mode(cluster, (enum wh_mode)o.mode, o.device_class, &err) < 0) {
+        wh_cluster_free(cluster);
+        return fail("refusing to start", &err);
+    }
     struct wh_tls *tls = wh_tls_new(o.tls_cert_file, o.tls_key_file,
                                     (uint64_t)(o.cert_check_interval_ns / 1000000), &metrics, &err);
     if (!tls) {
@@ -109,7 +113,15 @@ static int serve(const struct wh_options *opts)
     }
     struct wh_cluster_ops ops;
     wh_cluster_ops(cluster, &ops);
+    struct wh_legacy_config legacy = {
+        .scheduler_name = o.scheduler_name,
+        .default_gpu = o.default_gpu,
+        .default_gpumem = o.default_gpumem,
+        .default_gpucores = o.default_gpucores,
+    };
     struct wh_admit_ctx admit = {
+        .mode = (enum wh_mode)o.mode,
+        .legacy = &legacy,
         .names = &names,
         .ops = &ops,
         .ensure_templates = ensure_templates,
@@ -137,11 +149,11 @@ static int serve(const struct wh_options *opts)
         return fail("cannot serve", &err);
     }
     gs_info("serving",
-            "listen=%s health_listen=%s device_class=%s driver=%s max_connections=%lld "
+            "mode=%s listen=%s health_listen=%s device_class=%s driver=%s max_connections=%lld "
             "max_connections_per_client=%lld idle_timeout_s=%lld admission_timeout_ms=%lld",
-            gs_log_quote(q1, sizeof(q1), o.listen), gs_log_quote(q2, sizeof(q2), o.health_listen),
-            o.device_class, o.driver, (long long)o.max_connections,
-            (long long)o.max_connections_per_client,
+            o.mode == WH_MODE_LEGACY ? "legacy" : "dra", gs_log_quote(q1, sizeof(q1), o.listen),
+            gs_log_quote(q2, sizeof(q2), o.health_listen), o.device_class, o.driver,
+            (long long)o.max_connections, (long long)o.max_connections_per_client,
             (long long)GS_MAX(o.idle_timeout_ns / 1000000000, 1),
             (long long)(o.admission_timeout_ns / 1000000));
 

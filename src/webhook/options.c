@@ -12,8 +12,51 @@
 #define OFF(f) offsetof(struct wh_options, f)
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
+static const char *const modes[] = {"dra", "legacy", NULL}; /* enum wh_mode order */
 
 static const struct gs_option options[] = {
+    {.name = "mode",
+     .env = "GS_WEBHOOK_MODE",
+     .type = GS_OPT_ENUM,
+     .choices = modes,
+     .def = "dra",
+     .offset = OFF(mode),
+     .help = "dra: translate legacy resources to ResourceClaimTemplates; legacy: keep them and "
+             "route the pod to the scheduler extender (--scheduler-name) with HAMi's defaults. "
+             "Refuses to start where the other mode's objects exist"},
+    {.name = "scheduler-name",
+     .env = "GS_WEBHOOK_SCHEDULER_NAME",
+     .type = GS_OPT_STRING,
+     .def = "hami-scheduler",
+     .offset = OFF(scheduler_name),
+     .help = "legacy mode: schedulerName given to pods with GPU resources"},
+    {.name = "default-gpu",
+     .env = "GS_WEBHOOK_DEFAULT_GPU",
+     .type = GS_OPT_INT,
+     .def = "1",
+     .min = "0",
+     .max = "32",
+     .offset = OFF(default_gpu),
+     .help = "legacy mode: GPUs for a container asking memory or cores without a count (HAMi "
+             "defaultGPUNum; 0 = such a container asks for no GPU)"},
+    {.name = "default-gpumem",
+     .env = "GS_WEBHOOK_DEFAULT_GPUMEM",
+     .type = GS_OPT_INT,
+     .def = "0",
+     .min = "0",
+     .max = "16777216",
+     .offset = OFF(default_gpumem),
+     .help = "legacy mode: MiB for a container asking GPUs without memory (HAMi defaultMem; 0 = "
+             "the whole memory: gpumem-percentage 100)"},
+    {.name = "default-gpucores",
+     .env = "GS_WEBHOOK_DEFAULT_GPUCORES",
+     .type = GS_OPT_INT,
+     .def = "0",
+     .min = "0",
+     .max = "100",
+     .offset = OFF(default_gpucores),
+     .help = "legacy mode: percent of compute for a container asking GPUs without cores (HAMi "
+             "defaultCores; 100 = exclusive GPUs, 0 = no default)"},
     {.name = "listen",
      .env = "GS_WEBHOOK_LISTEN",
      .type = GS_OPT_STRING,
@@ -235,7 +278,8 @@ int wh_options_parse(struct wh_options *o, int argc, char *const *argv, FILE *ou
                  {"--resource-cores", o->resource_cores},
                  {"--listen", o->listen},
                  {"--tls-cert-file", o->tls_cert_file},
-                 {"--tls-key-file", o->tls_key_file}};
+                 {"--tls-key-file", o->tls_key_file},
+                 {"--scheduler-name", o->scheduler_name}};
     for (size_t i = 0; i < GS_ARRAY_SIZE(names); i++)
         if (!names[i].value || !names[i].value[0])
             return gs_error_set(err, -EINVAL, "%s: must not be empty", names[i].flag);

@@ -14,6 +14,11 @@
 #include "common/error.h"
 
 struct wh_options {
+    int mode; /* enum wh_mode: index into "dra", "legacy" */
+    char *scheduler_name;
+    int64_t default_gpu;
+    int64_t default_gpumem;
+    int64_t default_gpucores;
     char *listen;
     char *tls_cert_file;
     char *tls_key_file;
