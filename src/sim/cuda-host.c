@@ -91,7 +91,7 @@ CU_API CUresult cuMemFreeHost(void *p)
 
 CU_API CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
 {
-    CUresult r;
+    CUresult r = CUDA_SUCCESS; /* cu_ctx_current() sets it only on failure */
     struct sim_ctx *c = cu_ctx_current(&r);
     if (!c)
         return r;
