@@ -103,9 +103,18 @@ def main():
             'serving pair mounted from the Certificate secret')
     t.is_eq(c['ports'][0]['containerPort'], int(args['listen'].rsplit(':', 1)[1]),
             'container port = --listen port')
+    webhook_timeout = wh['timeoutSeconds']
+    ports = {p['name']: p['containerPort'] for p in c['ports']}
     t.is_eq((c['readinessProbe']['httpGet']['path'], c['readinessProbe']['httpGet']['scheme'],
-             c['livenessProbe']['httpGet']['path']), ('/readyz', 'HTTPS', '/healthz'),
-            'probes on /readyz and /healthz over HTTPS')
+             c['livenessProbe']['httpGet']['path']), ('/readyz', 'HTTP', '/healthz'),
+            'probes on /readyz and /healthz over plain HTTP')
+    t.is_eq({c['readinessProbe']['httpGet']['port'], c['livenessProbe']['httpGet']['port']},
+            {'health'}, 'probes on the probe listener\'s port')
+    t.is_eq(ports.get('health'), int(args['health-listen'].rsplit(':', 1)[1]),
+            'health port = --health-listen port')
+    t.ok(float(args['admission-timeout'].rstrip('s')) < webhook_timeout,
+         'the admission deadline is below the webhook\'s timeoutSeconds',
+         diag=f"{args['admission-timeout']} vs {webhook_timeout}")
     t.ok(c['securityContext']['readOnlyRootFilesystem']
          and c['securityContext']['capabilities']['drop'] == ['ALL']
          and pod['securityContext']['runAsNonRoot'], 'non-root, read-only, no capabilities')
@@ -117,7 +126,8 @@ def main():
     grants = {(g, res): sorted(rule['verbs']) for rule in role['rules']
               for g in rule['apiGroups'] for res in rule['resources']}
     t.is_eq(grants, {('resource.k8s.io', 'resourceslices'): ['list'],
-                     ('resource.k8s.io', 'deviceclasses'): ['list'],
+                     ('resource.k8s.io', 'deviceclasses'): ['get', 'list'],
+                     ('', 'nodes'): ['list'],
                      ('resource.k8s.io', 'resourceclaimtemplates'): ['create', 'get'],
                      ('resource.k8s.io', 'resourceclaims'): ['get']},
             'RBAC: exactly the verbs the webhook uses')
