@@ -47,6 +47,31 @@ static int scenario(const char *const *env, const struct expect *ex, size_t n)
     return WIFEXITED(st) ? WEXITSTATUS(st) : 99;
 }
 
+/* Run in a child: the region path for (ordinal, uuid), the context overhead floor and the
+ * directory in use must be as expected. */
+static int scenario_region(const char *const *env, const char *uuid, const char *region,
+                           uint64_t overhead, const char *limits_dir)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (const char *const *e = env; *e; e++)
+            putenv((char *)*e);
+        struct vgpu_device_config c;
+        vgpu_config_for(0, uuid, &c);
+        if (strcmp(c.region_path, region) != 0 || vgpu_config_context_overhead() != overhead ||
+            strcmp(vgpu_config_dir(), limits_dir) != 0) {
+            diag("region \"%s\" overhead %llu dir \"%s\"; want \"%s\" %llu \"%s\"", c.region_path,
+                 (unsigned long long)vgpu_config_context_overhead(), vgpu_config_dir(), region,
+                 (unsigned long long)overhead, limits_dir);
+            _exit(1);
+        }
+        _exit(0);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 99;
+}
+
 static void write_limits(const char *name, const char *text)
 {
     char p[256];
@@ -99,6 +124,33 @@ int main(void)
                "env only: unparsable limit reads as 1 byte, not unlimited");
     }
 
+    /* the HAMi env shares one region per container; the context overhead floor */
+    {
+        const char *env[] = {envdir, "CUDA_DEVICE_MEMORY_LIMIT=1g", NULL};
+        is_int(scenario_region(env, UUID0, GS_REGION_PATH_DEFAULT, 0, dir), 0,
+               "env only, no SHARED_CACHE: the container's default region " GS_REGION_PATH_DEFAULT);
+    }
+    {
+        const char *env[] = {envdir, "CUDA_DEVICE_MEMORY_LIMIT=1g",
+                             "CUDA_DEVICE_MEMORY_SHARED_CACHE=/tmp/x.cache",
+                             "GPUSLICE_CONTEXT_OVERHEAD=300m", NULL};
+        is_int(scenario_region(env, UUID0, "/tmp/x.cache", 300 * MiB, dir), 0,
+               "env only: CUDA_DEVICE_MEMORY_SHARED_CACHE names the region; "
+               "GPUSLICE_CONTEXT_OVERHEAD=300m");
+    }
+    {
+        const char *env[] = {envdir, "GPUSLICE_CONTEXT_OVERHEAD=much", NULL};
+        is_int(scenario_region(env, UUID0, "", 0, dir), 0,
+               "no limit: nothing tracked (no region); an unreadable overhead is ignored "
+               "(the probe alone)");
+    }
+    {
+        /* The fixed directory holds no limits file on a build machine: the env names it. */
+        const char *env[] = {"GPUSLICE_LIMITS_DIR=", NULL};
+        is_int(scenario_region(env, UUID0, "", 0, GS_LIMITS_DIR_DEFAULT), 0,
+               "GPUSLICE_LIMITS_DIR unset: the fixed directory " GS_LIMITS_DIR_DEFAULT);
+    }
+
     /* file only: keyed by UUID, whatever the ordinal */
     write_limits("claim-a.limits", "version 1\nclaim claim-a\nregion /tmp/r-a\n"
                                    "device " UUID1 " memory=4294967296 cores=30\n");
@@ -107,6 +159,12 @@ int main(void)
         struct expect ex[] = {{0, UUID1, 4096 * MiB, 30}, {1, UUID0, 1, 1}};
         is_int(scenario(env, ex, 2), 0,
                "file only: limit follows the UUID; a GPU no file grants is refused");
+    }
+    {
+        const char *env[] = {envdir, NULL};
+        is_int(scenario_region(env, UUID1, "/tmp/r-a", 0, dir), 0,
+               "file only: the file's region; GPUSLICE_LIMITS_DIR read where the fixed directory "
+               "holds no limits file");
     }
     {
         const char *env[] = {envdir, "CUDA_DEVICE_MEMORY_LIMIT=64g", "CUDA_DEVICE_SM_LIMIT=100",
