@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include "tap.h"
 #include "vgpu/vgpu-internal.h"
@@ -98,15 +99,25 @@ static CUresult drv_alloc(void *arg, uint64_t *key, uint64_t *taken)
     return CUDA_SUCCESS;
 }
 
+static void (*inside_pool_alloc)(void); /* run inside the driver call (races) */
+static int overshoots;                  /* the pool held more than the books admitted */
+
 /* a pool allocation: the pool grows by what its free blocks cannot serve, in 2 MiB granules */
 static CUresult drv_pool_alloc(void *arg, uint64_t *key, uint64_t *taken)
 {
     struct call *c = arg;
     (void)taken;
+    if (inside_pool_alloc) {
+        void (*f)(void) = inside_pool_alloc;
+        inside_pool_alloc = NULL;
+        f();
+    }
     uint64_t need = pool_used + c->size;
     if (need > pool_reserved)
         pool_reserved += (need - pool_reserved + 2 * MiB - 1) / (2 * MiB) * (2 * MiB);
     pool_used += c->size;
+    if (pool_reserved > charged)
+        overshoots++;
     *key = c->key = next_key++;
     return CUDA_SUCCESS;
 }
@@ -324,6 +335,75 @@ static void test_pools(void)
     is_uint(charged, 0, "destroy: a pool with nothing outstanding is given back at once");
 }
 
+/* Two threads allocate from one pool whose free blocks fit one of them: the second must not count
+ * on the same free blocks while the first is inside the driver. The first waits (bounded) for the
+ * second to reach the driver: with allocations serialised per pool it cannot, and the wait just
+ * ends; without, both count the free blocks and the pool outgrows the books. */
+static pthread_mutex_t race_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t race_cond = PTHREAD_COND_INITIALIZER;
+static bool second_in_driver;
+static struct call race_second = {.size = 4 * MiB};
+
+static void second_reached_driver(void)
+{
+    pthread_mutex_lock(&race_lock);
+    second_in_driver = true;
+    pthread_cond_signal(&race_cond);
+    pthread_mutex_unlock(&race_lock);
+}
+
+static void *second_thread(void *arg)
+{
+    (void)arg;
+    struct vgpu_alloc_req req = {
+        .dev = &dev0, .kind = VGPU_KIND_DPTR, .reserve = 4 * MiB, .pool = (void *)0x9100};
+    inside_pool_alloc = second_reached_driver;
+    vgpu_alloc_charged(&req, drv_pool_alloc, drv_undo, &race_second);
+    return NULL;
+}
+
+static pthread_t second;
+
+static void start_second_and_wait(void)
+{
+    pthread_create(&second, NULL, second_thread, NULL);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += 200 * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&race_lock);
+    while (!second_in_driver)
+        if (pthread_cond_timedwait(&race_cond, &race_lock, &until) != 0)
+            break;
+    pthread_mutex_unlock(&race_lock);
+}
+
+static void test_pool_race(void)
+{
+    void *pool = (void *)0x9100;
+    charged = 0;
+    pool_reserved = pool_used = 0;
+    /* the pool holds 8 MiB, 4 MiB of it free; all 8 MiB charged */
+    struct vgpu_alloc_req req = {
+        .dev = &dev0, .kind = VGPU_KIND_DPTR, .reserve = 8 * MiB, .pool = pool};
+    struct call c0 = {.size = 8 * MiB};
+    vgpu_alloc_charged(&req, drv_pool_alloc, drv_undo, &c0);
+    pool_used -= 4 * MiB; /* half of it freed back into the pool (stream order) */
+    overshoots = 0;
+    req.reserve = 4 * MiB;
+    struct call c1 = {.size = 4 * MiB};
+    inside_pool_alloc = start_second_and_wait;
+    is_int(vgpu_alloc_charged(&req, drv_pool_alloc, drv_undo, &c1), CUDA_SUCCESS,
+           "race: first allocation from the pool's free blocks");
+    pthread_join(second, NULL);
+    ok(race_second.key != 0, "race: second allocation done too");
+    is_int(overshoots, 0, "race: the pool never held more than the books admitted");
+    is_uint(charged, pool_reserved, "race: afterwards the charge is what the pool reserves");
+}
+
 int main(void)
 {
     tap_plan_auto();
@@ -337,5 +417,6 @@ int main(void)
     test_vmm_refs();
     test_by_context();
     test_pools();
+    test_pool_race();
     return tap_done();
 }
