@@ -12,6 +12,7 @@ driver's process list, which libvgpu does not hook):
 - in a container set up as the CDI spec does (limits mounted read-only at the fixed path,
   /etc/ld.so.preload), GPUSLICE_LIMITS_DIR cannot point libvgpu elsewhere."""
 import os
+import pty
 import shutil
 import subprocess
 import sys
@@ -144,6 +145,56 @@ def crowded_views(t, w):
     os.unlink(os.path.join(w.limits, 'claim-crowd.limits'))
 
 
+def pattern_program(t, w, helper):
+    """sim_runtime_pattern (the CUDA 13 runtime's public call pattern: entry points through
+    cuGetProcAddress_v2, library before any context, the primary retained through the driver's
+    internal interface, cuCtxSetCurrent, reset, release) under a 4096 MiB / 30 % slice."""
+    if not helper or not os.path.exists(helper):
+        t.skip('runtime pattern program', 'sim_runtime_pattern not built')
+        return
+    uuid = w.devices()[0][1]
+    w.write_limits('claim-pat', [(uuid, 4096 * MiB, 30)], region=w.region('pat'))
+    for ov_mib in (0, 64):
+        extra = {'GPUSIM_CONTEXT_OVERHEAD': str(ov_mib * MiB)}
+        args = ['--alloc-mib', '4200', '--chunk-mib', '1', '--launches', '0', '--reset',
+                '--realloc-mib', '4200']
+        # a terminal for stdout: the program's lines come as they are printed (line-buffered)
+        master, slave = pty.openpty()
+        p = subprocess.Popen([helper] + args + ['--hold-ms', '30000'], env=w.env(extra=extra),
+                             stdout=slave, stderr=subprocess.DEVNULL)
+        os.close(slave)
+        kv = {}
+        try:
+            with os.fdopen(master, 'r', errors='replace') as out:
+                for line in out:  # until the program holds its allocations (or ends)
+                    kv.update(parse(line))
+                    if 'launched' in kv:
+                        break
+            # gpusim's books, read by an NVML-only process without libvgpu
+            phys = parse(ctx_probe(w, ['nvmlonly'], preload=False).stdout).get('nvml_used')
+        finally:
+            p.kill()  # ends the hold; the reset part is run again without it
+            p.wait()
+        label = f'runtime pattern, overhead {ov_mib} MiB'
+        t.is_eq((kv.get('primary_retain'), kv.get('total'), kv.get('free')),
+                ('internal', str(4096 * MiB), str((4096 - ov_mib) * MiB)),
+                f'{label}: primary retained out of sight; the view is the slice from the start')
+        t.is_eq((kv.get('allocated_mib'), kv.get('first_fail')), (str(4096 - ov_mib), '2'),
+                f'{label}: exactly {4096 - ov_mib} x 1 MiB, then CUDA_ERROR_OUT_OF_MEMORY')
+        t.is_eq(phys, str(4096 * MiB), f'{label}: gpusim holds exactly 4096 MiB')
+        t.is_eq(kv.get('free_after_alloc'), '0', f'{label}: view free 0 at the boundary')
+        out = subprocess.run([helper] + args, env=w.env(extra=extra), capture_output=True,
+                             text=True, timeout=120).stdout
+        kv = parse(out)
+        t.is_eq((kv.get('reset'), kv.get('free_after_reset'), kv.get('total')),
+                ('0', str((4096 - ov_mib) * MiB), str(4096 * MiB)),
+                f'{label}: cudaDeviceReset gives everything back (the new context charged again)')
+        t.is_eq((kv.get('reallocated_mib'), kv.get('realloc_fail')), (str(4096 - ov_mib), '2'),
+                f'{label}: the same exact boundary after the reset')
+        t.is_eq(kv.get('primary_release'), '0', f'{label}: the release at exit')
+    os.unlink(os.path.join(w.limits, 'claim-pat.limits'))
+
+
 def can_unshare():
     return subprocess.run(['unshare', '-Urm', 'true'], capture_output=True).returncode == 0 or \
         (os.geteuid() == 0 and subprocess.run(['unshare', '-m', 'true'],
@@ -249,14 +300,17 @@ def main():
         t.skip('libvgpu context tests', 'gpusim libcuda.so.1 not built')
         return t.done()
     w = World()
+    helper = sys.argv[1] if len(sys.argv) > 1 else None
+    sections = [('lifetimes', lifetimes), ('runtime_pattern', runtime_pattern),
+                ('pattern_program', lambda t, w: pattern_program(t, w, helper)),
+                ('overhead_race', overhead_race), ('before_init', before_init),
+                ('crowded_views', crowded_views), ('hami_shared_region', hami_shared_region),
+                ('cdi_container', cdi_container)]
     try:
-        t.run('lifetimes', lifetimes, t, w)
-        t.run('runtime_pattern', runtime_pattern, t, w)
-        t.run('overhead_race', overhead_race, t, w)
-        t.run('before_init', before_init, t, w)
-        t.run('crowded_views', crowded_views, t, w)
-        t.run('hami_shared_region', hami_shared_region, t, w)
-        t.run('cdi_container', cdi_container, t, w)
+        for name, fn in sections:
+            t.run(name, fn, t, w)
+            for f in os.listdir(w.limits):  # a section that failed half-way leaves no grant
+                os.unlink(os.path.join(w.limits, f))
     finally:
         w.close()
     return t.done()
