@@ -42,6 +42,8 @@
 #define WAIT_MAX_NS     5000000LL
 #define STAMP_EVERY_NS  1000000ULL /* last_kernel_ns is refreshed at most once per ms */
 
+/* key, ns, samples and taken are written under lim_lock with atomic stores and read without it
+ * by the fast path (a launch of a known kernel that is not measured takes no lock). */
 struct estimate {
     uint64_t key; /* 0 = empty */
     int64_t ns;   /* decayed mean of the measured GPU times */
@@ -51,16 +53,24 @@ struct estimate {
     uint32_t reserved;
 };
 
+#define LOAD(x)     __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define STORE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
 enum rec_state { REC_FREE = 0, REC_OWNED, REC_IN_FLIGHT, REC_CONSUMED };
 
+/* A measurement: two events around one launch. A free record keeps its events for the next
+ * measurement in the same context (creating events costs more than the launch). */
 struct record {
     CUevent start, end;
+    void *ctx; /* context the events belong to */
     uint64_t key;
     struct gs_region_device *rd;
     int64_t charged; /* charged up front */
     int32_t dev;
     uint32_t refs; /* threads waiting on `end` without the mutex */
     uint32_t state;
+    uint32_t drop; /* destroy the events when the record is freed (the driver refused them) */
+    uint32_t reserved;
 };
 
 static pthread_mutex_t lim_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -73,6 +83,7 @@ static unsigned fifo_head, fifo_tail; /* records in flight, in launch order */
 static int64_t dev_mean[GS_REGION_MAX_DEVICES];
 static uint64_t n_measured, n_waits;
 static _Atomic uint64_t last_poll_ns;
+static _Atomic uint32_t n_in_flight; /* fifo_tail - fifo_head, readable without the mutex */
 static _Atomic uint64_t stamp_ns[GS_REGION_MAX_DEVICES]; /* monotonic time of our last stamp */
 static _Atomic uint64_t seed_counter;
 
@@ -129,6 +140,14 @@ static CUresult real_event_destroy(CUevent ev)
     return gs_real_cu.cuEventDestroy_v2(ev);
 }
 
+static void *real_ctx_current(void)
+{
+    CUcontext c = NULL;
+    if (!gs_real_cu.cuCtxGetCurrent || gs_real_cu.cuCtxGetCurrent(&c) != CUDA_SUCCESS)
+        return NULL;
+    return c;
+}
+
 static const struct vgpu_limiter_ops real_ops = {
     .now_ns = vgpu_now_ns,
     .wall_ns = real_wall_ns,
@@ -139,6 +158,7 @@ static const struct vgpu_limiter_ops real_ops = {
     .event_sync = real_event_sync,
     .event_elapsed = real_event_elapsed,
     .event_destroy = real_event_destroy,
+    .ctx_current = real_ctx_current,
 };
 
 static const struct vgpu_limiter_ops *ops = &real_ops;
@@ -161,13 +181,24 @@ static uint64_t rng_next(void)
     return s * 0x2545F4914F6CDD1DULL;
 }
 
+/* The estimate key: the hooks' (function, grid, block) key on this device (a CUkernel launched
+ * in two contexts runs as two functions, possibly on devices of different speed). Never 0. */
+static uint64_t mix_key(uint64_t key, int dev)
+{
+    uint64_t k = key ^ ((uint64_t)(dev + 1) * 0xD6E8FEB86659FD93ULL);
+    return k ? k : 1;
+}
+
 static struct estimate *est_slot(uint64_t key)
 {
     struct estimate *e = &est[(key * 0x9E3779B97F4A7C15ULL) >> 54];
     if (e->key != key) {
-        memset(e, 0, sizeof(*e));
-        e->key = key;
+        STORE(e->key, 0);
+        STORE(e->ns, 0);
+        STORE(e->samples, 0);
+        STORE(e->taken, 0);
         e->rec = -1;
+        STORE(e->key, key);
     }
     return e;
 }
@@ -181,14 +212,25 @@ static void recs_init_locked(void)
         free_list[n_free++] = i;
 }
 
-static void rec_free_locked(int32_t i)
+static void rec_drop_events_locked(struct record *p)
 {
-    struct record *p = &recs[i];
     if (p->start)
         ops->event_destroy(p->start);
     if (p->end)
         ops->event_destroy(p->end);
-    memset(p, 0, sizeof(*p));
+    p->start = p->end = NULL;
+    p->ctx = NULL;
+}
+
+/* Back to the pool; its events stay for the next measurement in the same context. */
+static void rec_free_locked(int32_t i)
+{
+    struct record *p = &recs[i];
+    if (p->drop)
+        rec_drop_events_locked(p);
+    p->state = REC_FREE;
+    p->refs = 0;
+    p->drop = 0;
     free_list[n_free++] = i;
 }
 
@@ -222,12 +264,14 @@ static void consume_locked(struct record *p, CUresult q)
         return;
     }
     int64_t delta = ns - p->charged;
+    struct estimate *e = est_slot(p->key);
     atomic_fetch_sub_explicit(&rd->budget_ns, delta, memory_order_relaxed);
     add_signed(&rd->busy_ns, delta);
     atomic_fetch_add_explicit(&rd->gpu_busy_ns, (uint64_t)ns, memory_order_relaxed);
-    struct estimate *e = est_slot(p->key);
-    decay(&e->ns, ns, e->samples == 0);
-    e->samples++;
+    int64_t mean = e->ns;
+    decay(&mean, ns, e->samples == 0);
+    STORE(e->ns, mean);
+    STORE(e->samples, e->samples + 1);
     decay(&dev_mean[p->dev], ns, dev_mean[p->dev] == 0);
     n_measured++;
     VLOG(VGPU_LOG_DEBUG, "limiter: kernel %llx measured %lld ns (charged %lld), estimate %lld ns",
@@ -244,7 +288,10 @@ static void poll_locked(void)
         if (q == CUDA_ERROR_NOT_READY)
             break;
         consume_locked(p, q);
+        if (q != CUDA_SUCCESS)
+            p->drop = 1; /* the driver refused them (context gone?) */
         fifo_head++;
+        atomic_store_explicit(&n_in_flight, fifo_tail - fifo_head, memory_order_relaxed);
         if (p->refs)
             p->state = REC_CONSUMED; /* the last waiter frees it */
         else
@@ -282,7 +329,22 @@ static int32_t rec_take_locked(void)
     if (n_free == 0)
         return -1;
     int32_t i = free_list[--n_free];
-    recs[i].state = REC_OWNED;
+    struct record *p = &recs[i];
+    p->state = REC_OWNED;
+    void *ctx = ops->ctx_current ? ops->ctx_current() : NULL;
+    if (p->start && (!ctx || p->ctx != ctx))
+        rec_drop_events_locked(p);
+    if (!p->start) {
+        if (ops->event_create(&p->start) != CUDA_SUCCESS ||
+            ops->event_create(&p->end) != CUDA_SUCCESS) {
+            if (p->start)
+                ops->event_destroy(p->start);
+            p->start = p->end = NULL;
+            rec_free_locked(i);
+            return -1;
+        }
+        p->ctx = ctx;
+    }
     return i;
 }
 
@@ -345,19 +407,33 @@ void vgpu_limiter_begin(struct vgpu_launch *l, struct gs_region_device *rd, int 
     l->dev = dev;
     l->stream = stream;
     l->rec = -1;
-    l->key = (key ^ ((uint64_t)(dev + 1) * 0xD6E8FEB86659FD93ULL)) | 1;
+    l->key = mix_key(key, dev);
 
     /* Wait for budget first: the measurement must not include our own throttling. */
     uint64_t now = gate(rd, cores);
     stamp(rd, dev, now);
 
-    pthread_mutex_lock(&lim_lock);
-    uint64_t lp = atomic_load_explicit(&last_poll_ns, memory_order_relaxed);
-    if (fifo_head != fifo_tail && now - lp >= POLL_EVERY_NS) {
+    /* Consume completed measurements every POLL_EVERY_NS (whoever gets the mutex). */
+    if (atomic_load_explicit(&n_in_flight, memory_order_relaxed) &&
+        now - atomic_load_explicit(&last_poll_ns, memory_order_relaxed) >= POLL_EVERY_NS &&
+        pthread_mutex_trylock(&lim_lock) == 0) {
         atomic_store_explicit(&last_poll_ns, now, memory_order_relaxed);
         poll_locked();
+        pthread_mutex_unlock(&lim_lock);
     }
-    struct estimate *e = est_slot(l->key);
+
+    /* Fast path, no lock: a warm kernel, not chosen for measurement, is charged its estimate. */
+    int64_t pre;
+    struct estimate *e = &est[(l->key * 0x9E3779B97F4A7C15ULL) >> 54];
+    if (LOAD(e->key) == l->key && LOAD(e->samples) && LOAD(e->taken) >= EST_WARM &&
+        rng_next() % SAMPLE_ONE_IN != 0) {
+        pre = LOAD(e->ns);
+        if (LOAD(e->key) == l->key)
+            goto charge;
+    }
+
+    pthread_mutex_lock(&lim_lock);
+    e = est_slot(l->key);
     if (e->samples == 0 && e->rec >= 0 && recs[e->rec].key == l->key &&
         recs[e->rec].state == REC_IN_FLIGHT) {
         /* Never measured: wait for the measurement in flight of this key, so a queue of a new
@@ -365,24 +441,26 @@ void vgpu_limiter_begin(struct vgpu_launch *l, struct gs_region_device *rd, int 
         wait_record_locked(e->rec);
         e = est_slot(l->key);
     }
-    int64_t pre = e->samples ? e->ns : dev_mean[dev];
-    if (e->taken < EST_WARM || e->samples == 0 || rng_next() % SAMPLE_ONE_IN == 0) {
+    pre = e->samples ? e->ns : dev_mean[dev];
+    /* Chosen for measurement: warming up, never measured, or at random (the fast path drew the
+     * same 1-in-SAMPLE_ONE_IN lot for warm kernels before taking the lock). */
+    {
         int32_t i = rec_take_locked();
         e = est_slot(l->key);
         if (i >= 0) {
             struct record *p = &recs[i];
-            if (ops->event_create(&p->start) == CUDA_SUCCESS &&
-                ops->event_create(&p->end) == CUDA_SUCCESS &&
-                ops->event_record(p->start, stream) == CUDA_SUCCESS) {
-                e->taken++;
+            if (ops->event_record(p->start, stream) == CUDA_SUCCESS) {
+                STORE(e->taken, e->taken + 1);
                 l->rec = i;
             } else {
+                p->drop = 1;
                 rec_free_locked(i);
             }
         }
     }
     pthread_mutex_unlock(&lim_lock);
 
+charge:
     l->precharged = pre;
     atomic_fetch_sub_explicit(&rd->budget_ns, pre, memory_order_relaxed);
     atomic_fetch_add_explicit(&rd->busy_ns, (uint64_t)pre, memory_order_relaxed);
@@ -397,7 +475,7 @@ void vgpu_limiter_end(struct vgpu_launch *l, CUresult launched)
         atomic_fetch_sub_explicit(&rd->busy_ns, (uint64_t)l->precharged, memory_order_relaxed);
         if (l->rec >= 0) {
             pthread_mutex_lock(&lim_lock);
-            rec_free_locked(l->rec);
+            rec_free_locked(l->rec); /* start was recorded; the next record overwrites it */
             pthread_mutex_unlock(&lim_lock);
         }
         return;
@@ -416,8 +494,10 @@ void vgpu_limiter_end(struct vgpu_launch *l, CUresult launched)
         p->charged = l->precharged;
         p->state = REC_IN_FLIGHT;
         fifo[fifo_tail++ % REC_MAX] = l->rec;
+        atomic_store_explicit(&n_in_flight, fifo_tail - fifo_head, memory_order_relaxed);
         est_slot(l->key)->rec = l->rec;
     } else {
+        p->drop = 1;
         rec_free_locked(l->rec);
         atomic_fetch_add_explicit(&rd->gpu_busy_ns, (uint64_t)l->precharged, memory_order_relaxed);
     }
@@ -440,6 +520,7 @@ void vgpu_limiter_set_ops(const struct vgpu_limiter_ops *o)
     memset(dev_mean, 0, sizeof(dev_mean));
     n_free = -1;
     fifo_head = fifo_tail = 0;
+    atomic_store(&n_in_flight, 0);
     n_measured = n_waits = 0;
     atomic_store(&last_poll_ns, 0);
     for (int i = 0; i < GS_REGION_MAX_DEVICES; i++)
@@ -450,7 +531,7 @@ void vgpu_limiter_set_ops(const struct vgpu_limiter_ops *o)
 void vgpu_limiter_stats(uint64_t key, int dev, struct vgpu_limiter_stats *out)
 {
     memset(out, 0, sizeof(*out));
-    uint64_t k = (key ^ ((uint64_t)(dev + 1) * 0xD6E8FEB86659FD93ULL)) | 1;
+    uint64_t k = mix_key(key, dev);
     pthread_mutex_lock(&lim_lock);
     const struct estimate *e = &est[(k * 0x9E3779B97F4A7C15ULL) >> 54];
     if (e->key == k) {

@@ -23,7 +23,8 @@ struct vgpu_limiter_ops {
     CUresult (*event_sync)(CUevent ev);
     CUresult (*event_elapsed)(float *ms, CUevent start, CUevent end);
     CUresult (*event_destroy)(CUevent ev);
-    uint64_t seed; /* sampling PRNG seed (0: from the clock) */
+    void *(*ctx_current)(void); /* current context: events are reused only within one */
+    uint64_t seed;              /* sampling PRNG seed (0: from the clock) */
 };
 
 /* Replace the ops (NULL: the real clock and driver functions) and forget every estimate and
