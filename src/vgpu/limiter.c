@@ -41,6 +41,8 @@
 #define WAIT_MIN_NS     20000LL
 #define WAIT_MAX_NS     5000000LL
 #define STAMP_EVERY_NS  1000000ULL /* last_kernel_ns is refreshed at most once per ms */
+#define FLUSH_EVERY_NS  1000000ULL /* a thread publishes its counters at least once per ms */
+#define REFILL_EVERY_NS 50000ULL   /* a bucket with budget left is refilled at most every 50 us */
 
 /* key, ns, samples and taken are written under lim_lock with atomic stores and read without it
  * by the fast path (a launch of a known kernel that is not measured takes no lock). */
@@ -86,6 +88,21 @@ static _Atomic uint64_t last_poll_ns;
 static _Atomic uint32_t n_in_flight; /* fifo_tail - fifo_head, readable without the mutex */
 static _Atomic uint64_t stamp_ns[GS_REGION_MAX_DEVICES]; /* monotonic time of our last stamp */
 static _Atomic uint64_t seed_counter;
+
+/* Counters for monitors (launches, busy_ns, gpu_busy_ns) are summed per thread and published
+ * to the region at least every FLUSH_EVERY_NS, when the thread moves to another device, and at
+ * thread and process exit: the launch path itself then does one atomic operation on the region
+ * (the budget). */
+struct counters {
+    struct gs_region_device *rd;
+    uint64_t flushed_ns, now_ns;
+    int64_t busy;
+    uint64_t gpu_busy, launches;
+    bool registered;
+};
+static _Thread_local struct counters thread_counters;
+static pthread_key_t counters_key;
+static pthread_once_t counters_once = PTHREAD_ONCE_INIT;
 
 /* ------------------------------------------------------------------ ops */
 
@@ -163,6 +180,75 @@ static const struct vgpu_limiter_ops real_ops = {
 
 static const struct vgpu_limiter_ops *ops = &real_ops;
 
+/* ------------------------------------------------------------------ counters */
+
+static void add_signed(_Atomic uint64_t *c, int64_t d)
+{
+    if (d >= 0)
+        atomic_fetch_add_explicit(c, (uint64_t)d, memory_order_relaxed);
+    else
+        atomic_fetch_sub_explicit(c, (uint64_t)-d, memory_order_relaxed);
+}
+
+static void counters_flush(struct counters *c)
+{
+    if (!c->rd)
+        return;
+    if (c->busy)
+        add_signed(&c->rd->busy_ns, c->busy);
+    if (c->gpu_busy)
+        atomic_fetch_add_explicit(&c->rd->gpu_busy_ns, c->gpu_busy, memory_order_relaxed);
+    if (c->launches)
+        atomic_fetch_add_explicit(&c->rd->launches, c->launches, memory_order_relaxed);
+    c->busy = 0;
+    c->gpu_busy = c->launches = 0;
+}
+
+static void counters_thread_exit(void *p)
+{
+    counters_flush(p);
+}
+
+static void counters_key_init(void)
+{
+    pthread_key_create(&counters_key, counters_thread_exit);
+}
+
+/* The calling thread's counters for rd (published first if they were another device's). */
+static struct counters *counters_for(struct gs_region_device *rd)
+{
+    struct counters *c = &thread_counters;
+    if (GS_UNLIKELY(c->rd != rd)) {
+        counters_flush(c);
+        c->rd = rd;
+        if (!c->registered) {
+            pthread_once(&counters_once, counters_key_init);
+            pthread_setspecific(counters_key, c);
+            c->registered = true;
+        }
+    }
+    return c;
+}
+
+static void counters_maybe_flush(struct counters *c)
+{
+    if (c->now_ns - c->flushed_ns >= FLUSH_EVERY_NS) {
+        counters_flush(c);
+        c->flushed_ns = c->now_ns;
+    }
+}
+
+/* Process exit: thread-specific destructors do not run for the thread that calls exit(). */
+__attribute__((destructor)) static void counters_at_exit(void)
+{
+    counters_flush(&thread_counters);
+}
+
+void vgpu_limiter_flush(void)
+{
+    counters_flush(&thread_counters);
+}
+
 /* ------------------------------------------------------------------ estimates, records */
 
 static uint64_t rng_next(void)
@@ -232,14 +318,6 @@ static void rec_free_locked(int32_t i)
     p->refs = 0;
     p->drop = 0;
     free_list[n_free++] = i;
-}
-
-static void add_signed(_Atomic uint64_t *c, int64_t d)
-{
-    if (d >= 0)
-        atomic_fetch_add_explicit(c, (uint64_t)d, memory_order_relaxed);
-    else
-        atomic_fetch_sub_explicit(c, (uint64_t)-d, memory_order_relaxed);
 }
 
 static void decay(int64_t *mean, int64_t sample, bool first)
@@ -350,10 +428,13 @@ static int32_t rec_take_locked(void)
 
 /* ------------------------------------------------------------------ bucket */
 
-static void refill(struct gs_region_device *rd, uint32_t cores, uint64_t now)
+/* Add the GPU time earned since the last refill. `hurry`: the bucket is empty, refill now;
+ * otherwise at most every REFILL_EVERY_NS (two compare-and-swaps saved on most launches). */
+static void refill(struct gs_region_device *rd, uint32_t cores, uint64_t now, bool hurry)
 {
     uint64_t last = atomic_load_explicit(&rd->refill_ns, memory_order_relaxed);
-    if (now <= last || !atomic_compare_exchange_strong(&rd->refill_ns, &last, now))
+    if (now <= last || (!hurry && now - last < REFILL_EVERY_NS) ||
+        !atomic_compare_exchange_strong(&rd->refill_ns, &last, now))
         return;
     int64_t add = (int64_t)((now - last) * cores / 100);
     int64_t cap = GS_REGION_BURST_NS * (int64_t)cores / 100;
@@ -372,8 +453,12 @@ static uint64_t gate(struct gs_region_device *rd, uint32_t cores)
 {
     for (;;) {
         uint64_t now = ops->now_ns();
-        refill(rd, cores, now);
+        refill(rd, cores, now, false);
         int64_t b = atomic_load_explicit(&rd->budget_ns, memory_order_relaxed);
+        if (b > 0)
+            return now;
+        refill(rd, cores, now, true);
+        b = atomic_load_explicit(&rd->budget_ns, memory_order_relaxed);
         if (b > 0)
             return now;
         int64_t wait = (-b) * 100 / cores + WAIT_MIN_NS;
@@ -412,6 +497,8 @@ void vgpu_limiter_begin(struct vgpu_launch *l, struct gs_region_device *rd, int 
     /* Wait for budget first: the measurement must not include our own throttling. */
     uint64_t now = gate(rd, cores);
     stamp(rd, dev, now);
+    struct counters *c = counters_for(rd);
+    c->now_ns = now;
 
     /* Consume completed measurements every POLL_EVERY_NS (whoever gets the mutex). */
     if (atomic_load_explicit(&n_in_flight, memory_order_relaxed) &&
@@ -463,16 +550,17 @@ void vgpu_limiter_begin(struct vgpu_launch *l, struct gs_region_device *rd, int 
 charge:
     l->precharged = pre;
     atomic_fetch_sub_explicit(&rd->budget_ns, pre, memory_order_relaxed);
-    atomic_fetch_add_explicit(&rd->busy_ns, (uint64_t)pre, memory_order_relaxed);
+    c->busy += pre;
 }
 
 void vgpu_limiter_end(struct vgpu_launch *l, CUresult launched)
 {
     struct gs_region_device *rd = l->rd;
+    struct counters *c = counters_for(rd);
     if (launched != CUDA_SUCCESS) {
         /* nothing ran: refund */
         atomic_fetch_add_explicit(&rd->budget_ns, l->precharged, memory_order_relaxed);
-        atomic_fetch_sub_explicit(&rd->busy_ns, (uint64_t)l->precharged, memory_order_relaxed);
+        c->busy -= l->precharged;
         if (l->rec >= 0) {
             pthread_mutex_lock(&lim_lock);
             rec_free_locked(l->rec); /* start was recorded; the next record overwrites it */
@@ -480,9 +568,10 @@ void vgpu_limiter_end(struct vgpu_launch *l, CUresult launched)
         }
         return;
     }
-    atomic_fetch_add_explicit(&rd->launches, 1, memory_order_relaxed);
+    c->launches++;
     if (l->rec < 0) {
-        atomic_fetch_add_explicit(&rd->gpu_busy_ns, (uint64_t)l->precharged, memory_order_relaxed);
+        c->gpu_busy += (uint64_t)l->precharged;
+        counters_maybe_flush(c);
         return;
     }
     pthread_mutex_lock(&lim_lock);
@@ -499,9 +588,10 @@ void vgpu_limiter_end(struct vgpu_launch *l, CUresult launched)
     } else {
         p->drop = 1;
         rec_free_locked(l->rec);
-        atomic_fetch_add_explicit(&rd->gpu_busy_ns, (uint64_t)l->precharged, memory_order_relaxed);
+        c->gpu_busy += (uint64_t)l->precharged;
     }
     pthread_mutex_unlock(&lim_lock);
+    counters_maybe_flush(c);
 }
 
 void vgpu_limiter_poll(void)
@@ -509,6 +599,7 @@ void vgpu_limiter_poll(void)
     pthread_mutex_lock(&lim_lock);
     poll_locked();
     pthread_mutex_unlock(&lim_lock);
+    counters_flush(&thread_counters);
 }
 
 void vgpu_limiter_set_ops(const struct vgpu_limiter_ops *o)

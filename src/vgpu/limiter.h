@@ -39,8 +39,12 @@ void vgpu_limiter_begin(struct vgpu_launch *l, struct gs_region_device *rd, int 
 /* After the driver's launch call returned `launched`: record the end event (measured launches),
  * or refund the charge when nothing was launched. */
 void vgpu_limiter_end(struct vgpu_launch *l, CUresult launched);
-/* Consume completed measurements now (the launch path and the gate do it on their own). */
+/* Consume completed measurements now (the launch path and the gate do it on their own) and
+ * publish the calling thread's counters. */
 void vgpu_limiter_poll(void);
+/* Publish the calling thread's counters (launches, busy_ns, gpu_busy_ns) to the region now
+ * (otherwise at least every millisecond, and at thread and process exit). */
+void vgpu_limiter_flush(void);
 
 /* Introspection for tests. */
 struct vgpu_limiter_stats {

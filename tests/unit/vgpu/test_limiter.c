@@ -498,6 +498,7 @@ static void test_refund(void)
     ok(atomic_load(&rd.budget_ns) == b - 2 * (int64_t)MS,
        "a launch is charged its estimate up front");
     vgpu_limiter_end(&l, CUDA_ERROR_INVALID_VALUE);
+    vgpu_limiter_flush();
     is_int(atomic_load(&rd.budget_ns), b, "a launch the driver refused is refunded");
     is_uint(atomic_load(&rd.busy_ns), busy, "busy_ns refunded");
     is_uint(atomic_load(&rd.gpu_busy_ns), gb, "gpu_busy_ns unchanged (nothing ran)");
@@ -540,6 +541,34 @@ static void test_monitor_fields(void)
     double err = ((double)atomic_load(&rd.gpu_busy_ns) - (double)fk_busy) / (double)fk_busy;
     ok(err > -0.05 && err < 0.05, "gpu_busy_ns within 5 %% of the GPU time executed (%+.2f %%)",
        100 * err);
+}
+
+static void *three_launches(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 3; i++)
+        launch(0x44, NULL, 1 * MS);
+    return NULL;
+}
+
+static void test_counters_published(void)
+{
+    reset_world();
+    atomic_store(&rd.budget_ns, 1000 * (int64_t)MS);
+    launch(0x45, NULL, 1 * MS);
+    vgpu_limiter_flush();
+    uint64_t n0 = atomic_load(&rd.launches);
+    for (int i = 0; i < 5; i++)
+        launch(0x45, NULL, 1 * MS);
+    f_sleep(2 * MS);
+    launch(0x45, NULL, 1 * MS);
+    is_uint(atomic_load(&rd.launches), n0 + 6,
+            "a thread's counters reach the region within a millisecond without any poll");
+    uint64_t n1 = atomic_load(&rd.launches);
+    pthread_t t;
+    pthread_create(&t, NULL, three_launches, NULL);
+    pthread_join(t, NULL);
+    is_uint(atomic_load(&rd.launches), n1 + 3, "and when the thread exits");
 }
 
 /* The race: thread A waits on the end event of a measurement in flight (a kernel never
@@ -601,6 +630,7 @@ int main(void)
     test_outliers();
     test_refund();
     test_monitor_fields();
+    test_counters_published();
     test_pool_never_drops();
     test_event_destroy_race();
     test_adversarial();
