@@ -259,6 +259,10 @@ static int setup(const struct gs_config_spec *spec, struct ls_config *cfg, int a
         fprintf(stderr, "%s: %s\n", spec->program, err.msg);
         free(*inv);
         *inv = NULL;
+        if (slice_out) {
+            json_decref(*slice_out); /* handed out above: the caller gets nothing on failure */
+            *slice_out = NULL;
+        }
         return -1;
     }
     return 0;

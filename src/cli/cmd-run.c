@@ -26,6 +26,7 @@
 #include "alloc/alloc.h"
 #include "cli/commands.h"
 #include "cli/ledger.h"
+#include "cli/members.h"
 #include "cli/standalone.h"
 #include "common/clock.h"
 #include "common/config.h"
@@ -147,21 +148,66 @@ struct decide_ctx {
     char *why; /* explanation text of the last refusal (malloc'd) */
 };
 
+/* Does an unreadable ledger entry (ledger.h LEDGER_UNREADABLE) hold device `dev`? It holds the
+ * devices it names, by name or UUID; one that names none holds every device. */
+static bool unreadable_holds(const json_t *u, const json_t *dev)
+{
+    const json_t *names = json_object_get(u, "devices"), *uuids = json_object_get(u, "uuids");
+    if (json_array_size(names) == 0 && json_array_size(uuids) == 0)
+        return true;
+    const char *name = json_string_value(json_object_get(dev, "name"));
+    const char *uuid = json_string_value(
+        json_object_get(json_object_get(json_object_get(dev, "attributes"), "uuid"), "string"));
+    size_t i;
+    const json_t *v;
+    json_array_foreach(names, i, v) if (name && json_is_string(v) &&
+                                        strcmp(json_string_value(v), name) == 0) return true;
+    json_array_foreach(uuids, i, v) if (uuid && json_is_string(v) &&
+                                        strcmp(json_string_value(v), uuid) == 0) return true;
+    return false;
+}
+
+/* The slice without the devices unreadable ledger entries hold: they count as fully allocated
+ * (fail closed) until the entry is proven dead and reclaimed. New reference. */
+static json_t *usable_slice(const json_t *slice, const json_t *live)
+{
+    json_t *copy = json_deep_copy(slice);
+    json_t *devs = json_object_get(json_object_get(copy, "spec"), "devices");
+    for (size_t d = json_array_size(devs); d-- > 0;) {
+        size_t i;
+        const json_t *e;
+        json_array_foreach(live, i, e)
+        {
+            const json_t *u = json_object_get(e, LEDGER_UNREADABLE);
+            if (u && unreadable_holds(u, json_array_get(devs, d))) {
+                json_array_remove(devs, d);
+                break;
+            }
+        }
+    }
+    return copy;
+}
+
 static int decide(void *ud, json_t *live, json_t **allocation, struct gs_error *err)
 {
     struct decide_ctx *c = ud;
     struct alloc_state *st = alloc_state_new();
     if (!st)
         return gs_error_set(err, -ENOMEM, "allocator: out of memory");
-    int rc = alloc_state_add_class(st, c->cls, err);
+    json_t *slice = usable_slice(c->slice, live);
+    int rc = slice ? alloc_state_add_class(st, c->cls, err)
+                   : gs_error_set(err, -ENOMEM, "allocator: out of memory");
     if (rc == 0)
-        rc = alloc_state_add_slice(st, c->slice, err);
+        rc = alloc_state_add_slice(st, slice, err);
+    json_decref(slice);
     size_t i;
     json_t *claim;
     json_array_foreach(live, i, claim)
     {
         if (rc < 0)
             break;
+        if (json_object_get(claim, LEDGER_UNREADABLE))
+            continue; /* its devices were taken out of the slice above */
         int r = alloc_state_add_allocated_claim(st, claim, err);
         if (r < 0) {
             /* A row we cannot read must not be ignored: that would over-commit. */
@@ -231,7 +277,12 @@ static int parse_request(const struct run_config *cfg, struct sa_request *r, str
     if (cfg->memory) {
         struct gs_quantity q;
         struct gs_error qe = {0};
-        if (gs_quantity_parse(cfg->memory, &q, &qe) < 0)
+        int qr = gs_quantity_parse(cfg->memory, &q, &qe);
+        if (qr == -ERANGE)
+            return gs_error_set(err, -EINVAL,
+                                "--memory: \"%s\" is too large (at most 8Ei minus one byte)",
+                                cfg->memory);
+        if (qr < 0)
             return gs_error_set(
                 err, -EINVAL, "--memory: \"%s\" is not a quantity (e.g. 4Gi, 8000Mi)", cfg->memory);
         int64_t v;
@@ -273,7 +324,7 @@ static void join_command(char *buf, size_t len, int argc, char **argv)
 }
 
 static int spawn(const struct sa_env *env, const struct claim_plan *plan, const char *uid,
-                 char **cmd, pid_t *out, struct gs_error *err)
+                 const char *cgroup, char **cmd, pid_t *out, struct gs_error *err)
 {
     char limits_dir[SA_PATH_MAX + 16], dir[SA_PATH_MAX];
     sa_slice_dir(env, uid, dir, sizeof(dir));
@@ -309,6 +360,8 @@ static int spawn(const struct sa_env *env, const struct claim_plan *plan, const 
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
             _exit(EXIT_FAILURE_RUN);
+        /* Everything the command starts, setsid or not, stays in the slice's cgroup. */
+        members_cgroup_join(cgroup);
         setenv("GPUSLICE_LIMITS_DIR", limits_dir, 1);
         setenv("LD_PRELOAD", preload, 1);
         setenv("CUDA_VISIBLE_DEVICES", visible, 1);
@@ -360,6 +413,7 @@ int cmd_run(int argc, char **argv)
     struct decide_ctx dc = {0};
     int64_t row = -1;
     char dir[SA_PATH_MAX] = "";
+    char cgroup[SA_PATH_MAX] = "";
 
     if (first >= argc) {
         fprintf(stderr, "gpuslice run: no COMMAND given (gpuslice run [OPTIONS] -- COMMAND "
@@ -443,6 +497,10 @@ int cmd_run(int argc, char **argv)
         }
         gs_sleep_ns(250 * 1000 * 1000LL);
     }
+    /* The ledger is not kept open while the command runs (hours, maybe): it is opened again to
+     * release the slice. */
+    ledger_close(ledger);
+    ledger = NULL;
     /* The claim as allocated: what the plugin would receive from the API server. */
     json_object_set_new(claim, "status", json_pack("{s:O}", "allocation", entry.allocation));
     json_decref(entry.allocation);
@@ -459,7 +517,14 @@ int cmd_run(int argc, char **argv)
     for (size_t i = 0; i < GS_ARRAY_SIZE(forwarded); i++)
         sigaction(forwarded[i], &sa, NULL);
     pid_t pid = 0;
-    if (spawn(&env, plan, uid, argv + first, &pid, &err) < 0) {
+    /* Who holds the slice besides this runner: its cgroup (when cgroup v2 is writable) and the
+     * region's process slots (cli/members.h). Recorded so a lost ledger row is still known held. */
+    if (members_cgroup_create(uid, cgroup, sizeof(cgroup)) < 0 ||
+        members_record(dir, &entry.owner, cgroup, &err) < 0) {
+        fprintf(stderr, "gpuslice run: %s\n", err.msg[0] ? err.msg : "slice cgroup path too long");
+        goto out;
+    }
+    if (spawn(&env, plan, uid, cgroup, argv + first, &pid, &err) < 0) {
         fprintf(stderr, "gpuslice run: %s\n", err.msg);
         status = err.code == -ENOENT ? 127 : 126;
         goto out;
@@ -475,13 +540,30 @@ int cmd_run(int argc, char **argv)
     child_pid = 0;
     status = WIFEXITED(ws) ? WEXITSTATUS(ws) : WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : 1;
 out:
-    if (row >= 0 && ledger) {
+    /* Processes the command left behind (a setsid daemon, a child that outlived it) still hold
+     * the slice: it stays allocated, and the next allocation reclaims it once they are gone. */
+    if (row >= 0 && dir[0]) {
+        pid_t example = 0;
+        int held = members_count(dir, &example);
+        if (held > 0) {
+            fprintf(stderr,
+                    "gpuslice run: slice %s is still held by %d process%s the command left "
+                    "running (pid %d); it stays allocated until they exit\n",
+                    json_string_value(json_object_get(json_object_get(claim, "metadata"), "name")),
+                    held, held == 1 ? "" : "es", (int)example);
+            row = -1;
+        }
+    }
+    if (row >= 0) {
         struct gs_error e2 = {0};
-        if (ledger_release(ledger, row, &e2) < 0)
+        if ((!ledger && ledger_open(env.state_dir, &ledger, &e2) < 0) ||
+            ledger_release_slice(ledger, row, dir, &e2) < 0)
             fprintf(stderr, "gpuslice run: releasing the slice: %s\n", e2.msg);
     }
-    if (dir[0] && row >= 0)
+    if (dir[0] && row >= 0) {
+        members_cgroup_remove(cgroup);
         gs_rm_rf(dir, NULL);
+    }
     free(dc.why);
     ledger_close(ledger);
     json_decref(slice);

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "cli/ledger.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <ftw.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -11,9 +14,12 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "cli/members.h"
 #include "common/clock.h"
+#include "common/limits.h"
 #include "common/log.h"
 #include "common/proc.h"
+#include "common/quantity.h"
 
 struct ledger {
     sqlite3 *db;
@@ -213,8 +219,12 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 
 static void remove_slice_dir(const char *dir)
 {
-    if (dir && *dir)
+    if (dir && *dir) {
+        char cg[PATH_MAX];
+        members_cgroup_of(dir, cg, sizeof(cg));
+        members_cgroup_remove(cg);
         nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    }
 }
 
 /* Inside a transaction: delete rows whose owner died. */
@@ -234,7 +244,9 @@ static int reclaim_locked(struct ledger *l, int *count, struct gs_error *err)
         o.pid = (pid_t)sqlite3_column_int64(st, 1);
         o.start_time = (uint64_t)sqlite3_column_int64(st, 2);
         snprintf(o.boot_id, sizeof(o.boot_id), "%s", (const char *)sqlite3_column_text(st, 3));
-        if (!ledger_owner_alive(&o)) {
+        const char *dir = (const char *)sqlite3_column_text(st, 4);
+        /* Dead only when the runner is gone and nothing it started still holds the slice. */
+        if (!ledger_owner_alive(&o) && !(dir && *dir && members_count(dir, NULL) > 0)) {
             dead[n_dead] = sqlite3_column_int64(st, 0);
             snprintf(dirs[n_dead], sizeof(dirs[n_dead]), "%s",
                      (const char *)sqlite3_column_text(st, 4));
@@ -334,6 +346,121 @@ int ledger_list(struct ledger *l, json_t **out, struct gs_error *err)
     return list_locked(l, out, err);
 }
 
+/* ---- fail closed ------------------------------------------------------------------------------
+ */
+
+/* A quantity the allocator may count: parses and is not negative. */
+static bool quantity_ok(const json_t *v)
+{
+    struct gs_quantity q;
+    return json_is_string(v) && gs_quantity_parse(json_string_value(v), &q, NULL) == 0 &&
+           gs_quantity_sign(&q) >= 0;
+}
+
+/* status.allocation as we write it: devices.results[], each naming a device, with non-negative
+ * consumedCapacity quantities. */
+static bool allocation_readable(const json_t *a)
+{
+    const json_t *results = json_object_get(json_object_get(a, "devices"), "results");
+    if (!json_is_object(a) || !json_is_array(results))
+        return false;
+    size_t i;
+    const json_t *r;
+    json_array_foreach(results, i, r)
+    {
+        const char *dev = json_string_value(json_object_get(r, "device"));
+        const json_t *cc = json_object_get(r, "consumedCapacity");
+        if (!json_is_object(r) || !dev || !*dev || (cc && !json_is_object(cc)))
+            return false;
+        const char *k;
+        const json_t *v;
+        json_object_foreach((json_t *)cc, k, v)
+        {
+            if (!quantity_ok(v))
+                return false;
+        }
+    }
+    return true;
+}
+
+/* Device names an unreadable allocation still names (new array; empty = unknown). */
+static json_t *result_devices(const json_t *a)
+{
+    json_t *out = json_array();
+    size_t i;
+    const json_t *r;
+    json_array_foreach(json_object_get(json_object_get(a, "devices"), "results"), i, r)
+    {
+        const char *dev = json_string_value(json_object_get(r, "device"));
+        if (dev && *dev)
+            json_array_append_new(out, json_string(dev));
+    }
+    return out;
+}
+
+/* Slice directories no row accounts for (the ledger was truncated or replaced): still held ->
+ * a marker naming the GPUs of its limits file; nobody holds it -> removed. */
+static void orphan_slices(struct ledger *l, const json_t *rows, json_t *live)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s", l->path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        return;
+    snprintf(slash, sizeof(dir) - (size_t)(slash - dir), "/slices");
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char path[PATH_MAX + 256];
+        snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+        bool known = false;
+        size_t i;
+        const json_t *row;
+        json_array_foreach(rows, i, row)
+        {
+            const char *sd = json_string_value(json_object_get(row, "sliceDir"));
+            if (sd && strcmp(sd, path) == 0)
+                known = true;
+        }
+        if (known)
+            continue;
+        if (!members_slice_held(path)) {
+            gs_info("removing a slice directory nobody holds", "dir=%s", GS_LOGQ(path));
+            remove_slice_dir(path);
+            continue;
+        }
+        json_t *uuids = json_array();
+        char ldir[PATH_MAX + 300];
+        snprintf(ldir, sizeof(ldir), "%s/limits", path);
+        DIR *ld = opendir(ldir);
+        struct dirent *le;
+        while (ld && (le = readdir(ld))) {
+            size_t n = strlen(le->d_name);
+            if (n < 7 || strcmp(le->d_name + n - 7, ".limits") != 0)
+                continue;
+            char lp[PATH_MAX + 600];
+            snprintf(lp, sizeof(lp), "%s/%s", ldir, le->d_name);
+            struct gs_limits *lim = calloc(1, sizeof(*lim));
+            if (lim && gs_limits_read(lp, lim, NULL) == 0)
+                for (size_t k = 0; k < lim->n_devices; k++)
+                    json_array_append_new(uuids, json_string(lim->devices[k].uuid));
+            free(lim);
+        }
+        if (ld)
+            closedir(ld);
+        gs_warn("slice directory not in the ledger is still held: its GPUs count as fully "
+                "allocated",
+                "dir=%s", GS_LOGQ(path));
+        json_array_append_new(
+            live, json_pack("{s:{s:s, s:o}}", LEDGER_UNREADABLE, "dir", path, "uuids", uuids));
+    }
+    closedir(d);
+}
+
 int ledger_allocate(struct ledger *l, struct ledger_entry *entry, ledger_decide_fn decide, void *ud,
                     int64_t *id, struct gs_error *err)
 {
@@ -350,17 +477,23 @@ int ledger_allocate(struct ledger *l, struct ledger_entry *entry, ledger_decide_
     json_t *row;
     json_array_foreach(rows, i, row)
     {
-        json_t *claim = json_deep_copy(json_object_get(row, "claim"));
         json_t *a = json_object_get(row, "allocation");
-        if (!json_is_object(claim)) {
-            json_decref(claim);
+        if (!json_is_object(json_object_get(row, "claim")) || !allocation_readable(a)) {
+            json_int_t rid = json_integer_value(json_object_get(row, "id"));
+            gs_warn(
+                "ledger row unreadable: its GPUs count as fully allocated until it is reclaimed",
+                "slice=%lld", (long long)rid);
+            json_array_append_new(live, json_pack("{s:{s:I, s:o}}", LEDGER_UNREADABLE, "id", rid,
+                                                  "devices", result_devices(a)));
             continue;
         }
+        json_t *claim = json_deep_copy(json_object_get(row, "claim"));
         json_t *status = json_object();
         json_object_set(status, "allocation", a);
         json_object_set_new(claim, "status", status);
         json_array_append_new(live, claim);
     }
+    orphan_slices(l, rows, live);
     rc = decide(ud, live, &alloc, err);
     if (rc < 0)
         goto fail;
@@ -419,6 +552,21 @@ int ledger_release(struct ledger *l, int64_t id, struct gs_error *err)
     if (sqlite3_prepare_v2(l->db, "DELETE FROM slices WHERE id = ?", -1, &st, NULL) != SQLITE_OK)
         return db_error(err, l, "release");
     sqlite3_bind_int64(st, 1, id);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE)
+        return db_error(err, l, "release");
+    return 0;
+}
+
+int ledger_release_slice(struct ledger *l, int64_t id, const char *slice_dir, struct gs_error *err)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(l->db, "DELETE FROM slices WHERE id = ? AND slice_dir = ?", -1, &st,
+                           NULL) != SQLITE_OK)
+        return db_error(err, l, "release");
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_text(st, 2, slice_dir, -1, SQLITE_TRANSIENT);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE)

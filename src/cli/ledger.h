@@ -4,7 +4,15 @@
  * under the state directory. Every allocation runs inside one IMMEDIATE transaction (reclaim dead
  * owners, read live allocations, decide, insert), so concurrent `gpuslice run` never over-commit a
  * GPU. A row's owner is identified by pid + process start time + boot id: a pid reused by another
- * process, or a row from before a reboot, is dead and reclaimed.
+ * process, or a row from before a reboot, is dead. A row is reclaimed only when its owner is dead
+ * AND no process holds its slice any more (cli/members.h: the workload's cgroup, live slots of the
+ * slice's shared region): children a workload left behind keep the slice allocated.
+ *
+ * Fail closed: a row that cannot be read (claim or allocation not JSON, a result without a device,
+ * a negative or unparsable quantity) and a slice directory no row accounts for whose holders are
+ * alive (a truncated or replaced ledger) are handed to the decide callback as
+ * {"gpusliceUnreadable": {"id": N | "dir": D, "devices": [names], "uuids": [UUIDs]}}: the caller
+ * counts those GPUs (every GPU when neither list says which) as fully allocated.
  */
 #ifndef GS_CLI_LEDGER_H
 #define GS_CLI_LEDGER_H
@@ -38,10 +46,13 @@ struct ledger_entry {
     struct ledger_owner owner;
 };
 
+#define LEDGER_UNREADABLE "gpusliceUnreadable"
+
 /*
  * Decide callback for ledger_allocate: given the allocations of live slices (a JSON array of
- * ResourceClaim objects with status.allocation), fill *allocation (new reference) for the new
- * claim, or return a negative code with a message in err (e.g. -ENOSPC: does not fit).
+ * ResourceClaim objects with status.allocation, and LEDGER_UNREADABLE markers, see above), fill
+ * *allocation (new reference) for the new claim, or return a negative code with a message in err
+ * (e.g. -ENOSPC: does not fit).
  */
 typedef int (*ledger_decide_fn)(void *ud, json_t *live_claims, json_t **allocation,
                                 struct gs_error *err);
@@ -65,9 +76,12 @@ int ledger_allocate(struct ledger *l, struct ledger_entry *entry, ledger_decide_
 
 /* Remove a row (idempotent: a missing row is success). */
 int ledger_release(struct ledger *l, int64_t id, struct gs_error *err);
+/* The same, only if row `id` is still the slice in `slice_dir` (a ledger rebuilt since the
+ * allocation may have given the id to another slice). */
+int ledger_release_slice(struct ledger *l, int64_t id, const char *slice_dir, struct gs_error *err);
 
-/* Reclaim rows of dead owners; *n (optional) = how many were removed. Their slice directories are
- * removed too. */
+/* Reclaim rows whose owner is dead and whose slice nobody holds; *n (optional) = how many were
+ * removed. Their slice directories (and cgroups) are removed too. */
 int ledger_reclaim(struct ledger *l, int *n, struct gs_error *err);
 
 /*

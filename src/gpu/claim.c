@@ -59,7 +59,12 @@ static int capacity_int(const json_t *cc, const char *key, const char *cname, si
         return gs_error_set(err, -EINVAL, "claim %s: %s is not a quantity string", cname, field);
     struct gs_error qerr = {0};
     int64_t val;
-    if (gs_quantity_parse_int64(json_string_value(v), &val, &qerr) < 0)
+    int qr = gs_quantity_parse_int64(json_string_value(v), &val, &qerr);
+    if (qr == -ERANGE)
+        return gs_error_set(err, -EINVAL,
+                            "claim %s: %s: \"%.64s\" is too large (at most 8Ei minus one)", cname,
+                            field, json_string_value(v));
+    if (qr < 0)
         return gs_error_set(err, -EINVAL, "claim %s: %s: \"%.64s\" is not an integer quantity",
                             cname, field, json_string_value(v));
     if (val < 0)

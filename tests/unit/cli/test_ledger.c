@@ -12,7 +12,15 @@
 
 #define CAPACITY 100
 
-/* Test decide: sum the "cores" of live claims (claim.cores) against a capacity of 100. */
+/* An allocation as the ledger stores it: one result on device gpu0 consuming `cores`. */
+static json_t *allocation_of(const char *cores)
+{
+    return json_pack("{s:{s:[{s:s, s:s, s:s, s:{s:s}}]}}", "devices", "results", "request", "gpu",
+                     "pool", "node", "device", "gpu0", "consumedCapacity", "cores", cores);
+}
+
+/* Test decide: sum the "cores" of live claims (claim.cores) against a capacity of 100; an
+ * unreadable row (ledger.h) holds the whole device. */
 static int decide_cores(void *ud, json_t *live, json_t **allocation, struct gs_error *err)
 {
     int want = *(int *)ud;
@@ -21,13 +29,27 @@ static int decide_cores(void *ud, json_t *live, json_t **allocation, struct gs_e
     json_t *c;
     json_array_foreach(live, i, c)
     {
+        if (json_object_get(c, LEDGER_UNREADABLE)) {
+            used = CAPACITY;
+            continue;
+        }
         used += (int)json_integer_value(json_object_get(c, "cores"));
         if (!json_is_object(json_object_get(c, "status")))
             return gs_error_set(err, -EINVAL, "live claim without status");
     }
     if (used + want > CAPACITY)
         return gs_error_set(err, -ENOSPC, "cores: need %d, free %d", want, CAPACITY - used);
-    *allocation = json_pack("{s:i}", "cores", want);
+    char buf[16];
+    snprintf(buf, sizeof(buf), "%d", want);
+    *allocation = allocation_of(buf);
+    return 0;
+}
+
+/* A decide that stores an allocation the ledger cannot trust (negative cores). */
+static int decide_corrupt(void *ud, json_t *live, json_t **allocation, struct gs_error *err)
+{
+    (void)ud, (void)live, (void)err;
+    *allocation = allocation_of("-5");
     return 0;
 }
 
@@ -100,6 +122,23 @@ int main(void)
     is_int(json_array_size(list), 1, "only the live slice remains");
     json_decref(list);
     ledger_release(l, id1, &err);
+
+    /* Fail closed: a live row whose allocation cannot be read counts as holding everything. */
+    {
+        struct ledger_entry e = {.name = "corrupt", .command = "x", .slice_dir = ""};
+        e.claim = json_pack("{s:i}", "cores", 5);
+        ledger_owner_of(0, &e.owner);
+        int64_t idc = 0;
+        is_int(ledger_allocate(l, &e, decide_corrupt, NULL, &idc, &err), 0,
+               "a row with cores \"-5\" is stored");
+        json_decref(e.claim);
+        json_decref(e.allocation);
+        is_int(allocate(l, "y", 10, 0, &id2, &err), -ENOSPC,
+               "beside an unreadable live row even 10 cores do not fit");
+        is_int(ledger_release(l, idc, &err), 0, "release the unreadable row");
+        is_int(allocate(l, "y", 10, 0, &id2, &err), 0, "then 10 cores fit");
+        ledger_release(l, id2, &err);
+    }
 
     /* A recorded start time that does not match the pid is a reused pid: dead. */
     struct ledger_owner fake;

@@ -102,6 +102,12 @@ int main(void)
     is_int(r, -EINVAL, "bad quantity refused");
     like_str(e.msg, "results[0].consumedCapacity.memory: \"lots\" is not an integer quantity",
              "bad quantity message names the field and value");
+    r = build("[{\"request\":\"r\",\"driver\":\"" DRV "\",\"pool\":\"" NODE "\","
+              "\"device\":\"hami-gpu-0\",\"consumedCapacity\":{\"memory\":\"8Ei\"}}]",
+              UID, &p, &e);
+    is_int(r, -EINVAL, "8Ei refused");
+    like_str(e.msg, "consumedCapacity.memory: \"8Ei\" is too large",
+             "8Ei: too large, not 'not an integer'");
     r = build("{\"not\":\"a list\"}", UID, &p, &e);
     is_int(r, -EINVAL, "results not a list");
 
