@@ -502,30 +502,57 @@ GS_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     return charged_create(d, do_retain, &a, pctx, undo_retain);
 }
 
+/* A primary release (_v2 or the CUDA 7 entry point): the last reference destroys the context and
+ * the driver frees its memory. */
+static CUresult primary_release(CUresult (*real)(CUdevice), CUdevice dev)
+{
+    if (!ctx_tracking() || !tracked_dev(dev))
+        return real(dev);
+    CUcontext p = primary_handle(dev);
+    vgpu_depth++;
+    CUresult r = real(dev);
+    vgpu_depth--;
+    if (r == CUDA_SUCCESS && p && !primary_active(dev))
+        forget(p);
+    return r;
+}
+
+/* A primary reset (_v2 or the CUDA 7 entry point, cudaDeviceReset): everything goes. */
+static CUresult primary_reset(CUresult (*real)(CUdevice), CUdevice dev)
+{
+    if (!ctx_tracking() || !tracked_dev(dev))
+        return real(dev);
+    CUcontext p = primary_handle(dev);
+    vgpu_depth++;
+    CUresult r = real(dev);
+    vgpu_depth--;
+    if (r == CUDA_SUCCESS && p)
+        forget(p);
+    return r;
+}
+
 GS_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
     NEED(cuDevicePrimaryCtxRelease_v2);
-    if (!ctx_tracking() || !tracked_dev(dev))
-        return gs_real_cu.cuDevicePrimaryCtxRelease_v2(dev);
-    CUcontext p = primary_handle(dev);
-    CUresult r;
-    CALL_REAL(r, cuDevicePrimaryCtxRelease_v2, dev);
-    if (r == CUDA_SUCCESS && p && !primary_active(dev))
-        forget(p); /* the last reference: the driver destroyed it and freed its memory */
-    return r;
+    return primary_release(gs_real_cu.cuDevicePrimaryCtxRelease_v2, dev);
+}
+
+GS_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+    NEED(cuDevicePrimaryCtxRelease);
+    return primary_release(gs_real_cu.cuDevicePrimaryCtxRelease, dev);
 }
 
 GS_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
     NEED(cuDevicePrimaryCtxReset_v2);
-    if (!ctx_tracking() || !tracked_dev(dev))
-        return gs_real_cu.cuDevicePrimaryCtxReset_v2(dev);
-    CUcontext p = primary_handle(dev);
-    CUresult r;
-    CALL_REAL(r, cuDevicePrimaryCtxReset_v2, dev);
-    if (r == CUDA_SUCCESS && p)
-        forget(p);
-    return r;
+    return primary_reset(gs_real_cu.cuDevicePrimaryCtxReset_v2, dev);
+}
+
+GS_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
+{
+    NEED(cuDevicePrimaryCtxReset);
+    return primary_reset(gs_real_cu.cuDevicePrimaryCtxReset, dev);
 }
 
 /* ------------------------------------------------------------------ first sight */

@@ -243,6 +243,8 @@ static void setup(void)
     gs_real_cu.cuDevicePrimaryCtxRetain = f_retain;
     gs_real_cu.cuDevicePrimaryCtxRelease_v2 = f_release;
     gs_real_cu.cuDevicePrimaryCtxReset_v2 = f_reset;
+    gs_real_cu.cuDevicePrimaryCtxReset = f_reset;
+    gs_real_cu.cuDevicePrimaryCtxRelease = f_release;
     gs_real_cu.cuDevicePrimaryCtxGetState = f_state;
     gs_real_cu.cuCtxCreate_v2 = f_create;
     gs_real_cu.cuCtxDestroy_v2 = f_destroy;
@@ -360,6 +362,19 @@ int main(void)
        "a context created out of sight that does not fit is still recorded (the next "
        "allocation is refused)");
     ok(cuDevicePrimaryCtxReset_v2(1) == CUDA_SUCCESS && charged[1] == 0, "and given back at reset");
+
+    /* 10. The CUDA 7 entry points (cuDevicePrimaryCtxReset/Release, no _v2) end it the same. */
+    limit[1] = 0;
+    f_retain(&p1, 1);
+    cuCtxSetCurrent(p1);
+    record(0xd000, p1, 1, 7 * MiB, VGPU_KIND_DPTR);
+    ok(cuDevicePrimaryCtxReset(1) == CUDA_SUCCESS && charged[1] == 0,
+       "cuDevicePrimaryCtxReset (v1) gives back overhead and allocations");
+    f_retain(&p1, 1);
+    cuCtxSetCurrent(p1);
+    record(0xd100, p1, 1, 7 * MiB, VGPU_KIND_DPTR);
+    ok(cuDevicePrimaryCtxRelease(1) == CUDA_SUCCESS && charged[1] == 0,
+       "the last cuDevicePrimaryCtxRelease (v1) too");
 
     return tap_done();
 }
