@@ -209,9 +209,24 @@ static void counters_thread_exit(void *p)
     counters_flush(p);
 }
 
+/* A forked child starts with no measurements in flight (its parent's events and contexts are
+ * not its own; CUDA contexts do not survive fork), nothing unpublished, and a free mutex. */
+static void limiter_atfork_child(void)
+{
+    pthread_mutex_init(&lim_lock, NULL);
+    memset(recs, 0, sizeof(recs));
+    n_free = -1;
+    fifo_head = fifo_tail = 0;
+    atomic_store(&n_in_flight, 0);
+    bool registered = thread_counters.registered;
+    memset(&thread_counters, 0, sizeof(thread_counters));
+    thread_counters.registered = registered;
+}
+
 static void counters_key_init(void)
 {
     pthread_key_create(&counters_key, counters_thread_exit);
+    pthread_atfork(NULL, NULL, limiter_atfork_child);
 }
 
 /* The calling thread's counters for rd (published first if they were another device's). */
