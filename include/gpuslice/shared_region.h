@@ -45,7 +45,9 @@
  * (estimates corrected by measurements; it can step down when a correction refunds), launches
  * counts launches.
  *
- * For monitors (version 2; written with relaxed atomics by the launch path, never under a lock):
+ * For monitors (version 2; written with relaxed atomics, never under a lock; each launching thread
+ * adds its sums of launches, busy_ns and gpu_busy_ns at least once per millisecond and when it
+ * exits, so they can lag by up to 1 ms per thread):
  *   gpu_busy_ns     busy GPU time of the claim's kernels on this device, nanoseconds, cumulative
  *                   and monotonic (never decreases): a launch the limiter measured with events
  *                   adds its measured time when the measurement completes; any other launch adds
