@@ -625,6 +625,7 @@ int mon_catalog_init(struct mon_catalog *c, const struct mon_catalog_config *cfg
 {
     memset(c, 0, sizeof(*c));
     c->cfg = *cfg;
+    mon_region_guard();
     c->rs = calloc(1, sizeof(*c->rs));
     if (!c->rs)
         return gs_error_set(err, -ENOMEM, "out of memory");

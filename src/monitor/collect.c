@@ -293,9 +293,12 @@ static void collect_claim(struct scrape *s, struct mon_claim *m, uint64_t real_n
     uint32_t n = 0;
     enum mon_region_status rs =
         mon_region_read(&m->region, devs, GS_REGION_MAX_DEVICES, &n, false, NULL);
-    struct mon_labels l;
-    claim_labels(&l, m);
-    add(s, F_REGION_HEALTHY, &l, rs == MON_REGION_OK ? 1 : 0);
+    /* The refresher also checked the file's size: a region it refused stays refused. */
+    if (rs == MON_REGION_OK && m->region_status != MON_REGION_OK)
+        rs = m->region_status;
+    struct mon_labels base, l;
+    claim_labels(&base, m);
+    add(s, F_REGION_HEALTHY, &base, rs == MON_REGION_OK ? 1 : 0);
     for (size_t k = 0; k < m->n_devices; k++) {
         const struct mon_claim_device *d = &m->dev[k];
         const struct mon_region_device *rd =
@@ -319,7 +322,7 @@ static void collect_claim(struct scrape *s, struct mon_claim *m, uint64_t real_n
             last = real_ns > rd->last_kernel_ns ? (double)(real_ns - rd->last_kernel_ns) / 1e9 : 0;
         }
 
-        claim_labels(&l, m);
+        l = base; /* the claim's labels, escaped once */
         mon_labels_add_u(&l, "vdevice_index", k);
         mon_labels_add(&l, "device_uuid", d->uuid);
         add(s, F_CLAIM_USED, &l, used);

@@ -50,7 +50,8 @@ static void lput(struct mon_labels *l, char c)
     l->buf[l->len] = '\0';
 }
 
-void mon_labels_add(struct mon_labels *l, const char *name, const char *value)
+/* Byte by byte, bounded: used when the worst case might not fit (sets `overflow`). */
+static void labels_add_slow(struct mon_labels *l, const char *name, const char *value)
 {
     if (l->len)
         lput(l, ',');
@@ -58,7 +59,7 @@ void mon_labels_add(struct mon_labels *l, const char *name, const char *value)
         lput(l, *p);
     lput(l, '=');
     lput(l, '"');
-    for (const char *p = value ? value : ""; *p; p++) {
+    for (const char *p = value; *p; p++) {
         if (*p == '\\' || *p == '"') {
             lput(l, '\\');
             lput(l, *p);
@@ -70,6 +71,40 @@ void mon_labels_add(struct mon_labels *l, const char *name, const char *value)
         }
     }
     lput(l, '"');
+}
+
+void mon_labels_add(struct mon_labels *l, const char *name, const char *value)
+{
+    if (!value)
+        value = "";
+    size_t nlen = strlen(name), vlen = strlen(value);
+    /* Worst case: separator, name, =", every value byte escaped, ", NUL. */
+    if (l->overflow || l->len + 1 + nlen + 3 + 2 * vlen + 1 > sizeof(l->buf)) {
+        labels_add_slow(l, name, value);
+        return;
+    }
+    char *o = l->buf + l->len;
+    if (l->len)
+        *o++ = ',';
+    memcpy(o, name, nlen);
+    o += nlen;
+    *o++ = '=';
+    *o++ = '"';
+    for (const char *p = value; *p; p++) {
+        char c = *p;
+        if (c == '\\' || c == '"') {
+            *o++ = '\\';
+            *o++ = c;
+        } else if (c == '\n') {
+            *o++ = '\\';
+            *o++ = 'n';
+        } else {
+            *o++ = c;
+        }
+    }
+    *o++ = '"';
+    *o = '\0';
+    l->len = (size_t)(o - l->buf);
 }
 
 /* Decimal digits of v into buf (at least 21 bytes), NUL-terminated; returns the length. */
@@ -219,6 +254,26 @@ void mon_expo_format_value(double v, char *buf, size_t len)
         } else {
             u64_text((unsigned long long)v, buf);
         }
+    } else if (fabs(v) < 1e9 && len >= 32 && (double)llround(v * 1000.0) / 1000.0 == v) {
+        /* Thousandths (ratios of whole percents, ms): v is exactly k/1000 rounded, so the
+         * decimal k/1000 parses back to v; no printf floating-point path. */
+        long long k = llround(v * 1000.0);
+        size_t o = 0;
+        if (k < 0) {
+            buf[o++] = '-';
+            k = -k;
+        }
+        o += u64_text((unsigned long long)(k / 1000), buf + o);
+        int frac = (int)(k % 1000);
+        if (frac) {
+            buf[o++] = '.';
+            char d[3] = {(char)('0' + frac / 100), (char)('0' + frac / 10 % 10),
+                         (char)('0' + frac % 10)};
+            int nd = d[2] != '0' ? 3 : d[1] != '0' ? 2 : 1;
+            for (int i = 0; i < nd; i++)
+                buf[o++] = d[i];
+        }
+        buf[o] = '\0';
     } else {
         snprintf(buf, len, "%.15g", v);
         if (strtod(buf, NULL) != v)

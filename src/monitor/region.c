@@ -3,6 +3,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -109,42 +112,57 @@ static enum mon_region_status ensure_open(struct mon_region *r, bool recheck_pat
     return MON_REGION_OK;
 }
 
-enum mon_region_status mon_region_read(struct mon_region *r, struct mon_region_device *out,
-                                       uint32_t max, uint32_t *n, bool recheck_path,
-                                       struct gs_error *err)
+/* SIGBUS guard: a region file truncated (by anyone with write access: the containers mount it
+ * read-write) while mapped makes a read past its new end fault. The faulting read longjmps back
+ * and the region is reported truncated; a SIGBUS anywhere else gets the previous disposition. */
+static _Thread_local sigjmp_buf *bus_jmp;
+static struct sigaction old_bus;
+static pthread_once_t guard_once = PTHREAD_ONCE_INIT;
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
 {
-    *n = 0;
-    enum mon_region_status s = ensure_open(r, recheck_path, err);
-    if (s != MON_REGION_OK)
-        return s;
-    /* The file may have been truncated since it was mapped: touching a page past its end would
-     * raise SIGBUS, so check the size first (libvgpu and the plugin never shrink a region). */
-    struct stat st;
-    if (fstat(r->fd, &st) != 0 || (uint64_t)st.st_size < sizeof(struct gs_region)) {
-        unsigned long long size = (unsigned long long)st.st_size;
-        unmap(r);
-        return FAIL(MON_REGION_TRUNCATED, -EBADMSG,
-                    "shared region %s: %llu bytes, a region has %zu", r->path, size,
-                    sizeof(struct gs_region));
-    }
-    const struct gs_region *g = r->map;
-    if (g->magic != GS_REGION_MAGIC)
-        return FAIL(MON_REGION_BAD_MAGIC, -EBADMSG,
-                    "shared region %s: magic 0x%016llx is not GSREGION", r->path,
-                    (unsigned long long)g->magic);
-    if (g->version < GS_REGION_VERSION_MIN_READ || g->version > GS_REGION_VERSION)
-        return FAIL(MON_REGION_BAD_VERSION, -EPROTO,
-                    "shared region %s: layout version %u, this monitor reads %d..%d", r->path,
-                    g->version, GS_REGION_VERSION_MIN_READ, GS_REGION_VERSION);
-    if (g->size != sizeof(struct gs_region))
-        return FAIL(MON_REGION_BAD_SIZE, -EBADMSG,
-                    "shared region %s: header says %u bytes, expected %zu", r->path, g->size,
-                    sizeof(struct gs_region));
-    if (atomic_load_explicit(&g->init_state, memory_order_acquire) != GS_REGION_READY)
-        return FAIL(MON_REGION_UNINIT, -EAGAIN, "shared region %s: not initialised yet", r->path);
-    uint32_t nd = GS_MIN(atomic_load_explicit(&g->n_devices, memory_order_acquire),
-                         (uint32_t)GS_REGION_MAX_DEVICES);
-    bool v2 = g->version >= 2;
+    (void)si;
+    (void)uc;
+    if (bus_jmp)
+        siglongjmp(*bus_jmp, 1);
+    sigaction(sig, &old_bus, NULL); /* not ours: the faulting access repeats under it */
+}
+
+static void guard_install(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, &old_bus);
+}
+
+void mon_region_guard(void)
+{
+    pthread_once(&guard_once, guard_install);
+}
+
+struct header {
+    uint64_t magic;
+    uint32_t version, size, init_state, n_devices;
+};
+
+/* Copy the header, and the devices when the header is one we read. Runs under the SIGBUS guard. */
+static void copy_region(const struct gs_region *g, struct header *h, struct mon_region_device *out,
+                        uint32_t max, uint32_t *n)
+{
+    h->magic = g->magic;
+    h->version = g->version;
+    h->size = g->size;
+    h->init_state = atomic_load_explicit(&g->init_state, memory_order_acquire);
+    h->n_devices = atomic_load_explicit(&g->n_devices, memory_order_acquire);
+    if (h->magic != GS_REGION_MAGIC || h->version < GS_REGION_VERSION_MIN_READ ||
+        h->version > GS_REGION_VERSION || h->size != sizeof(struct gs_region) ||
+        h->init_state != GS_REGION_READY)
+        return;
+    uint32_t nd = GS_MIN(h->n_devices, (uint32_t)GS_REGION_MAX_DEVICES);
+    bool v2 = h->version >= 2;
     for (uint32_t i = 0; i < nd && *n < max; i++) {
         const struct gs_region_device *d = &g->devices[i];
         struct mon_region_device *o = &out[*n];
@@ -168,6 +186,54 @@ enum mon_region_status mon_region_read(struct mon_region *r, struct mon_region_d
             o->has_v2 ? atomic_load_explicit(&d->last_kernel_ns, memory_order_acquire) : 0;
         (*n)++;
     }
+}
+
+enum mon_region_status mon_region_read(struct mon_region *r, struct mon_region_device *out,
+                                       uint32_t max, uint32_t *n, bool recheck_path,
+                                       struct gs_error *err)
+{
+    *n = 0;
+    enum mon_region_status s = ensure_open(r, recheck_path, err);
+    if (s != MON_REGION_OK)
+        return s;
+    if (recheck_path) {
+        /* The refresher also checks the size, so a shrunk file is named and counted even when
+         * the part a read touches still lies within it. */
+        struct stat st;
+        if (fstat(r->fd, &st) != 0 || (uint64_t)st.st_size < sizeof(struct gs_region)) {
+            unsigned long long size = (unsigned long long)st.st_size;
+            unmap(r);
+            return FAIL(MON_REGION_TRUNCATED, -EBADMSG,
+                        "shared region %s: %llu bytes, a region has %zu", r->path, size,
+                        sizeof(struct gs_region));
+        }
+    }
+    struct header h = {0};
+    sigjmp_buf jb;
+    if (sigsetjmp(jb, 0)) {
+        bus_jmp = NULL;
+        *n = 0;
+        unmap(r);
+        return FAIL(MON_REGION_TRUNCATED, -EBADMSG,
+                    "shared region %s: the file shrank under the mapping", r->path);
+    }
+    bus_jmp = &jb;
+    copy_region(r->map, &h, out, max, n);
+    bus_jmp = NULL;
+    if (h.magic != GS_REGION_MAGIC)
+        return FAIL(MON_REGION_BAD_MAGIC, -EBADMSG,
+                    "shared region %s: magic 0x%016llx is not GSREGION", r->path,
+                    (unsigned long long)h.magic);
+    if (h.version < GS_REGION_VERSION_MIN_READ || h.version > GS_REGION_VERSION)
+        return FAIL(MON_REGION_BAD_VERSION, -EPROTO,
+                    "shared region %s: layout version %u, this monitor reads %d..%d", r->path,
+                    h.version, GS_REGION_VERSION_MIN_READ, GS_REGION_VERSION);
+    if (h.size != sizeof(struct gs_region))
+        return FAIL(MON_REGION_BAD_SIZE, -EBADMSG,
+                    "shared region %s: header says %u bytes, expected %zu", r->path, h.size,
+                    sizeof(struct gs_region));
+    if (h.init_state != GS_REGION_READY)
+        return FAIL(MON_REGION_UNINIT, -EAGAIN, "shared region %s: not initialised yet", r->path);
     return MON_REGION_OK;
 }
 

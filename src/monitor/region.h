@@ -3,10 +3,11 @@
  * Read-only view of one claim's shared region (include/gpuslice/shared_region.h).
  *
  * The file is opened O_RDONLY and its header + device array mapped PROT_READ once; every read
- * re-checks the file's size (a truncated file is refused before a byte is touched: a mapping past
- * the end would fault), magic, version and size fields and init_state, then copies the device
- * fields with acquire loads. The monitor never takes the region's lock and never writes: libvgpu is
- * never slowed or blocked by a reader.
+ * checks the magic, version and size fields and init_state, then copies the device fields with
+ * acquire loads. A file truncated under the mapping (the containers mount it read-write) makes a
+ * read fault: the read runs under a SIGBUS guard (mon_region_guard) and reports the region
+ * truncated; the refresher's reads (recheck_path) also compare the file's size. The monitor never
+ * takes the region's lock and never writes: libvgpu is never slowed or blocked by a reader.
  */
 #ifndef GS_MONITOR_REGION_H
 #define GS_MONITOR_REGION_H
@@ -70,6 +71,10 @@ void mon_region_fini(struct mon_region *r);
 enum mon_region_status mon_region_read(struct mon_region *r, struct mon_region_device *out,
                                        uint32_t max, uint32_t *n, bool recheck_path,
                                        struct gs_error *err);
+
+/* Install the process's SIGBUS guard (once; mon_catalog_init calls it). Without it a region
+ * truncated under the mapping kills the process on the next read. */
+void mon_region_guard(void);
 
 /* Find a device by UUID in a read snapshot, or NULL. */
 const struct mon_region_device *mon_region_find(const struct mon_region_device *devs, uint32_t n,

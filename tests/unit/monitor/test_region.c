@@ -100,6 +100,20 @@ int main(void)
     is_int(mon_region_read(&r, devs, GS_REGION_MAX_DEVICES, &n, true, NULL), MON_REGION_TRUNCATED,
            "truncated under the mapping: refused before reading (no SIGBUS)");
     is_int(n, 0, "nothing returned");
+    /* Truncated to nothing while mapped, read without a size check (a scrape): the read faults
+     * and the SIGBUS guard turns it into "truncated". */
+    mon_region_guard();
+    fx_write_region(path, GS_REGION_VERSION, 0, 0, GS_REGION_READY, d, 1);
+    is_int(mon_region_read(&r, devs, GS_REGION_MAX_DEVICES, &n, true, NULL), MON_REGION_OK,
+           "mapped again");
+    if (truncate(path, 0) != 0)
+        diag("truncate failed");
+    char msg2[256] = "";
+    struct gs_error e2 = {0};
+    is_int(mon_region_read(&r, devs, GS_REGION_MAX_DEVICES, &n, false, &e2), MON_REGION_TRUNCATED,
+           "shrunk under the mapping, no size check: SIGBUS caught, truncated");
+    snprintf(msg2, sizeof(msg2), "%s", e2.msg);
+    ok(strstr(msg2, "shrank") != NULL && n == 0, "says the file shrank, returns nothing: %s", msg2);
     const struct fx_device d2[] = {{.uuid = "GPU-new", .used = 1, .cores = 50}};
     fx_write_region(path, GS_REGION_VERSION, 0, 0, GS_REGION_READY, d2, 1);
     is_int(mon_region_read(&r, devs, GS_REGION_MAX_DEVICES, &n, false, NULL), MON_REGION_OK,
