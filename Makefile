@@ -3,7 +3,10 @@
 #   make            build everything and stage it in dist/
 #   make test       deps + build + all tests (+ the same under ASan+UBSan); closing line "N passed, N failed"
 #   make test-slow  long-running accuracy tests (compute limiter matrix); CI runs it too
-#   make demo       the lab's story on a simulated GPU
+#   make demo       deps + build + the lab's story on a simulated GPU
+#   make image      container image (deploy/container/Dockerfile) with podman, buildah or docker
+#   make image-offline  the same root filesystem as an OCI image built from dist/ without any base
+#                   image or engine (umoci), in $(BUILD)/image; CI's path
 #   make bench      benchmarks with ratios against in-run baselines
 #   make lint       clang-format check + clang-tidy
 #   make fuzz       libFuzzer build (clang) in build-fuzz/
@@ -15,7 +18,7 @@ JOBS       ?= $(shell nproc)
 PYTHON     ?= /usr/bin/python3
 MESON_OPTS ?=
 
-.PHONY: all deps build stage test test-slow demo bench lint fuzz clean asan
+.PHONY: all deps build stage test test-slow demo bench lint fuzz clean asan image image-offline
 
 all: stage
 
@@ -23,6 +26,7 @@ deps:
 	@tools/install-deps.sh
 
 $(BUILD)/build.ninja:
+	@command -v meson >/dev/null || { echo "meson is not installed: run 'make deps' (or make test / make demo, which do)" >&2; exit 1; }
 	meson setup $(BUILD) $(MESON_OPTS)
 
 $(ASAN_BUILD)/build.ninja:
@@ -48,8 +52,15 @@ test-slow: deps
 	@$(MAKE) --no-print-directory stage
 	@$(PYTHON) tools/run-tests.py --build $(BUILD) --suite slow
 
-demo: stage
+demo: deps
+	@$(MAKE) --no-print-directory stage
 	@tools/demo.sh
+
+image:
+	@$(PYTHON) tools/image.py build
+
+image-offline: stage
+	@$(PYTHON) tools/image.py oci --dist $(DIST) --layout $(BUILD)/image
 
 bench: stage
 	@tools/bench.sh

@@ -206,7 +206,11 @@ def main():
     deploy = os.path.join(p['GS_SOURCE_ROOT'], 'deploy')
     kubectl = shutil.which('kubectl')
     if not kubectl:
-        t.skip('deploy/ renders with kubectl kustomize', 'kubectl not installed (make deps)')
+        # kubectl (with kustomize v5: components) is not a Debian 12 package; CI installs it.
+        if os.environ.get('CI') == 'true':
+            t.ok(False, 'kubectl is installed (CI renders every kustomization)')
+        else:
+            t.skip('deploy/ renders with kubectl kustomize', 'kubectl not installed')
         return t.done()
     rels = [r for r in kustomizations(deploy) if kind_of(deploy, r) != 'Component']
     units = {r for r in rels if '/' not in r and r not in NOT_UNITS}
