@@ -2,8 +2,12 @@
 """Bench: gpuslice-webhook under wrk over TLS. /mutate with a typical AdmissionReview (the seed
 article's pod: gpu 1, gpumem 10240, gpucores 50, plus the usual pod fields) against a baseline of
 /healthz over the same TLS server, paced near 2,000 requests/s (wrk 4.1 has no -R: connections
-x per-request delay, the achieved rate is reported) and unpaced; p50/p99 and the server's RSS.
-Targets: p99 <= 2 ms at 2,000 req/s, RSS <= 10 MiB. Figures only: nothing here is asserted."""
+x per-request delay, the achieved rate is reported) and unpaced (saturation); p50/p99 and the
+server's RSS. Each measurement is repeated WH_BENCH_RUNS times (default 3) and the median is
+reported, with the machine's load average (the machine is shared). Targets (issue 12): /mutate
+p99 <= 1 ms at 2,000 req/s and >= 20,000 req/s at saturation. Figures only: nothing here is
+asserted."""
+import statistics
 import json
 import os
 import re
@@ -112,7 +116,9 @@ def rss_kib(pid):
 def main():
     t = Tap()
     binary = env_paths()['GS_WEBHOOK']
-    seconds = int(os.environ.get('WH_BENCH_SECONDS', '5'))
+    seconds = int(os.environ.get('WH_BENCH_SECONDS', '4'))
+    runs = int(os.environ.get('WH_BENCH_RUNS', '3'))
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp, FakeAPI(token='bench') as api:
         api.put(slice_obj('node-1', DRIVER, ['15Gi']))
         cert, key = make_cert(tmp)
@@ -129,15 +135,30 @@ def main():
         results = {}
         # Paced: 5 connections, each waiting 2 ms between answer and next request: at ~0.5 ms
         # per request that offers ~2,000 req/s (the achieved rate is printed next to the figures).
+        # Saturation: 8 connections without pause. Runs alternate /healthz and /mutate so load
+        # changes on the machine hit both alike; the median of `runs` is reported.
         server = {}
-        for name, path, script in (('healthz', '/healthz', 'get.lua'),
-                                   ('mutate', '/mutate', 'post.lua')):
-            before = histogram(wh)
-            results[name + '@2k'] = wrk(base + path, os.path.join(HERE, script), 5, seconds, 2,
-                                        body)
-            server[name] = (before, histogram(wh))
-            results[name + '@max'] = wrk(base + path, os.path.join(HERE, script), 4, seconds, 0,
-                                         body)
+        samples = {}
+        for run in range(runs):
+            for name, path, script in (('healthz', '/healthz', 'get.lua'),
+                                       ('mutate', '/mutate', 'post.lua')):
+                before = histogram(wh)
+                r = wrk(base + path, os.path.join(HERE, script), 5, seconds, 2, body)
+                samples.setdefault(name + '@2k', []).append(r)
+                after = histogram(wh)
+                if name == 'mutate':
+                    b0 = server.get(name, (before, None))[0]
+                    server[name] = (b0, after)
+                r = wrk(base + path, os.path.join(HERE, script), 8, seconds, 0, body)
+                samples.setdefault(name + '@max', []).append(r)
+        for k, rs in samples.items():
+            results[k] = {'p50': statistics.median(x['p50'] for x in rs),
+                          'p99': statistics.median(x['p99'] for x in rs),
+                          'rate': statistics.median(x['rate'] for x in rs),
+                          'non2xx': sum(x['non2xx'] for x in rs),
+                          'errors': ' '.join(x['errors'] for x in rs if x['errors']),
+                          'raw': rs[-1]['raw'],
+                          'all': [(x['rate'], x['p99']) for x in rs]}
         mem = rss_kib(wh.proc.pid)
         with open(f'/proc/{wh.proc.pid}/smaps_rollup') as f:
             roll = {k: int(v.split()[0]) for k, _, v in (ln.partition(':') for ln in f)
@@ -152,24 +173,26 @@ def main():
             t.ok(r['p99'] is not None and r['non2xx'] == 0, f'{k}: measured, all 2xx',
                  diag=r['raw'])
             t.diag(f"{k:12s} rate {r['rate']:9.1f} req/s  p50 {r['p50']:.3f} ms  "
-                   f"p99 {r['p99']:.3f} ms {r['errors']}")
+                   f"p99 {r['p99']:.3f} ms (median of {runs}; runs: "
+                   + ', '.join(f'{a:.0f}/s {b:.2f} ms' for a, b in r['all']) + f") {r['errors']}")
         m, h = results['mutate@2k'], results['healthz@2k']
         t.diag(f"/mutate vs /healthz at ~2k req/s: p50 ratio {m['p50'] / h['p50']:.2f}, "
                f"p99 ratio {m['p99'] / h['p99']:.2f}")
         mm, hm = results['mutate@max'], results['healthz@max']
-        t.diag(f"/mutate vs /healthz unpaced (4 connections): throughput ratio "
+        t.diag(f"/mutate vs /healthz unpaced (8 connections): throughput ratio "
                f"{mm['rate'] / hm['rate']:.2f}")
         t.diag(f"/mutate inside the server at ~2k req/s (metrics histogram, bucket bounds): "
                f"p50 <= {srv50:g} ms, p99 <= {srv99:g} ms")
         t.diag(f"RSS {mem['VmRSS'] / 1024:.1f} MiB (peak {mem['VmHWM'] / 1024:.1f} MiB), of which "
                f"private {uss / 1024:.1f} MiB, the rest shared library pages; "
                f"API POSTs during the run: {posts} (templates cached)")
-        t.diag(f"machine load average during the run: {os.getloadavg()[0]:.1f} "
-               f"on {os.cpu_count()} CPUs")
-        t.diag(f"targets: p99 <= 2 ms at ~2k req/s: "
-               f"{'met' if m['p99'] <= 2.0 else 'NOT met'} ({m['p99']:.3f} ms at "
-               f"{m['rate']:.0f} req/s); RSS <= 10 MiB: "
-               f"{'met' if mem['VmHWM'] <= 10 * 1024 else 'NOT met'}")
+        t.diag(f"machine load average (1 min): {load_before:.1f} before, "
+               f"{os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs shared with wrk")
+        t.diag(f"targets: /mutate p99 <= 1 ms at ~2k req/s: "
+               f"{'met' if m['p99'] <= 1.0 else 'NOT met'} ({m['p99']:.3f} ms at "
+               f"{m['rate']:.0f} req/s; /healthz {h['p99']:.3f} ms); >= 20,000 req/s at "
+               f"saturation: {'met' if mm['rate'] >= 20000 else 'NOT met'} "
+               f"({mm['rate']:.0f} req/s; /healthz {hm['rate']:.0f} req/s on the same server)")
     sys.exit(t.done())
 
 

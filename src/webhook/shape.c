@@ -338,6 +338,12 @@ json_t *wh_template_object(const char *name, const char *ns, const json_t *claim
     char hex[65];
     if (wh_claim_spec_hash(claim_spec, hex) < 0)
         return NULL;
+    return wh_template_object_hashed(name, ns, claim_spec, hex);
+}
+
+json_t *wh_template_object_hashed(const char *name, const char *ns, const json_t *claim_spec,
+                                  const char hex[65])
+{
     return json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s},s:{s:s}},s:{s:O}}", "apiVersion",
                      "resource.k8s.io/v1", "kind", "ResourceClaimTemplate", "metadata", "name",
                      name, "namespace", ns, "labels", "app.kubernetes.io/managed-by",

@@ -92,5 +92,8 @@ int wh_template_name(const json_t *claim_spec, char *buf, size_t len);
 
 /* The ResourceClaimTemplate object (new reference), or NULL on ENOMEM. */
 json_t *wh_template_object(const char *name, const char *ns, const json_t *claim_spec);
+/* The same with the spec's hash already computed (wh_claim_spec_hash): one hash per shape. */
+json_t *wh_template_object_hashed(const char *name, const char *ns, const json_t *claim_spec,
+                                  const char hex[65]);
 
 #endif /* GS_WEBHOOK_SHAPE_H */

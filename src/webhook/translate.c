@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -132,6 +133,88 @@ static void quote_value(char *buf, size_t len, const char *s)
     if (s[i] && o + 4 < len)
         buf[o++] = '.', buf[o++] = '.', buf[o++] = '.';
     buf[o] = '\0';
+}
+
+/*
+ * The claim spec's hash, memoised by what determines the spec: hashing means a key-sorted
+ * serialisation, the largest cost of a translation (bench/webhook). The key holds every input
+ * of wh_claim_spec_build as text, so equal keys mean equal specs; a direct-mapped table, an
+ * entry replaced on collision. Keys that do not fit are simply not memoised.
+ */
+#define MEMO_SLOTS   256
+#define MEMO_KEY_MAX 2048
+
+struct hash_memo {
+    size_t klen;
+    char key[MEMO_KEY_MAX];
+    char hex[65];
+};
+
+static struct hash_memo memo[MEMO_SLOTS];
+static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t memo_key(char *buf, size_t cap, const struct wh_legacy *l,
+                       const struct wh_names *names, const json_t *selectors,
+                       enum wh_topology topology, const int64_t *sizes, size_t n_sizes)
+{
+    int n = snprintf(
+        buf, cap, "%d:%" PRId64 ":%d:%" PRId64 ":%d:%" PRId64 ":%d:%" PRId64 ":%d:%s%c%s%c",
+        l->has_count, l->count, l->has_mem, l->mem_mib, l->has_pct, l->pct, l->has_cores, l->cores,
+        (int)topology, names->device_class, 0, names->driver, 0);
+    if (n < 0 || (size_t)n >= cap)
+        return 0;
+    size_t o = (size_t)n, i;
+    json_t *sel;
+    json_array_foreach((json_t *)selectors, i, sel)
+    {
+        const char *e =
+            json_string_value(json_object_get(json_object_get(sel, "cel"), "expression"));
+        size_t el = e ? strlen(e) : 0;
+        if (o + el + 2 >= cap)
+            return 0;
+        memcpy(buf + o, e ? e : "", el);
+        o += el;
+        buf[o++] = '\0';
+    }
+    for (size_t k = 0; k < n_sizes; k++) {
+        n = snprintf(buf + o, cap - o, "%" PRId64 ",", sizes[k]);
+        if (n < 0 || (size_t)n >= cap - o)
+            return 0;
+        o += (size_t)n;
+    }
+    return o;
+}
+
+static uint32_t fnv1a_n(const char *s, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
+}
+
+/* wh_claim_spec_hash(cspec), from the memo when the same inputs were hashed before. */
+static int spec_hash(const json_t *cspec, const char *key, size_t klen, char hex[65])
+{
+    struct hash_memo *m = klen ? &memo[fnv1a_n(key, klen) % MEMO_SLOTS] : NULL;
+    if (m) {
+        pthread_mutex_lock(&memo_lock);
+        bool hit = m->klen == klen && memcmp(m->key, key, klen) == 0;
+        if (hit)
+            memcpy(hex, m->hex, 65);
+        pthread_mutex_unlock(&memo_lock);
+        if (hit)
+            return 0;
+    }
+    int r = wh_claim_spec_hash(cspec, hex);
+    if (r == 0 && m) {
+        pthread_mutex_lock(&memo_lock);
+        memcpy(m->key, key, klen);
+        m->klen = klen;
+        memcpy(m->hex, hex, 65);
+        pthread_mutex_unlock(&memo_lock);
+    }
+    return r;
 }
 
 static uint32_t fnv1a(const char *s)
@@ -333,11 +416,16 @@ int wh_translate_pod(const struct wh_names *names, const struct wh_cluster_ops *
             add_warning(out,
                         "%s: annotation %s applies to 2 or more GPUs; ignored for %" PRId64 " GPU",
                         what, WH_ANN_TOPOLOGY, lc->l.count);
-        if (wh_template_name(cspec, tpl, sizeof(tpl)) < 0) {
+        char hex[65];
+        static _Thread_local char key[MEMO_KEY_MAX];
+        size_t klen =
+            memo_key(key, sizeof(key), &lc->l, names, selectors, topology, sizes, n_sizes);
+        if (spec_hash(cspec, key, klen, hex) < 0) {
             json_decref(cspec);
             r = gs_error_set(err, -EIO, "%s: cannot hash the claim shape", what);
             break;
         }
+        snprintf(tpl, sizeof(tpl), "%s%.20s", WH_TEMPLATE_PREFIX, hex);
         bool known = false;
         size_t i;
         json_t *t;
@@ -345,7 +433,7 @@ int wh_translate_pod(const struct wh_names *names, const struct wh_cluster_ops *
             strcmp(json_string_value(json_object_get(json_object_get(t, "metadata"), "name")),
                    tpl) == 0;
         if (!known)
-            json_array_append_new(out->templates, wh_template_object(tpl, ns, cspec));
+            json_array_append_new(out->templates, wh_template_object_hashed(tpl, ns, cspec, hex));
         json_decref(cspec);
         if (json_array_size(out->templates) > WH_MAX_TEMPLATES_PER_POD) {
             r = gs_error_set(err, -EINVAL,
