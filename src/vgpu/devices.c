@@ -230,6 +230,11 @@ struct vgpu_device *vgpu_device_current(void)
     return vgpu_device_current_strict();
 }
 
+struct vgpu_device *vgpu_device_only(void)
+{
+    return only_device >= 0 ? &devices[only_device] : NULL;
+}
+
 struct vgpu_device *vgpu_device_current_strict(void)
 {
     CUdevice dev;

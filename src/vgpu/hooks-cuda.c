@@ -105,9 +105,10 @@ static CUresult dptr_alloc(void *arg, uint64_t *key, uint64_t *taken)
     struct dptr_call *c = arg;
     CUresult r = c->managed ? REAL(cuMemAllocManaged)(c->dptr, c->bytes, c->flags)
                             : REAL(cuMemAlloc_v2)(c->dptr, c->bytes);
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
         *key = *c->dptr;
-    (void)taken; /* exactly the size asked for */
+        *taken = c->bytes; /* exactly the size asked for */
+    }
     return r;
 }
 
@@ -123,26 +124,27 @@ static CUresult dptr_free(void *arg, uint64_t key)
     return REAL(cuMemFree_v2)((CUdeviceptr)key);
 }
 
-static CUresult alloc_plain(CUdeviceptr *dptr, size_t bytesize, unsigned int flags, bool managed)
+static CUresult alloc_plain(struct dptr_call *c)
 {
-    struct dptr_call c = {.dptr = dptr, .bytes = bytesize, .flags = flags, .managed = managed};
     struct vgpu_alloc_req req = {
-        .dev = tracked(vgpu_device_current()), .kind = VGPU_KIND_DPTR, .reserve = bytesize};
-    return vgpu_alloc_charged(&req, dptr_alloc, dptr_undo, &c);
+        .dev = tracked(vgpu_device_current()), .kind = VGPU_KIND_DPTR, .reserve = c->bytes};
+    return vgpu_alloc_charged(&req, dptr_alloc, dptr_undo, c);
 }
 
 GS_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
     NEED(cuMemAlloc_v2);
     PASSTHROUGH(cuMemAlloc_v2, dptr, bytesize);
-    return alloc_plain(dptr, bytesize, 0, false);
+    struct dptr_call c = {.dptr = dptr, .bytes = bytesize};
+    return alloc_plain(&c);
 }
 
 GS_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
     NEED(cuMemAllocManaged);
     PASSTHROUGH(cuMemAllocManaged, dptr, bytesize, flags);
-    return alloc_plain(dptr, bytesize, flags, true);
+    struct dptr_call c = {.dptr = dptr, .bytes = bytesize, .flags = flags, .managed = true};
+    return alloc_plain(&c);
 }
 
 /* The widest row padding a driver applies to cuMemAllocPitch: the worst case is reserved before
@@ -231,9 +233,10 @@ static CUresult async_alloc(void *arg, uint64_t *key, uint64_t *taken)
         r = REAL(cuMemAllocFromPoolAsync_ptsz)(c->dptr, c->size, c->pool, c->s);
         break;
     }
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
         *key = *c->dptr;
-    (void)taken;
+        *taken = c->size; /* pool allocations: the pool's reservation is what counts */
+    }
     return r;
 }
 
@@ -248,48 +251,52 @@ static void async_undo(void *arg, uint64_t key)
         REAL(cuMemPoolTrimTo)((CUmemoryPool)c->charged_pool, 0);
 }
 
-static CUresult alloc_async(enum async_variant v, CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
-                            CUstream s)
+static CUresult alloc_async(struct async_call *c)
 {
-    struct async_call c = {.v = v, .dptr = dptr, .size = size, .pool = pool, .s = s};
     if (vgpu_depth) {
         uint64_t key, taken;
-        return async_alloc(&c, &key, &taken);
+        return async_alloc(c, &key, &taken);
     }
     vgpu_devices_init();
     struct vgpu_device *d = tracked(vgpu_device_current());
-    struct vgpu_alloc_req req = {.dev = d, .kind = VGPU_KIND_DPTR, .reserve = size};
+    struct vgpu_alloc_req req = {.dev = d, .kind = VGPU_KIND_DPTR, .reserve = c->size};
     if (d) {
-        c.charged_pool = pool ? (void *)pool : vgpu_pool_of_device(d->cu_dev);
-        req.pool = c.charged_pool; /* no pool known: charged per allocation */
+        c->charged_pool = c->pool ? (void *)c->pool : vgpu_pool_of_device(d->cu_dev);
+        req.pool = c->charged_pool; /* no pool known: charged per allocation */
     }
-    return vgpu_alloc_charged(&req, async_alloc, async_undo, &c);
+    return vgpu_alloc_charged(&req, async_alloc, async_undo, c);
 }
 
 GS_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
     NEED(cuMemAllocAsync);
-    return alloc_async(ASYNC_PLAIN, dptr, bytesize, NULL, hStream);
+    struct async_call c = {.v = ASYNC_PLAIN, .dptr = dptr, .size = bytesize, .s = hStream};
+    return alloc_async(&c);
 }
 
 GS_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
     NEED(cuMemAllocAsync_ptsz);
-    return alloc_async(ASYNC_PTSZ, dptr, bytesize, NULL, hStream);
+    struct async_call c = {.v = ASYNC_PTSZ, .dptr = dptr, .size = bytesize, .s = hStream};
+    return alloc_async(&c);
 }
 
 GS_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                            CUstream hStream)
 {
     NEED(cuMemAllocFromPoolAsync);
-    return alloc_async(POOL_PLAIN, dptr, bytesize, pool, hStream);
+    struct async_call c = {
+        .v = POOL_PLAIN, .dptr = dptr, .size = bytesize, .pool = pool, .s = hStream};
+    return alloc_async(&c);
 }
 
 GS_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
                                                 CUmemoryPool pool, CUstream hStream)
 {
     NEED(cuMemAllocFromPoolAsync_ptsz);
-    return alloc_async(POOL_PTSZ, dptr, bytesize, pool, hStream);
+    struct async_call c = {
+        .v = POOL_PTSZ, .dptr = dptr, .size = bytesize, .pool = pool, .s = hStream};
+    return alloc_async(&c);
 }
 
 struct free_async_call {
@@ -412,9 +419,10 @@ static CUresult vmm_alloc(void *arg, uint64_t *key, uint64_t *taken)
 {
     struct vmm_call *c = arg;
     CUresult r = REAL(cuMemCreate)(c->handle, c->size, c->prop, c->flags);
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
         *key = *c->handle;
-    (void)taken;
+        *taken = c->size;
+    }
     return r;
 }
 
@@ -523,6 +531,7 @@ GS_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *han
 /* ------------------------------------------------------------------ arrays */
 
 struct array_call {
+    uint64_t bytes; /* what is charged for it */
     void **handle;
     const void *desc;
     unsigned levels;
@@ -540,21 +549,22 @@ static CUresult array_alloc(void *arg, uint64_t *key, uint64_t *taken)
         r = REAL(cuArray3DCreate_v2)((CUarray *)c->handle, c->desc);
     else
         r = REAL(cuArrayCreate_v2)((CUarray *)c->handle, c->desc);
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
         *key = (uint64_t)(uintptr_t)*c->handle;
-    (void)taken;
+        *taken = c->bytes;
+    }
     return r;
 }
 
 static void array_undo(void *arg, uint64_t key)
 {
     struct array_call *c = arg;
-    /* NOLINTBEGIN(performance-no-int-to-ptr): handle round-trips through the table key */
     if (c->kind == VGPU_KIND_MIPMAP)
+        /* NOLINTNEXTLINE(performance-no-int-to-ptr): handle round-trips through the table key */
         REAL(cuMipmappedArrayDestroy)((CUmipmappedArray)(uintptr_t)key);
     else
+        /* NOLINTNEXTLINE(performance-no-int-to-ptr): handle round-trips through the table key */
         REAL(cuArrayDestroy)((CUarray)(uintptr_t)key);
-    /* NOLINTEND(performance-no-int-to-ptr) */
 }
 
 /* Bytes to charge for an array: its size, or for a format/channel count we do not know the
@@ -570,6 +580,7 @@ static uint64_t array_charge(uint64_t bytes, size_t w, size_t h, size_t d, unsig
 
 static CUresult array_create(uint64_t bytes, struct array_call *c)
 {
+    c->bytes = bytes;
     struct vgpu_alloc_req req = {
         .dev = tracked(vgpu_device_current()), .kind = c->kind, .reserve = bytes};
     return vgpu_alloc_charged(&req, array_alloc, array_undo, c);
@@ -843,12 +854,15 @@ GS_EXPORT CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
     if (vgpu_depth)
         return REAL(cuMemGetInfo_v2)(free, total);
     vgpu_devices_init();
-    /* strict: without a current context the driver's own error comes back */
-    struct vgpu_device *d = tracked(vgpu_device_current_strict());
+    /* the driver first: its own error without a current context, and what the device really
+     * has free (others may hold most of it) */
     CUresult r = REAL(cuMemGetInfo_v2)(free, total);
-    if (r != CUDA_SUCCESS || !d || !d->cfg.memory_limit || !free || !total)
+    if (r != CUDA_SUCCESS || !free || !total)
+        return r;
+    struct vgpu_device *d = vgpu_device_only();
+    d = tracked(d ? d : vgpu_device_current_strict());
+    if (!d || !d->cfg.memory_limit)
         return r; /* unlimited: the physical truth */
-    /* the driver's answer says what the device really has free (others may hold most of it) */
     struct vgpu_mem_view v;
     vgpu_memory_view(d, *total, *free, &v);
     *free = v.free;

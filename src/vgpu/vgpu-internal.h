@@ -219,6 +219,8 @@ struct vgpu_device *vgpu_device_of(CUdevice dev);
 struct vgpu_device *vgpu_device_current(void);
 /* Same, but always asks the driver (NULL without a current context). */
 struct vgpu_device *vgpu_device_current_strict(void);
+/* The one device this process sees (every context is on it), NULL when it sees several. */
+struct vgpu_device *vgpu_device_only(void);
 struct vgpu_device *vgpu_device_by_uuid(const char *uuid);
 int vgpu_device_index(const struct vgpu_device *d);
 struct vgpu_device *vgpu_device_at(int index);
