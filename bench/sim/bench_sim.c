@@ -6,6 +6,9 @@
  *   cuMemFree_v2 with 50,000 live allocations (alloc+free pair, minus nothing)
  *   cuMemGetInfo_v2                          vs clock_gettime
  *   cuStreamQuery                            vs clock_gettime
+ *   cuLaunchKernel with a CUkernel           vs the same launch with its CUfunction
+ *   cuLibraryLoadData + cuLibraryUnload (PTX, what cuBLAS does thousands of times with
+ *   CUDA_MODULE_LOADING=EAGER)               vs malloc + free (4 KiB)
  * Each figure is the best of 5 runs of 200,000 calls (the least disturbed on a shared host).
  * Not a test of thresholds: it prints figures (TAP "ok" lines carry them).
  */
@@ -31,7 +34,10 @@
     X(cuMemFree_v2)                                                                                \
     X(cuMemGetInfo_v2)                                                                             \
     X(cuStreamQuery)                                                                               \
-    X(cuCtxSynchronize)
+    X(cuCtxSynchronize)                                                                            \
+    X(cuLibraryLoadData)                                                                           \
+    X(cuLibraryGetKernel)                                                                          \
+    X(cuLibraryUnload)
 #define DECL(n) static GS_CU_PFN(n) p_##n;
 SYMS(DECL)
 
@@ -43,7 +49,9 @@ static double now_ns(void)
 }
 
 static volatile unsigned long long sink;
-static CUfunction fn;
+static CUfunction fn, kernel_fn;
+static const char ptx[] = ".version 8.0\n.target sm_75\n.address_size 64\n\n"
+                          ".visible .entry sim_busy_0()\n{\n\tret;\n}\n";
 static CUdeviceptr live_ptr;
 
 #define N    200000
@@ -66,6 +74,18 @@ static void op_malloc(void)
 static void op_launch(void)
 {
     p_cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+}
+
+static void op_launch_kernel(void)
+{
+    p_cuLaunchKernel(kernel_fn, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL);
+}
+
+static void op_library(void)
+{
+    CUlibrary l;
+    if (p_cuLibraryLoadData(&l, ptx, NULL, NULL, 0, NULL, NULL, 0) == CUDA_SUCCESS)
+        p_cuLibraryUnload(l);
 }
 
 static void op_alloc_free(void)
@@ -126,9 +146,16 @@ int main(void)
     p_cuModuleGetFunction(&f, m, "sim_busy_0");
 
     fn = f;
+    CUlibrary klib;
+    CUkernel k;
+    p_cuLibraryLoadData(&klib, ptx, NULL, NULL, 0, NULL, NULL, 0);
+    p_cuLibraryGetKernel(&k, klib, "sim_busy_0");
+    kernel_fn = (CUfunction)(void *)k;
     double base_clock = bench(op_clock);
     double base_malloc = bench(op_malloc);
     double launch = bench(op_launch);
+    double launch_k = bench(op_launch_kernel);
+    double library = bench(op_library);
     double pair = bench(op_alloc_free);
     enum { LIVE = 50000 };
     static CUdeviceptr live[LIVE];
@@ -143,12 +170,17 @@ int main(void)
     ok(1, "baseline clock_gettime: %.1f ns", base_clock);
     ok(1, "baseline malloc+free 4 KiB: %.1f ns", base_malloc);
     ok(1, "cuLaunchKernel: %.1f ns (%.1fx clock_gettime)", launch, launch / base_clock);
+    ok(1, "cuLaunchKernel(CUkernel): %.1f ns (%.2fx with the CUfunction)", launch_k,
+       launch_k / launch);
+    ok(1, "cuLibraryLoadData+cuLibraryUnload (PTX): %.1f ns (%.1fx malloc+free)", library,
+       library / base_malloc);
     ok(1, "cuMemAlloc_v2+cuMemFree_v2: %.1f ns (%.1fx malloc+free)", pair, pair / base_malloc);
     ok(1, "alloc+free with 50000 live: %.1f ns (%.2fx the same pair with none live)", pair_live,
        pair_live / pair);
     ok(1, "cuMemGetInfo_v2: %.1f ns (%.1fx clock_gettime)", info, info / base_clock);
     ok(1, "cuStreamQuery: %.1f ns (%.1fx clock_gettime)", query, query / base_clock);
 
+    p_cuLibraryUnload(klib);
     p_cuCtxDestroy_v2(ctx);
     dlclose(h);
     unlink(state);

@@ -372,18 +372,19 @@ static int parse_any(const struct reader *r, struct sim_image *img, int depth, s
         img->format = SIM_IMAGE_CUBIN;
         return parse_elf(r, img, err);
     }
-    /* PTX: text up to the NUL (or the end of a sized image), at most SIM_IMAGE_MAX. */
-    size_t cap = GS_MIN(r->len, (size_t)SIM_IMAGE_MAX);
-    size_t n = strnlen((const char *)r->p, cap);
+    /* PTX: text up to the NUL (or the end of a sized image), at most SIM_IMAGE_MAX. The scan
+     * stops at the first byte that is not text, so binary garbage without a NUL is not read
+     * past that byte. */
+    size_t cap = GS_MIN(r->len, (size_t)SIM_IMAGE_MAX), n = 0;
+    for (; n < cap && r->p[n]; n++)
+        if (!isprint(r->p[n]) && !isspace(r->p[n]))
+            return gs_error_set(err, -EINVAL,
+                                "image: not a fatbinary, cubin or PTX text (binary byte 0x%02x "
+                                "at %zu)",
+                                r->p[n], n);
     if (n == cap && r->len == SIZE_MAX)
         return gs_error_set(err, -EINVAL, "PTX: larger than %llu bytes",
                             (unsigned long long)SIM_IMAGE_MAX);
-    for (size_t i = 0; i < n; i++)
-        if (!isprint(r->p[i]) && !isspace(r->p[i]))
-            return gs_error_set(err, -EINVAL,
-                                "image: not a fatbinary, cubin or PTX text "
-                                "(binary byte 0x%02x at %zu)",
-                                r->p[i], i);
     img->format = SIM_IMAGE_PTX;
     return parse_ptx((const char *)r->p, n, img, err);
 }
