@@ -148,6 +148,34 @@ def main():
         t.ok(wait_until(lambda: prom_value(prom, 'hami_host_gpu_memory_used_bytes') == 0, 120,
                         0.5), 'Prometheus: the GPU is back to 0 bytes used')
 
+        # A workload that launches kernels under a 30 % cap: per-container utilisation from the
+        # busy GPU time libvgpu records in the region (v2), next to gpusim's own NVML figure.
+        go3 = os.path.join(TMP, 'go-3')
+        busy = subprocess.Popen(
+            [GS, 'run', '--sim', '--quiet', '--name', 'busy', '--memory', '1Gi', '--cores', '30',
+             '--', 'sh', '-c', 'while [ ! -e "$0" ]; do "$1" probe --max 1Mi --kernels 50 '
+             '--kernel-us 2000 >/dev/null || exit 1; done', go3, GS],
+            env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        procs.append(busy)
+        util = wait_until(lambda: (lambda v: v if v and v > 0 else None)(
+            prom_value(prom, 'hami_container_device_utilization_ratio')), 120, 0.5)
+        t.ok(util is not None and 0 < util <= 100,
+             'Prometheus: hami_container_device_utilization_ratio of the busy container is in '
+             '(0, 100] (%r)' % util)
+        t.ok(wait_until(lambda: (prom_value(prom, 'hami_host_gpu_utilization_ratio') or 0) > 0,
+                        120, 0.5), 'Prometheus: gpusim\'s NVML shows the GPU busy too')
+        text = scrape(mon)
+        t.ok((value(text, 'gpuslice_claim_gpu_busy_seconds_total', claim='busy') or 0) > 0 and
+             (value(text, 'gpuslice_claim_launches_total', claim='busy') or 0) > 0,
+             'busy GPU time and launches counted for the claim')
+        last = value(text, 'hami_container_last_kernel_elapsed_seconds', vdevice_index='0')
+        t.ok(last is not None and last >= 0, 'time since the last kernel exported (%r s)' % last)
+        with open(go3, 'w'):
+            pass
+        t.is_eq(busy.wait(timeout=120), 0, 'busy workload ended normally')
+        t.ok(wait_until(lambda: prom.query('hami_container_device_utilization_ratio') == [], 120,
+                        0.5), 'Prometheus: its utilisation series is gone once it ended')
+
         # Legacy names, OpenMetrics by Accept, health endpoints.
         leg = Monitor(TMP, ['--no-kubernetes', '--legacy-metrics', '--node-name', 'node-a',
                             '--standalone-state-dir', STATE, '--state-dir',
