@@ -148,7 +148,13 @@ static int parse_bytes(const char *flag, const char *s, int64_t *out)
 {
     struct gs_quantity q;
     struct gs_error e = {0};
-    if (gs_quantity_parse(s, &q, &e) < 0 || gs_quantity_value(&q, out) < 0 || *out < 0) {
+    int r = gs_quantity_parse(s, &q, &e);
+    if (r == -ERANGE || (r == 0 && gs_quantity_value(&q, out) == -ERANGE)) {
+        fprintf(stderr, "gpuslice probe: --%s: \"%s\" is too large (at most 8Ei minus one byte)\n",
+                flag, s);
+        return -1;
+    }
+    if (r < 0 || gs_quantity_value(&q, out) < 0 || *out < 0) {
         fprintf(stderr, "gpuslice probe: --%s: \"%s\" is not a quantity of bytes (e.g. 1Mi)\n",
                 flag, s);
         return -1;
