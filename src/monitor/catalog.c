@@ -365,7 +365,7 @@ static void reconcile(struct mon_catalog *c, const struct listing *lists[], size
             }
             if (c->n_claims == c->cap_claims) {
                 size_t cap = c->cap_claims ? c->cap_claims * 2 : 32;
-                struct mon_claim **nc = realloc(c->claims, cap * sizeof(*nc));
+                struct mon_claim **nc = realloc(c->claims, cap * sizeof(struct mon_claim *));
                 if (!nc)
                     return;
                 c->claims = nc;
