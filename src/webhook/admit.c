@@ -46,11 +46,11 @@ static const char *pod_name(const struct wh_review *rv)
 
 static void log_admission(const struct wh_review *rv, const char *result, const char *detail)
 {
-    char q1[160], q2[160], q3[600];
-    gs_info("admission", "uid=%s pod=%s/%s result=%s detail=%s",
-            gs_log_quote(q1, sizeof(q1), rv->uid), rv->namespace,
-            gs_log_quote(q2, sizeof(q2), pod_name(rv)), result,
-            gs_log_quote(q3, sizeof(q3), detail));
+    /* Every value from the request is quoted: a newline in a pod name must not forge a line. */
+    char pod[600], q1[160], q2[700], q3[600];
+    snprintf(pod, sizeof(pod), "%s/%s", rv->namespace, pod_name(rv));
+    gs_info("admission", "uid=%s pod=%s result=%s detail=%s", gs_log_quote(q1, sizeof(q1), rv->uid),
+            gs_log_quote(q2, sizeof(q2), pod), result, gs_log_quote(q3, sizeof(q3), detail));
 }
 
 static void deny(struct wh_review_answer *ans, int r, const char *msg)

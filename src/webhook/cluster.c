@@ -508,7 +508,8 @@ static int ensure_one(struct wh_cluster *c, const json_t *tpl, struct gs_error *
         atomic_fetch_add(&c->existing, 1);
     } else if (r == 0) {
         atomic_fetch_add(&c->created, 1);
-        gs_info("claim template created", "template=%s/%s", ns, name);
+        char q[KEY_MAX + 8];
+        gs_info("claim template created", "template=%s", gs_log_quote(q, sizeof(q), key));
     } else {
         atomic_fetch_add(&c->api_errors, 1);
         return gs_error_prefix(err, "cannot create ResourceClaimTemplate %s/%s: ", ns, name), r;

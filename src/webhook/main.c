@@ -85,7 +85,7 @@ static int serve(const struct wh_options *opts)
         gs_kube_config_fini(&kc);
         return fail("cannot create the API client", &err);
     }
-    char q1[300], q2[300];
+    char q1[300], q2[300], q3[300], q4[300];
     gs_info("api server", "server=%s source=%s", gs_log_quote(q1, sizeof(q1), kc.server),
             gs_log_quote(q2, sizeof(q2), kc.source ? kc.source : ""));
     gs_kube_config_fini(&kc);
@@ -152,7 +152,8 @@ static int serve(const struct wh_options *opts)
             "mode=%s listen=%s health_listen=%s device_class=%s driver=%s max_connections=%lld "
             "max_connections_per_client=%lld idle_timeout_s=%lld admission_timeout_ms=%lld",
             o.mode == WH_MODE_LEGACY ? "legacy" : "dra", gs_log_quote(q1, sizeof(q1), o.listen),
-            gs_log_quote(q2, sizeof(q2), o.health_listen), o.device_class, o.driver,
+            gs_log_quote(q2, sizeof(q2), o.health_listen),
+            gs_log_quote(q3, sizeof(q3), o.device_class), gs_log_quote(q4, sizeof(q4), o.driver),
             (long long)o.max_connections, (long long)o.max_connections_per_client,
             (long long)GS_MAX(o.idle_timeout_ns / 1000000000, 1),
             (long long)(o.admission_timeout_ns / 1000000));

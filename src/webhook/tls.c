@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/macros.h"
 
@@ -41,13 +42,6 @@ struct wh_tls {
 };
 
 static struct wh_tls *the_tls; /* for wh_tls_retrieve: GnuTLS gives the callback no user data */
-
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 static void pair_free(struct pair *p)
 {
@@ -191,7 +185,7 @@ struct wh_tls *wh_tls_new(const char *cert_file, const char *key_file, uint64_t 
     t->generation = 1;
     if (metrics)
         atomic_fetch_add(&metrics->tls_reloads, 1);
-    atomic_store(&t->next_check_ms, now_ms() + check_interval_ms);
+    atomic_store(&t->next_check_ms, gs_now_ms() + check_interval_ms);
     the_tls = t;
     return t;
 }
@@ -261,7 +255,7 @@ int wh_tls_retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_rdn, 
     struct wh_tls *t = the_tls;
     if (!t)
         return -1;
-    uint64_t now = now_ms(), next = atomic_load(&t->next_check_ms);
+    uint64_t now = gs_now_ms(), next = atomic_load(&t->next_check_ms);
     if (now >= next &&
         atomic_compare_exchange_strong(&t->next_check_ms, &next, now + t->check_interval_ms)) {
         struct gs_error err = {0};

@@ -53,6 +53,15 @@ def check_legacy(t, api, wh):
             (False, 403, 'container main is privileged'), 'legacy: privileged GPU pod denied '
             'with HAMi\'s message')
     t.like(wh.output(), 'msg=serving mode=legacy', 'legacy mode logged at start')
+    # Log lines are logfmt with every request value quoted: a newline in a pod name cannot
+    # forge a line.
+    evil = pod({'nvidia.com/gpu': '1'}, name='evil\nts=x level=error msg=forged')
+    wh.mutate(review(evil, uid='evil\nuid'))
+    lines = wh.output().splitlines()
+    t.ok(not any(ln.startswith('ts=x') for ln in lines) and
+         any('pod="team-a/evil\\nts=x level=error msg=forged-"' in ln for ln in lines),
+         'pod name with a newline: one quoted, escaped value on one line',
+         diag=[ln for ln in lines if 'evil' in ln or 'forged' in ln])
 
 
 def main():
