@@ -58,6 +58,8 @@ def check_daemonset(ds):
     t.ok(not spec.get('hostNetwork') and not spec.get('hostPID') and not spec.get('hostIPC'),
          'no host network, PID or IPC namespace')
     t.is_eq(spec.get('serviceAccountName'), 'gpuslice-monitor', 'its own service account')
+    t.is_eq(spec.get('securityContext', {}).get('seccompProfile'), {'type': 'RuntimeDefault'},
+            'seccomp RuntimeDefault')
     c = spec['containers']
     t.is_eq(len(c), 1, 'one container')
     c = c[0]
