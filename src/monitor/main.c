@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/macros.h"
 #include "common/version.h"
+#include "gpu/nvml.h"
 #include "monitor/catalog.h"
 #include "monitor/collect.h"
 #include "monitor/options.h"
@@ -95,6 +96,10 @@ static int serve(const struct mon_options *o)
     else
         mon_standalone_default_dir(standalone_state, sizeof(standalone_state));
 
+    if (gpu_nvml_set_driver_root(o->driver_root, &err) < 0) {
+        fail("bad --driver-root", &err);
+        return 2;
+    }
     struct gs_k8s_client *k8s = NULL;
     if (make_client(o, &k8s, &err) < 0)
         return fail("cannot configure the API client", &err);

@@ -54,6 +54,15 @@ static const struct gs_option options[] = {
      .offset = OFF(host_dir),
      .help = "the kubelet plugin's host dir: claims/<uid>/region/region are the claims' shared "
              "regions"},
+    {.name = "driver-root",
+     .env = "NVIDIA_DRIVER_ROOT",
+     .type = GS_OPT_STRING,
+     .def = "/",
+     .metavar = "DIR",
+     .offset = OFF(driver_root),
+     .help = "where the NVIDIA driver's libraries are (libnvidia-ml.so.1 is looked up under it "
+             "first): / = the host's or the NVIDIA runtime's, /run/nvidia/driver under the GPU "
+             "Operator"},
     {.name = "state-dir",
      .env = "GPUSLICE_PLUGIN_STATE_DIR",
      .type = GS_OPT_STRING,

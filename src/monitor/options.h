@@ -22,6 +22,7 @@ struct mon_options {
     char *kubeconfig;
     char *driver_name;
     char *host_dir;
+    char *driver_root;
     char *state_dir;            /* the kubelet plugin's; NULL = /var/lib/kubelet/plugins/<driver> */
     char *standalone_state_dir; /* `gpuslice run`'s; NULL = the standalone mode's default */
     char *tls_cert_file;
