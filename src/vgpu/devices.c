@@ -162,6 +162,7 @@ static bool discover(void)
             }
             if (d->region && d->cfg.region_path[0])
                 vgpu_region_sweep(d->region, VGPU_SWEEP_FORCE); /* what dead processes held */
+            vgpu_ctx_baseline(d); /* before this process has a context on it */
             any_tracked = true;
         }
         if (d->cfg.cores)

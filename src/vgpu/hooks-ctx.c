@@ -61,9 +61,17 @@ static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ------------------------------------------------------------------ driver usage (NVML) */
 
-/* This process's usage of device d as the driver reports it; false when the driver does not
- * list this process there (no NVML, other pid namespace). */
-static bool pid_usage(const struct vgpu_device *d, uint64_t *used)
+/* Processes the driver listed on each device before this process had a context there (taken
+ * once the driver is initialised): in another pid namespace the driver lists this process under
+ * a pid it cannot recognise, but as a NEW entry. */
+#define BASELINE_MAX 256
+static struct {
+    bool taken;
+    unsigned n;
+    unsigned pids[BASELINE_MAX];
+} baseline[VGPU_MAX_DEVICES];
+
+static bool nvml_list(const struct vgpu_device *d, nvmlProcessInfo_t *infos, unsigned *n)
 {
     static atomic_bool nvml_init;
     if (!vgpu_nvml_ready() || !gs_real_nvml.nvmlDeviceGetHandleByUUID ||
@@ -77,19 +85,59 @@ static bool pid_usage(const struct vgpu_device *d, uint64_t *used)
     nvmlDevice_t h;
     if (gs_real_nvml.nvmlDeviceGetHandleByUUID(d->uuid, &h) != NVML_SUCCESS)
         return false;
+    unsigned cap = *n;
+    if (gs_real_nvml.nvmlDeviceGetComputeRunningProcesses_v3(h, n, infos) != NVML_SUCCESS)
+        return false;
+    *n = GS_MIN(*n, cap);
+    return true;
+}
+
+void vgpu_ctx_baseline(const struct vgpu_device *d)
+{
+    int idx = vgpu_device_index(d);
+    nvmlProcessInfo_t infos[BASELINE_MAX];
+    unsigned n = GS_ARRAY_SIZE(infos);
+    if (idx < 0 || idx >= VGPU_MAX_DEVICES || !nvml_list(d, infos, &n))
+        return;
+    for (unsigned i = 0; i < n; i++)
+        baseline[idx].pids[i] = infos[i].pid;
+    baseline[idx].n = n;
+    baseline[idx].taken = true;
+}
+
+/* This process's usage of device d as the driver reports it; false when it cannot be told.
+ * Listed under our own pid: that entry. Otherwise (another pid namespace) the entries that
+ * appeared since the baseline are this process and any other that started since: the smallest
+ * of them (every new process holds at least its own context) — 0 when none appeared. */
+static bool pid_usage(const struct vgpu_device *d, uint64_t *used)
+{
+    int idx = vgpu_device_index(d);
     nvmlProcessInfo_t infos[256];
     unsigned n = GS_ARRAY_SIZE(infos);
-    unsigned pid = (unsigned)getpid();
-    if (gs_real_nvml.nvmlDeviceGetComputeRunningProcesses_v3(h, &n, infos) != NVML_SUCCESS)
+    if (!nvml_list(d, infos, &n))
         return false;
-    for (unsigned i = 0; i < n && i < GS_ARRAY_SIZE(infos); i++) {
+    unsigned pid = (unsigned)getpid();
+    for (unsigned i = 0; i < n; i++) {
         if (infos[i].pid == pid) {
             *used = infos[i].usedGpuMemory;
             return true;
         }
     }
-    *used = 0;
-    return true; /* listed processes are known; we hold nothing yet */
+    if (!baseline[idx].taken)
+        return false; /* not listed, nothing to compare with */
+    bool any = false;
+    uint64_t least = 0;
+    for (unsigned i = 0; i < n; i++) {
+        bool old = false;
+        for (unsigned k = 0; k < baseline[idx].n && !old; k++)
+            old = baseline[idx].pids[k] == infos[i].pid;
+        if (old)
+            continue;
+        least = any ? GS_MIN(least, infos[i].usedGpuMemory) : infos[i].usedGpuMemory;
+        any = true;
+    }
+    *used = least;
+    return true;
 }
 
 /* ------------------------------------------------------------------ per-context state */
@@ -162,8 +210,8 @@ static uint64_t probe(const struct vgpu_device *d, uint64_t usage_before, bool b
         amount = now - usage_before;
     else if (!ok)
         VLOG(VGPU_LOG_WARN,
-             "device %s: the driver does not list this process; context overhead charged is "
-             "GPUSLICE_CONTEXT_OVERHEAD (%llu bytes)",
+             "device %s: this process's usage cannot be told from the driver's list; context "
+             "overhead charged is GPUSLICE_CONTEXT_OVERHEAD (%llu bytes)",
              d->uuid, (unsigned long long)cfg);
     overhead[idx].bytes = GS_MAX(amount, cfg);
     atomic_store(&overhead[idx].known, true);

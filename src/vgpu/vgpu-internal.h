@@ -250,6 +250,9 @@ void *vgpu_ctx_current(struct vgpu_device **dev);
 /* Contexts this process knows (for tests and logs). */
 size_t vgpu_ctx_count(void);
 void vgpu_ctx_atfork_child(void);
+/* Remember which processes the driver lists on d before this process has a context there (to
+ * recognise this process's entry where the driver lists it under another pid namespace's pid). */
+void vgpu_ctx_baseline(const struct vgpu_device *d);
 
 /* ---- memory pools (pools.c) ---- */
 /* Re-read RESERVED_MEM_CURRENT of every pool this process charged and adjust the charges. */

@@ -15,7 +15,7 @@
 #include "vgpu/vgpu-internal.h"
 
 #define MiB  (1ULL << 20)
-#define NDEV 2
+#define NDEV 3
 
 /* ---- what devices.c, config.c, dispatch.c and charge.c provide to the code under test ---- */
 struct gs_real_cuda gs_real_cu;
@@ -212,13 +212,26 @@ static nvmlReturn_t n_by_uuid(const char *uuid, nvmlDevice_t *h)
     return NVML_ERROR_NOT_FOUND;
 }
 
+/* Device 2 lists processes as the driver does for a process in another pid namespace: under
+ * a pid this process does not know, beside another container's process. */
+#define HOST_PID  4000001u
+#define OTHER_PID 4000002u
+static uint64_t other_usage = 900 * MiB;
+
 static nvmlReturn_t n_procs(nvmlDevice_t h, unsigned *n, nvmlProcessInfo_t *infos)
 {
     int d = (int)(uintptr_t)h - 1;
-    if (*n < 1)
+    if (*n < 2)
         return NVML_ERROR_INSUFFICIENT_SIZE;
-    *n = 1;
-    infos[0] = (nvmlProcessInfo_t){.pid = (unsigned)getpid(), .usedGpuMemory = usage[d]};
+    if (d < 2) {
+        *n = 1;
+        infos[0] = (nvmlProcessInfo_t){.pid = (unsigned)getpid(), .usedGpuMemory = usage[d]};
+        return NVML_SUCCESS;
+    }
+    *n = 0;
+    infos[(*n)++] = (nvmlProcessInfo_t){.pid = OTHER_PID, .usedGpuMemory = other_usage};
+    if (usage[d])
+        infos[(*n)++] = (nvmlProcessInfo_t){.pid = HOST_PID, .usedGpuMemory = usage[d]};
     return NVML_SUCCESS;
 }
 
@@ -375,6 +388,22 @@ int main(void)
     record(0xd100, p1, 1, 7 * MiB, VGPU_KIND_DPTR);
     ok(cuDevicePrimaryCtxRelease(1) == CUDA_SUCCESS && charged[1] == 0,
        "the last cuDevicePrimaryCtxRelease (v1) too");
+
+    /* 11. Another pid namespace: the driver lists this process under a pid it does not know. The
+     * entry that appeared since the baseline (taken before any context) is this process. */
+    vgpu_ctx_baseline(&devs[2]);
+    other_usage = 700 * MiB; /* the other container's process changes meanwhile */
+    overhead = 48 * MiB;
+    cfg_overhead = 0;
+    CUcontext p2;
+    f_retain(&p2, 2);
+    r = cuCtxSetCurrent(p2);
+    ok(r == CUDA_SUCCESS && charged[2] == 48 * MiB,
+       "pid namespace, primary retained out of sight: its 48 MiB recognised as the new entry "
+       "(%llu MiB)",
+       (unsigned long long)(charged[2] / MiB));
+    cuDevicePrimaryCtxReset_v2(2);
+    ok(charged[2] == 0, "and given back at reset");
 
     return tap_done();
 }
