@@ -98,4 +98,4 @@ wait 2>/dev/null || true
 tails=()
 "$gs" ls "${sim[@]}" | sed 's/^/    /'
 echo
-echo "Demo done. Next: 'make test', docs/architecture.md, deploy/ for Kubernetes."
+echo "Demo done. Next: 'make test', docs/architecture.md, docs/deploy.md for Kubernetes."
