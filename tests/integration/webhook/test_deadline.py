@@ -4,7 +4,7 @@
 denial when the deadline passes first.
 
 The fake API server answers every template POST after 2.5 s. A pod with 6 claim shapes needs 6
-creations: one after another they take 15 s, past a 5 s deadline; at once they take one delay.
+creations: one after another they take 15 s, past a 7 s deadline; at once they take one delay.
 No assertion here is about speed: the pod with 6 shapes is allowed (or not) under the configured
 deadline, the slow calls that cannot finish in time give a denial that says so, and that denial
 arrives before the API server has answered (the webhook does not wait it out)."""
@@ -22,7 +22,7 @@ from whlib import DRIVER, Webhook, make_cert, patch_of, review, slice_obj, write
 
 TOKEN = 'deadline-token'
 DELAY = 2.5        # seconds per slow API call, as in the issue
-DEADLINE = '5s'    # --admission-timeout: 2 delays fit, 6 in a row do not
+DEADLINE = '7s'    # --admission-timeout: 2 delays in a row fit, 3 (or 6) do not
 
 
 def pod_with_shapes(n, name='six'):
@@ -42,7 +42,7 @@ def check_concurrent(t, api, wh):
     p = pod_with_shapes(6)
     status, resp = wh.mutate(review(p, uid='six-shapes'))
     r = resp['response']
-    t.ok(status == 200 and r['allowed'], '6 shapes, 2.5 s per API call, 5 s deadline: allowed '
+    t.ok(status == 200 and r['allowed'], '6 shapes, 2.5 s per API call, 7 s deadline: allowed '
          '(the templates are created at once, not one after another)',
          diag=json.dumps(r)[:600])
     names = sorted({c['resourceClaimTemplateName'] for c in
@@ -68,7 +68,7 @@ def check_deadline(t, api, wh):
     r = resp['response']
     t.ok(status == 200 and not r['allowed'], 'API calls slower than the deadline: denied')
     msg = r.get('status', {}).get('message', '')
-    t.like(msg, 'admission deadline of 5s exceeded (--admission-timeout): creating 2 '
+    t.like(msg, 'admission deadline of 7s exceeded (--admission-timeout): creating 2 '
            'ResourceClaimTemplate(s): 0 answered by the API server before the admission deadline',
            'denial says the deadline passed, what was waited for and which option sets it')
     t.is_eq((r.get('status', {}).get('code'), r.get('status', {}).get('reason')),
@@ -137,7 +137,7 @@ def main():
             t.run('concurrent creation', check_concurrent, t, api, wh)
             t.run('deadline', check_deadline, t, api, wh)
             t.run('slow slices', check_slow_slices, t, api, wh)
-            t.like(wh.output(), 'result=denied detail="admission deadline of 5s exceeded',
+            t.like(wh.output(), 'result=denied detail="admission deadline of 7s exceeded',
                    'deadline denial logged')
         finally:
             rc = wh.stop()
