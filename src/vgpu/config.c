@@ -385,6 +385,8 @@ void vgpu_config_for(int ordinal, const char *uuid, struct vgpu_device_config *o
         out->memory_limit = min_cap(f->memory_limit, env_mem);
         out->cores = (uint32_t)min_cap(f->cores, env_sm);
     }
-    const char *region = f && f->region_path[0] ? f->region_path : shared;
+    /* A file without a region line: the fixed default, never a path from the environment (which
+     * could give each process a region of its own). */
+    const char *region = f && f->region_path[0] ? f->region_path : GS_REGION_PATH_DEFAULT;
     snprintf(out->region_path, sizeof(out->region_path), "%s", region);
 }

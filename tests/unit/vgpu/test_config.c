@@ -151,6 +151,21 @@ int main(void)
                "GPUSLICE_LIMITS_DIR unset: the fixed directory " GS_LIMITS_DIR_DEFAULT);
     }
 
+    /* a file without a region line: the default region, whatever the environment says */
+    write_limits("claim-r.limits", "version 1\nclaim claim-r\n"
+                                   "device " UUID0 " memory=1073741824 cores=0\n");
+    {
+        const char *env[] = {envdir, "CUDA_DEVICE_MEMORY_SHARED_CACHE=/tmp/mine.cache", NULL};
+        is_int(
+            scenario_region(env, UUID0, GS_REGION_PATH_DEFAULT, 0, dir), 0,
+            "file without a region line: the default region, not CUDA_DEVICE_MEMORY_SHARED_CACHE");
+    }
+    {
+        char p[256];
+        snprintf(p, sizeof(p), "%s/claim-r.limits", dir);
+        unlink(p);
+    }
+
     /* file only: keyed by UUID, whatever the ordinal */
     write_limits("claim-a.limits", "version 1\nclaim claim-a\nregion /tmp/r-a\n"
                                    "device " UUID1 " memory=4294967296 cores=30\n");
