@@ -253,10 +253,6 @@ static void async_undo(void *arg, uint64_t key)
 
 static CUresult alloc_async(struct async_call *c)
 {
-    if (vgpu_depth) {
-        uint64_t key, taken;
-        return async_alloc(c, &key, &taken);
-    }
     vgpu_devices_init();
     struct vgpu_device *d = tracked(vgpu_device_current());
     struct vgpu_alloc_req req = {.dev = d, .kind = VGPU_KIND_DPTR, .reserve = c->size};
@@ -270,6 +266,8 @@ static CUresult alloc_async(struct async_call *c)
 GS_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
     NEED(cuMemAllocAsync);
+    if (vgpu_depth)
+        return REAL(cuMemAllocAsync)(dptr, bytesize, hStream);
     struct async_call c = {.v = ASYNC_PLAIN, .dptr = dptr, .size = bytesize, .s = hStream};
     return alloc_async(&c);
 }
@@ -277,6 +275,8 @@ GS_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream 
 GS_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
     NEED(cuMemAllocAsync_ptsz);
+    if (vgpu_depth)
+        return REAL(cuMemAllocAsync_ptsz)(dptr, bytesize, hStream);
     struct async_call c = {.v = ASYNC_PTSZ, .dptr = dptr, .size = bytesize, .s = hStream};
     return alloc_async(&c);
 }
@@ -285,6 +285,8 @@ GS_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, C
                                            CUstream hStream)
 {
     NEED(cuMemAllocFromPoolAsync);
+    if (vgpu_depth)
+        return REAL(cuMemAllocFromPoolAsync)(dptr, bytesize, pool, hStream);
     struct async_call c = {
         .v = POOL_PLAIN, .dptr = dptr, .size = bytesize, .pool = pool, .s = hStream};
     return alloc_async(&c);
@@ -294,6 +296,8 @@ GS_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesi
                                                 CUmemoryPool pool, CUstream hStream)
 {
     NEED(cuMemAllocFromPoolAsync_ptsz);
+    if (vgpu_depth)
+        return REAL(cuMemAllocFromPoolAsync_ptsz)(dptr, bytesize, pool, hStream);
     struct async_call c = {
         .v = POOL_PTSZ, .dptr = dptr, .size = bytesize, .pool = pool, .s = hStream};
     return alloc_async(&c);
