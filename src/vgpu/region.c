@@ -511,9 +511,13 @@ int vgpu_region_reserve(struct vgpu_region *vr, int slot, uint64_t size, uint64_
     } else if (limit && next > limit) {
         rc = -ENOMEM;
     } else {
-        atomic_store(&d->used, next);
+        /* under the lock: release stores suffice (readers load with acquire; no full fence) */
+        atomic_store_explicit(&d->used, next, memory_order_release);
         struct gs_region_proc *s = &r->procs[p];
-        atomic_store(&s->used[slot], gs_sat_add_u64(atomic_load(&s->used[slot]), size));
+        atomic_store_explicit(
+            &s->used[slot],
+            gs_sat_add_u64(atomic_load_explicit(&s->used[slot], memory_order_relaxed), size),
+            memory_order_release);
     }
     region_unlock(r);
     return rc;
@@ -527,11 +531,13 @@ void vgpu_region_release(struct vgpu_region *vr, int slot, uint64_t size)
     pid_t pid = self_pid();
     if (vr->proc >= 0 && vr->owner_pid == pid && slot_is_ours(r, vr, pid)) {
         struct gs_region_proc *s = &r->procs[vr->proc];
-        uint64_t mine = atomic_load(&s->used[slot]);
+        uint64_t mine = atomic_load_explicit(&s->used[slot], memory_order_relaxed);
         uint64_t give = GS_MIN(mine, size); /* never below what we charged */
-        atomic_store(&s->used[slot], mine - give);
+        atomic_store_explicit(&s->used[slot], mine - give, memory_order_release);
         struct gs_region_device *d = &r->devices[slot];
-        atomic_store(&d->used, gs_sat_sub_u64(atomic_load(&d->used), give));
+        atomic_store_explicit(
+            &d->used, gs_sat_sub_u64(atomic_load_explicit(&d->used, memory_order_relaxed), give),
+            memory_order_release);
     }
     region_unlock(r);
 }
