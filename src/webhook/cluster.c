@@ -664,7 +664,9 @@ int wh_cluster_check_mode(struct wh_cluster *c, enum wh_mode mode, const char *d
                                 n, c->driver, node);
         return 0;
     }
-    struct gs_k8s_list_options lo = {.page_size = 500};
+    /* Whole Node objects are large (images, conditions): pages of 100 keep every response far
+     * below the client's response limit on clusters of thousands of nodes. Once, at start. */
+    struct gs_k8s_list_options lo = {.page_size = 100};
     r = gs_k8s_list(c->client, &gs_k8s_nodes, NULL, &lo, &obj, NULL, err);
     if (r < 0)
         return gs_error_prefix(err, "cannot list Nodes: "), r;

@@ -225,8 +225,8 @@ char *wh_review_encode(const char *uid, const struct wh_review_answer *a, size_t
         if (!b64)
             o.failed = true;
         put(&o, ",\"patchType\":\"JSONPatch\",\"patch\":\"");
-        /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): b64 is _cleanup_ (common.md Lint) */
         put(&o, b64 ? b64 : "");
+        /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): b64 is _cleanup_ (common.md Lint) */
         put(&o, "\"");
     }
     if (!a->allowed) {
