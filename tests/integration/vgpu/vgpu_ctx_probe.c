@@ -107,14 +107,24 @@ out:
 #define CU_FNS                                                                                     \
     F(cuInit)                                                                                      \
     F(cuDeviceGet)                                                                                 \
-    F(cuDeviceGetCount) F(cuCtxCreate_v2) F(cuCtxDestroy_v2) F(cuCtxSetCurrent) F(cuCtxGetCurrent) \
-        F(cuCtxPopCurrent_v2) F(cuDevicePrimaryCtxRetain) F(cuDevicePrimaryCtxRelease_v2)          \
-            F(cuDevicePrimaryCtxReset_v2) F(cuMemAlloc_v2) F(cuMemFree_v2) F(cuMemGetInfo_v2)
+    F(cuDeviceGetCount)                                                                            \
+    F(cuCtxCreate_v2)                                                                              \
+    F(cuCtxDestroy_v2)                                                                             \
+    F(cuCtxSetCurrent)                                                                             \
+    F(cuCtxGetCurrent)                                                                             \
+    F(cuCtxPopCurrent_v2)                                                                          \
+    F(cuDevicePrimaryCtxRetain)                                                                    \
+    F(cuDevicePrimaryCtxRelease_v2)                                                                \
+    F(cuDevicePrimaryCtxReset_v2)                                                                  \
+    F(cuMemAlloc_v2)                                                                               \
+    F(cuMemFree_v2)                                                                                \
+    F(cuMemGetInfo_v2)
 #define NV_FNS                                                                                     \
     F(nvmlInit_v2)                                                                                 \
     F(nvmlDeviceGetHandleByIndex_v2)                                                               \
-    F(nvmlDeviceGetComputeRunningProcesses_v3) F(nvmlDeviceGetMemoryInfo)                          \
-        F(nvmlDeviceGetMemoryInfo_v2)
+    F(nvmlDeviceGetComputeRunningProcesses_v3)                                                     \
+    F(nvmlDeviceGetMemoryInfo)                                                                     \
+    F(nvmlDeviceGetMemoryInfo_v2)
 
 /* ------------------------------------------------------------------ entry points */
 
