@@ -81,8 +81,12 @@ def slices(env):
 def daemon_script(state):
     """Start a setsid child that takes 1Gi and holds it; return once it holds it."""
     out, pidf = os.path.join(state, 'daemon.out'), os.path.join(state, 'daemon.pid')
-    return (f'setsid {GS} probe --max 1Gi --hold 600s </dev/null >{out} 2>&1 & echo $! >{pidf}; '
-            f'while ! grep -q allocated {out} 2>/dev/null; do sleep 0.05; done'), pidf
+    # Bounded wait on the event (the child says it holds the memory); if the child dies first,
+    # or never gets there within 60 s, the command fails and the test shows why.
+    return (f'setsid {GS} probe --max 1Gi --hold 600s </dev/null >{out} 2>&1 & c=$!; '
+            f'echo $c >{pidf}; i=0; while ! grep -q allocated {out} 2>/dev/null; do '
+            f'kill -0 $c 2>/dev/null || {{ cat {out} >&2; exit 8; }}; '
+            f'i=$((i+1)); [ $i -le 1200 ] || exit 9; sleep 0.05; done'), pidf
 
 
 def kill_daemon(pidf):
