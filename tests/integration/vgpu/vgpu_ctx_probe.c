@@ -117,6 +117,9 @@ out:
     F(cuDevicePrimaryCtxRelease_v2)                                                                \
     F(cuDevicePrimaryCtxReset_v2)                                                                  \
     F(cuMemAlloc_v2)                                                                               \
+    F(cuMemAllocPitch_v2)                                                                          \
+    F(cuMemAllocManaged)                                                                           \
+    F(cuArrayCreate_v2)                                                                            \
     F(cuMemFree_v2)                                                                                \
     F(cuMemGetInfo_v2)
 #define NV_FNS                                                                                     \
@@ -211,7 +214,17 @@ static int lifetime(const char *how, size_t chunk)
     CHECK(cu.cuCtxSetCurrent(ctx));
     CUdeviceptr p;
     int first = cu.cuMemAlloc_v2(&p, chunk);
-    printf("first=%d phys_first=%llu\n", first, phys());
+    /* one of each other kind the context owns: pitch, managed, array (2 MiB each) */
+    CUdeviceptr q;
+    size_t pitch = 0;
+    CUarray arr;
+    CUDA_ARRAY_DESCRIPTOR ad = {
+        .Width = 1024, .Height = 512, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+    int kinds = cu.cuMemAllocPitch_v2(&q, &pitch, 4096, 512, 4) |
+                cu.cuMemAllocManaged(&q, 2 * MiB, CU_MEM_ATTACH_GLOBAL) |
+                cu.cuArrayCreate_v2(&arr, &ad);
+    printf("first=%d kinds=%d phys_first=%llu used_first=%llu\n", first, kinds, phys(),
+           region_used());
     if (strcmp(how, "destroy") == 0)
         CHECK(cu.cuCtxDestroy_v2(ctx));
     else if (strcmp(how, "release") == 0)
