@@ -132,6 +132,13 @@ CU_API CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t 
     return copy(SET, dstDevice, 0, NULL, NULL, N * 4, hStream, false);
 }
 
+/* A unified address that is not gpusim's is a host pointer. */
+static void *host_ptr(CUdeviceptr p)
+{
+    /* NOLINTNEXTLINE(performance-no-int-to-ptr): with unified addressing this is a host pointer */
+    return (void *)(uintptr_t)p;
+}
+
 /* cuMemcpy[Async]: unified addressing, each side a device allocation or host memory. gpusim's
  * device addresses lie at or above CU_VA_BASE: one there that is no allocation is refused. Host to
  * host copies the bytes, in stream order. */
@@ -145,11 +152,10 @@ static CUresult unified_copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstrea
         CUresult r;
         return cu_stream_resolve(hStream, &r) ? CUDA_ERROR_INVALID_VALUE : r;
     }
-    /* NOLINTBEGIN(performance-no-int-to-ptr): with unified addressing these are host pointers */
     if (dd)
-        return copy(H2D, dst, 0, (const void *)(uintptr_t)src, NULL, n, hStream, sync);
+        return copy(H2D, dst, 0, host_ptr(src), NULL, n, hStream, sync);
     if (sd)
-        return copy(D2H, src, 0, NULL, (void *)(uintptr_t)dst, n, hStream, sync);
+        return copy(D2H, src, 0, NULL, host_ptr(dst), n, hStream, sync);
     CUresult r;
     struct sim_stream *s = cu_stream_resolve(hStream, &r);
     if (!s)
@@ -159,8 +165,7 @@ static CUresult unified_copy(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstrea
     if (!dst || !src)
         return CUDA_ERROR_INVALID_VALUE;
     cu_wait_until(__atomic_load_n(&s->tail_ns, __ATOMIC_ACQUIRE));
-    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
-    /* NOLINTEND(performance-no-int-to-ptr) */
+    memmove(host_ptr(dst), host_ptr(src), n);
     return CUDA_SUCCESS;
 }
 

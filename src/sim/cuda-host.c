@@ -146,8 +146,10 @@ void cu_host_free_ctx_locked(const struct sim_ctx *c)
         if (e->key && e->aux == c) {
             struct sim_map_entry out;
             sim_map_del(&cu_g.hosts, e->key, &out);
+            /* NOLINTNEXTLINE(performance-no-int-to-ptr): the key is the mapping's address */
+            void *p = (void *)(uintptr_t)out.key;
             if (out.kind == CU_HOST_ALLOC)
-                munmap((void *)(uintptr_t)out.key, out.size);
+                munmap(p, out.size);
             continue; /* backward-shift deletion: look at slot i again */
         }
         i++;

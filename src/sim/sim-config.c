@@ -877,18 +877,23 @@ int sim_config_from_env(struct sim_config *cfg, struct gs_error *err)
     const char *cv = getenv("GPUSIM_CUDA_VERSION");
     if (cv && *cv) {
         /* "13.0" / "12.8" or the API number "13000"; a 13.x driver is branch 580 */
-        unsigned int major = 0, minor = 0;
-        int n = 0;
-        if (sscanf(cv, "%2u.%1u%n", &major, &minor, &n) == 2 && cv[n] == '\0' && major >= 9)
-            cfg->cuda_version = (int)(major * 1000 + minor * 10);
-        else if (strspn(cv, "0123456789") == strlen(cv) && strlen(cv) == 5 &&
-                 strtol(cv, NULL, 10) >= 9000)
-            cfg->cuda_version = (int)strtol(cv, NULL, 10);
-        else
+        char *end = NULL;
+        unsigned long major = strtoul(cv, &end, 10), minor = 0;
+        bool okv = end != cv && major >= 9;
+        if (okv && *end == '.') {
+            const char *m = end + 1;
+            minor = strtoul(m, &end, 10);
+            okv = end == m + 1 && *end == '\0' && major <= 99;
+            major = major * 1000 + minor * 10;
+        } else {
+            okv = okv && *end == '\0' && major >= 9000 && major <= 99990;
+        }
+        if (!okv)
             return gs_error_set(err, -EINVAL,
                                 "GPUSIM_CUDA_VERSION: \"%.32s\" is not a CUDA version "
                                 "(e.g. 13.0 or 13000)",
                                 cv);
+        cfg->cuda_version = (int)major;
         if (cfg->cuda_version >= 13000 && strcmp(cfg->driver_version, "570.124.06") == 0)
             snprintf(cfg->driver_version, sizeof(cfg->driver_version), "580.65.06");
     }

@@ -154,11 +154,44 @@ static void test_yaml(void)
            "unknown field, NULL err");
 }
 
+/* GPUSIM_CUDA_VERSION: a CUDA 13.0 driver on request, presets stay 12.8. */
+static void test_cuda_version(void)
+{
+    struct sim_config c;
+    struct gs_error err = {0};
+    unsetenv("GPUSIM_CONFIG");
+    setenv("GPUSIM_PRESET", "t4", 1);
+    unsetenv("GPUSIM_CUDA_VERSION");
+    is_int(sim_config_from_env(&c, &err), 0, "t4 from the environment");
+    ok(c.cuda_version == 12080 && strcmp(c.driver_version, "570.124.06") == 0,
+       "presets report CUDA 12.8, driver 570 (%d, %s)", c.cuda_version, c.driver_version);
+    static const struct {
+        const char *v;
+        int want;
+    } good[] = {{"13.0", 13000}, {"13000", 13000}, {"12.4", 12040}, {"9.2", 9020}};
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        setenv("GPUSIM_CUDA_VERSION", good[i].v, 1);
+        is_int(sim_config_from_env(&c, &err), 0, "GPUSIM_CUDA_VERSION=%s", good[i].v);
+        is_int(c.cuda_version, good[i].want, "is %d", good[i].want);
+    }
+    setenv("GPUSIM_CUDA_VERSION", "13.0", 1);
+    sim_config_from_env(&c, &err);
+    is_str(c.driver_version, "580.65.06", "a 13.x driver is branch 580");
+    static const char *const bad[] = {"13", "13.x", "13.10", "-13000", "100000", "8.0", "abc"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        setenv("GPUSIM_CUDA_VERSION", bad[i], 1);
+        is_int(sim_config_from_env(&c, &err), -EINVAL, "GPUSIM_CUDA_VERSION=%s refused", bad[i]);
+        like_str(err.msg, "GPUSIM_CUDA_VERSION", "the message names the variable");
+    }
+    unsetenv("GPUSIM_CUDA_VERSION");
+}
+
 int main(void)
 {
     tap_plan_auto();
     test_presets();
     test_json();
     test_yaml();
+    test_cuda_version();
     return tap_done();
 }
