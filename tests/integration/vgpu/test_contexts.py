@@ -123,6 +123,30 @@ def before_init(t, w):
     os.unlink(os.path.join(w.limits, 'claim-pre.limits'))
 
 
+def nvml_ordinals(t, _w):
+    """An NVML-only process maps CUDA_DEVICE_MEMORY_LIMIT_<i> to NVML devices through
+    CUDA_VISIBLE_DEVICES (by index or UUID), without CUDA."""
+    w = World(preset='h200x2')
+    try:
+        devs = w.devices()
+        if len(devs) < 2:
+            t.skip('NVML ordinals', 'preset h200x2 gives fewer than 2 devices')
+            return
+        (_, u0, phys0), (_, u1, _) = devs[0], devs[1]
+        for cvd, index, want, what in (
+                ('1,0', 1, 2000 * MiB, 'NVML device 1 is CUDA ordinal 0'),
+                ('1,0', 0, phys0, 'NVML device 0 is CUDA ordinal 1 (no limit: physical)'),
+                (f'{u1}', 1, 2000 * MiB, 'by UUID: NVML device 1 is CUDA ordinal 0'),
+                (f'{u1}', 0, phys0, 'by UUID: NVML device 0 is not visible to CUDA')):
+            kv = parse(ctx_probe(w, ['nvmlonly', index],
+                                 extra={'CUDA_VISIBLE_DEVICES': cvd,
+                                        'CUDA_DEVICE_MEMORY_LIMIT_0': '2000m'}).stdout)
+            t.is_eq((kv.get('nvml_total'), kv.get('libcuda_loaded')), (str(want), '0'),
+                    f'CUDA_VISIBLE_DEVICES={cvd[:12]}, CUDA_DEVICE_MEMORY_LIMIT_0=2000m: {what}')
+    finally:
+        w.close()
+
+
 def crowded_views(t, w):
     uuid, phys_total = w.devices()[0][1], w.devices()[0][2]
     w.write_limits('claim-crowd', [(uuid, 4096 * MiB, 0)], region=w.region('crowd'))
@@ -308,7 +332,7 @@ def main():
     sections = [('lifetimes', lifetimes), ('runtime_pattern', runtime_pattern),
                 ('pattern_program', lambda t, w: pattern_program(t, w, helper)),
                 ('overhead_race', overhead_race), ('before_init', before_init),
-                ('crowded_views', crowded_views), ('hami_shared_region', hami_shared_region),
+                ('nvml_ordinals', nvml_ordinals), ('crowded_views', crowded_views), ('hami_shared_region', hami_shared_region),
                 ('cdi_container', cdi_container)]
     try:
         for name, fn in sections:

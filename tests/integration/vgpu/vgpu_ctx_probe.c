@@ -15,7 +15,8 @@
  *       threads fill the slice and free it again in a loop while the main thread creates
  *       contexts; at the end the threads fill what is left and hold it
  *   preinit     driver calls before cuInit
- *   nvmlonly    NVML memory info in a process that never uses CUDA
+ *   nvmlonly [index]   NVML memory info (of NVML device index) in a process that never uses
+ *                      CUDA
  *   views       cuMemGetInfo_v2 and NVML memory info of device 0
  */
 #include <dlfcn.h>
@@ -342,12 +343,12 @@ static int preinit(void)
     return 0;
 }
 
-static int nvmlonly(void)
+static int nvmlonly(unsigned index)
 {
     /* libcuda must stay unloaded: look the entry points up only in NVML */
     CHECK(nv.nvmlInit_v2());
     nvmlDevice_t h;
-    CHECK(nv.nvmlDeviceGetHandleByIndex_v2(0, &h));
+    CHECK(nv.nvmlDeviceGetHandleByIndex_v2(index, &h));
     nvmlMemory_t m;
     nvmlMemory_v2_t m2 = {.version = nvmlMemory_v2};
     CHECK(nv.nvmlDeviceGetMemoryInfo(h, &m));
@@ -400,8 +401,8 @@ int main(int argc, char **argv)
         return race(atoi(argv[2]), atoi(argv[3]));
     if (argc == 2 && strcmp(argv[1], "preinit") == 0)
         return preinit();
-    if (argc == 2 && strcmp(argv[1], "nvmlonly") == 0)
-        return nvmlonly();
+    if ((argc == 2 || argc == 3) && strcmp(argv[1], "nvmlonly") == 0)
+        return nvmlonly(argc == 3 ? (unsigned)atoi(argv[2]) : 0);
     if (argc == 2 && strcmp(argv[1], "views") == 0)
         return views();
     fprintf(stderr, "usage: vgpu_ctx_probe lifetime|runtime|race|preinit|nvmlonly|views ...\n");
