@@ -41,7 +41,7 @@
 #define WAIT_MIN_NS     20000LL
 #define WAIT_MAX_NS     5000000LL
 #define STAMP_EVERY_NS  1000000ULL /* last_kernel_ns is refreshed at most once per ms */
-#define FLUSH_EVERY_NS  1000000ULL /* a thread publishes its counters at least once per ms */
+#define FLUSH_EVERY_NS  1000000ULL /* a thread publishes its counters every ms (or clock tick) */
 #define REFILL_EVERY_NS 50000ULL   /* a bucket with budget left is refilled at most every 50 us */
 
 /* key, ns, samples and taken are written under lim_lock with atomic stores and read without it
@@ -90,7 +90,8 @@ static _Atomic uint64_t stamp_ns[GS_REGION_MAX_DEVICES]; /* monotonic time of ou
 static _Atomic uint64_t seed_counter;
 
 /* Counters for monitors (launches, busy_ns, gpu_busy_ns) are summed per thread and published
- * to the region at least every FLUSH_EVERY_NS, when the thread moves to another device, and at
+ * to the region every FLUSH_EVERY_NS of the launch path's clock (the coarse clock: at most a
+ * tick, 1-4 ms, late), when the thread moves to another device, and at
  * thread and process exit: the launch path itself then does one atomic operation on the region
  * (the budget). */
 struct counters {
@@ -105,6 +106,13 @@ static pthread_key_t counters_key;
 static pthread_once_t counters_once = PTHREAD_ONCE_INIT;
 
 /* ------------------------------------------------------------------ ops */
+
+static uint64_t real_coarse_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
 
 static uint64_t real_wall_ns(void)
 {
@@ -167,6 +175,7 @@ static void *real_ctx_current(void)
 
 static const struct vgpu_limiter_ops real_ops = {
     .now_ns = vgpu_now_ns,
+    .coarse_ns = real_coarse_ns,
     .wall_ns = real_wall_ns,
     .sleep_ns = real_sleep_ns,
     .event_create = real_event_create,
@@ -463,9 +472,17 @@ static void refill(struct gs_region_device *rd, uint32_t cores, uint64_t now, bo
     }
 }
 
-/* Wait until the bucket holds budget; returns the monotonic time it did. */
+/* Wait until the bucket holds budget; returns the monotonic time it did. While the bucket holds
+ * budget the coarse clock is enough (same clock, lagging by at most a tick: a refill it does is
+ * exact, one it skips is done later); an empty bucket is judged with the precise clock. */
 static uint64_t gate(struct gs_region_device *rd, uint32_t cores)
 {
+    if (ops->coarse_ns) {
+        uint64_t now = ops->coarse_ns();
+        refill(rd, cores, now, false);
+        if (atomic_load_explicit(&rd->budget_ns, memory_order_relaxed) > 0)
+            return now;
+    }
     for (;;) {
         uint64_t now = ops->now_ns();
         refill(rd, cores, now, false);
@@ -535,6 +552,7 @@ void vgpu_limiter_begin(struct vgpu_launch *l, struct gs_region_device *rd, int 
     }
 
     pthread_mutex_lock(&lim_lock);
+    poll_locked(); /* a launch to be measured also consumes what completed */
     e = est_slot(l->key);
     if (e->samples == 0 && e->rec >= 0 && recs[e->rec].key == l->key &&
         recs[e->rec].state == REC_IN_FLIGHT) {

@@ -14,8 +14,9 @@
 
 /* Everything the limiter asks of the outside world. */
 struct vgpu_limiter_ops {
-    uint64_t (*now_ns)(void);  /* CLOCK_MONOTONIC, ns */
-    uint64_t (*wall_ns)(void); /* CLOCK_REALTIME, ns since the epoch (region last_kernel_ns) */
+    uint64_t (*now_ns)(void);    /* CLOCK_MONOTONIC, ns */
+    uint64_t (*coarse_ns)(void); /* the same clock, cheaper, may lag by a tick (NULL: now_ns) */
+    uint64_t (*wall_ns)(void);   /* CLOCK_REALTIME, ns since the epoch (region last_kernel_ns) */
     void (*sleep_ns)(int64_t ns);
     CUresult (*event_create)(CUevent *ev);
     CUresult (*event_record)(CUevent ev, CUstream stream);
