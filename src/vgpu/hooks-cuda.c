@@ -908,12 +908,21 @@ static uint64_t launch_key(const void *f, unsigned gx, unsigned gy, unsigned gz,
     return k ? k : 1;
 }
 
+/* Set once device discovery is done: from then on an uncapped launch costs two relaxed loads. */
+static atomic_bool launch_devices_known;
+
 #define LAUNCH_HOOK(name, key, stream, ...)                                                        \
     do {                                                                                           \
         NEED(name);                                                                                \
-        if (GS_LIKELY(limiter_off())) {                                                            \
-            if (!vgpu_depth)                                                                       \
+        if (GS_LIKELY(atomic_load_explicit(&launch_devices_known, memory_order_relaxed) &&         \
+                      !atomic_load_explicit(&vgpu_any_compute_cap, memory_order_relaxed)))         \
+            return REAL(name)(__VA_ARGS__);                                                        \
+        if (limiter_off()) {                                                                       \
+            if (!vgpu_depth) {                                                                     \
                 vgpu_devices_init();                                                               \
+                if (vgpu_devices_ready())                                                          \
+                    atomic_store_explicit(&launch_devices_known, true, memory_order_relaxed);      \
+            }                                                                                      \
             if (limiter_off())                                                                     \
                 return REAL(name)(__VA_ARGS__);                                                    \
         }                                                                                          \
