@@ -14,11 +14,12 @@
 #include "sim/sim-image.h"
 #include "tap.h"
 
+static char image_dir[768]; /* the checked-in images, or argv[1] (made by nvcc at build time) */
+
 static unsigned char *slurp(const char *name, size_t *len)
 {
-    const char *root = getenv("GS_SOURCE_ROOT");
     char path[1024];
-    snprintf(path, sizeof(path), "%s/tests/integration/sim/images/%s", root ? root : ".", name);
+    snprintf(path, sizeof(path), "%s/%s", image_dir, name);
     FILE *f = fopen(path, "rb");
     if (!f) {
         perror(path);
@@ -70,9 +71,15 @@ static void expect_kernels(const char *file, int format)
     free(buf);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
     tap_plan_auto();
+    const char *root = getenv("GS_SOURCE_ROOT");
+    if (argc > 1)
+        snprintf(image_dir, sizeof(image_dir), "%s", argv[1]);
+    else
+        snprintf(image_dir, sizeof(image_dir), "%s/tests/integration/sim/images",
+                 root ? root : ".");
     expect_kernels("kernels.fatbin", SIM_IMAGE_FATBIN);
     expect_kernels("kernels.cubin", SIM_IMAGE_CUBIN);
     expect_kernels("kernels.ptx", SIM_IMAGE_PTX);
