@@ -99,6 +99,21 @@ static void test_before_context(CUlibrary *fat)
     unsigned char *fb = slurp("kernels.fatbin");
     is_int(cuLibraryLoadData_p(fat, fb, NULL, NULL, 0, NULL, NULL, 0), CUDA_SUCCESS,
            "cuLibraryLoadData(nvcc fatbin in memory)");
+    /* The wrapper a program registers ({magic 0x466243b1, version, data, ...}) points at it. */
+    struct {
+        unsigned int magic, version;
+        const void *data;
+        void *unused;
+    } wrapper = {0x466243b1u, 1, fb, NULL};
+    CUlibrary wl;
+    CUkernel wk;
+    is_int(cuLibraryLoadData_p(&wl, &wrapper, NULL, NULL, 0, NULL, NULL, 0), CUDA_SUCCESS,
+           "cuLibraryLoadData(the program's fatbin wrapper)");
+    is_int(cuLibraryGetKernel_p(&wk, wl, "sim_busy_1000"), CUDA_SUCCESS, "names read through it");
+    cuLibraryUnload_p(wl);
+    wrapper.data = "not a fatbin";
+    is_int(cuLibraryLoadData_p(&wl, &wrapper, NULL, NULL, 0, NULL, NULL, 0),
+           CUDA_ERROR_INVALID_IMAGE, "a wrapper pointing at something else is refused");
     free(fb); /* the driver keeps nothing pointing into it */
     CUkernel k;
     is_int(cuLibraryGetKernel_p(&k, *fat, "_Z13sim_busy_2000Pfi"), CUDA_SUCCESS,
