@@ -46,7 +46,8 @@
  * counts launches.
  *
  * For monitors (version 2; written with relaxed atomics, never under a lock; each launching thread
- * adds its sums of launches, busy_ns and gpu_busy_ns at least once per millisecond and when it
+ * adds its sums of launches, busy_ns and gpu_busy_ns every millisecond (measured on the coarse
+ * monotonic clock, so up to one kernel tick, 1-4 ms, later) and when it
  * exits, so they can lag by up to 1 ms per thread):
  *   gpu_busy_ns     busy GPU time of the claim's kernels on this device, nanoseconds, cumulative
  *                   and monotonic (never decreases): a launch the limiter measured with events
@@ -55,7 +56,8 @@
  *                   delta(gpu_busy_ns) / delta(wall ns).
  *   last_kernel_ns  wall time (CLOCK_REALTIME, nanoseconds since the Unix epoch) of the most
  *                   recent kernel/graph launch on this device by any process of the claim; each
- *                   process refreshes it at most once per millisecond, so it lags by up to 1 ms.
+ *                   process refreshes it at most once per millisecond (coarse clock), so it lags
+ *                   by up to one kernel tick (1-4 ms).
  *                   0 = no launch seen yet.
  *   Both are maintained only while the device has a compute cap (cores 1..99): an uncapped launch
  *   does no bookkeeping at all; readers then report them as unknown (absent), not as 0.
