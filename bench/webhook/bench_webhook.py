@@ -103,6 +103,13 @@ def server_quantile(before, after, q):
     return float('nan')
 
 
+def cpu_seconds(pid):
+    """User + system CPU time of the process so far (from /proc/PID/stat)."""
+    with open(f'/proc/{pid}/stat') as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
 def rss_kib(pid):
     vals = {}
     with open(f'/proc/{pid}/status') as f:
@@ -122,8 +129,13 @@ def main():
     with tempfile.TemporaryDirectory() as tmp, FakeAPI(token='bench') as api:
         api.put(slice_obj('node-1', DRIVER, ['15Gi']))
         cert, key = make_cert(tmp)
+        # As deploy/webhook runs it: GLIBC_TUNABLES from the Deployment (WH_BENCH_TUNABLES='' to
+        # measure without).
+        tunables = os.environ.get('WH_BENCH_TUNABLES', 'glibc.malloc.tcache_count=200')
+        env = dict(os.environ, GLIBC_TUNABLES=tunables) if tunables else None
+        t.diag(f"GLIBC_TUNABLES={tunables or '(unset)'}")
         wh = Webhook(binary, cert, key, write_kubeconfig(tmp, api.url, 'bench'), workdir=tmp,
-                     extra=['--log-level', 'warn'])
+                     extra=['--log-level', 'warn'], env=env)
         body = os.path.join(tmp, 'review.json')
         with open(body, 'w') as f:
             json.dump(typical_review(), f)
@@ -149,7 +161,11 @@ def main():
                 if name == 'mutate':
                     b0 = server.get(name, (before, None))[0]
                     server[name] = (b0, after)
+                cpu0 = cpu_seconds(wh.proc.pid)
                 r = wrk(base + path, os.path.join(HERE, script), 8, seconds, 0, body)
+                # The server's CPU per request: what saturation costs, much less sensitive to
+                # the other load on the machine than the wall-clock rate.
+                r['cpu_us'] = (cpu_seconds(wh.proc.pid) - cpu0) * 1e6 / max(r['rate'] * seconds, 1)
                 samples.setdefault(name + '@max', []).append(r)
         for k, rs in samples.items():
             results[k] = {'p50': statistics.median(x['p50'] for x in rs),
@@ -158,7 +174,8 @@ def main():
                           'non2xx': sum(x['non2xx'] for x in rs),
                           'errors': ' '.join(x['errors'] for x in rs if x['errors']),
                           'raw': rs[-1]['raw'],
-                          'all': [(x['rate'], x['p99']) for x in rs]}
+                          'all': [(x['rate'], x['p99']) for x in rs],
+                          'cpu_us': statistics.median(x.get('cpu_us', 0.0) for x in rs)}
         mem = rss_kib(wh.proc.pid)
         with open(f'/proc/{wh.proc.pid}/smaps_rollup') as f:
             roll = {k: int(v.split()[0]) for k, _, v in (ln.partition(':') for ln in f)
@@ -181,6 +198,10 @@ def main():
         mm, hm = results['mutate@max'], results['healthz@max']
         t.diag(f"/mutate vs /healthz unpaced (8 connections): throughput ratio "
                f"{mm['rate'] / hm['rate']:.2f}")
+        t.diag(f"server CPU per request at saturation (median): /mutate {mm['cpu_us']:.0f} us, "
+               f"/healthz {hm['cpu_us']:.0f} us (TLS + HTTP alone); /mutate ratio "
+               f"{mm['cpu_us'] / max(hm['cpu_us'], 1e-9):.2f}; one core would serve "
+               f"{1e6 / max(mm['cpu_us'], 1e-9):.0f} /mutate req/s")
         t.diag(f"/mutate inside the server at ~2k req/s (metrics histogram, bucket bounds): "
                f"p50 <= {srv50:g} ms, p99 <= {srv99:g} ms")
         t.diag(f"RSS {mem['VmRSS'] / 1024:.1f} MiB (peak {mem['VmHWM'] / 1024:.1f} MiB), of which "

@@ -112,6 +112,9 @@ def main():
             {'health'}, 'probes on the probe listener\'s port')
     t.is_eq(ports.get('health'), int(args['health-listen'].rsplit(':', 1)[1]),
             'health port = --health-listen port')
+    envs = {e['name']: e.get('value') for e in c.get('env', [])}
+    t.is_eq(envs.get('GLIBC_TUNABLES'), 'glibc.malloc.tcache_count=200',
+            'GLIBC_TUNABLES as bench/webhook measures it')
     t.ok(float(args['admission-timeout'].rstrip('s')) < webhook_timeout,
          'the admission deadline is below the webhook\'s timeoutSeconds',
          diag=f"{args['admission-timeout']} vs {webhook_timeout}")
