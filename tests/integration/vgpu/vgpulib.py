@@ -36,6 +36,10 @@ class World:
         b['GPUSIM_STATE'] = os.path.join(self.dir, 'gpusim.state')
         b['GPUSIM_PRESET'] = self.preset
         b['GPUSLICE_LIMITS_DIR'] = self.limits
+        # The HAMi-style environment's default region is a fixed path shared by every process
+        # of the machine (of a container, in production): tests stay in their own temp dir
+        # unless they remove this to test the default itself.
+        b['CUDA_DEVICE_MEMORY_SHARED_CACHE'] = os.path.join(self.dir, 'hami-region')
         if extra:
             b.update(extra)
         return gstest.preload_env(base=b, preload=self.vgpu if preload else None)
