@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "vgpu/limiter.h"
 #include "vgpu/vgpu-internal.h"
 
 struct ctx_state {
@@ -278,6 +279,7 @@ static void forget(void *ctx)
 {
     if (!ctx)
         return;
+    vgpu_limiter_ctx_gone(ctx); /* its events went with it */
     struct ctx_state st = {0};
     bool had = false;
     pthread_mutex_lock(&ctx_lock);
@@ -358,6 +360,7 @@ void vgpu_ctx_atfork_child(void)
     /* contexts do not survive fork */
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     ctx_lock = fresh;
+    probe_lock = fresh; /* another thread may have held them at fork() */
     n_ctxs = 0;
     atomic_fetch_add(&ctx_gen, 1);
 }
