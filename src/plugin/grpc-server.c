@@ -5,7 +5,12 @@
  * the completion-queue tag:
  *
  *   REQUESTED --(new call)--> send initial metadata + receive message --> RECEIVED
- *   RECEIVED  --(handler)---> send message + status + receive close    --> FINISHING --> freed
+ *   RECEIVED  --(handler)---> send message + status                     --> FINISHING --> unref
+ *
+ * plus, from the moment the call arrives, a RECV_CLOSE_ON_SERVER batch tagged with the call's
+ * close_tag: it completes when the call is over for the client, with `cancelled` set if the client
+ * cancelled, its deadline passed or the connection broke -- the handler's cancel handle is then
+ * triggered so its API requests stop at once. A call is freed when both have completed (refs).
  *
  * When a call arrives its slot re-posts a fresh grpc_server_request_call, so `threads` calls can
  * be waiting for work at any time. The handler of a received call runs on a detached thread of its
@@ -40,9 +45,23 @@ enum call_state {
     CALL_FINISHING = 2,
 };
 
+struct rpc_call;
+
+/* Tag of a call's RECV_CLOSE_ON_SERVER batch: completes when the call is over for the client --
+ * answered, cancelled by the client, or past its deadline (`cancelled` then 1). */
+struct close_tag {
+    int kind; /* always 2 */
+    struct rpc_call *call;
+};
+
 struct rpc_call {
-    int kind; /* always 0: distinguishes a call from the shutdown tag */
+    int kind; /* always 0: distinguishes a call from the shutdown and close tags */
     enum call_state state;
+    int refs; /* pending batches that reference the call (its own batches + the close tag) */
+    struct close_tag close;
+    struct gs_http_cancel *cancel; /* the handler's; triggered when the client is gone */
+    bool client_gone;              /* the close tag reported cancellation (under srv->lock) */
+    struct rpc_call *next_active;  /* list of calls whose handler runs (under srv->lock) */
     struct rpc_server *srv;
     grpc_call *call;
     grpc_call_details details;
@@ -64,9 +83,9 @@ struct rpc_server {
     unsigned n_threads;
     bool shutting_down;
     pthread_mutex_t lock;
-    pthread_cond_t idle; /* signalled when `handlers` drops to 0 */
-    unsigned handlers;   /* handler threads running */
-    struct gs_http_cancel *cancel;
+    pthread_cond_t idle;     /* signalled when `handlers` drops to 0 */
+    unsigned handlers;       /* handler threads running */
+    struct rpc_call *active; /* calls whose handler runs */
     char *socket_path;
     dev_t sock_dev; /* the socket file this server created */
     ino_t sock_ino;
@@ -103,7 +122,37 @@ static void call_free(struct rpc_call *c)
     if (c->send)
         grpc_byte_buffer_destroy(c->send);
     grpc_slice_unref(c->status_details);
+    gs_http_cancel_free(c->cancel);
     free(c);
+}
+
+/* One batch of the call completed (or was never started): free it after the last one. Batches
+ * complete on the workers, the finishing one may be started by a handler thread: refs are atomic
+ * through the server lock. */
+static void call_unref(struct rpc_call *c)
+{
+    struct rpc_server *s = c->srv;
+    pthread_mutex_lock(&s->lock);
+    bool last = --c->refs == 0;
+    pthread_mutex_unlock(&s->lock);
+    if (last)
+        call_free(c);
+}
+
+/* The client is gone (cancelled, deadline passed, connection lost): stop the handler's API calls.
+ */
+static void on_close(struct close_tag *t)
+{
+    struct rpc_call *c = t->call;
+    struct rpc_server *s = c->srv;
+    pthread_mutex_lock(&s->lock);
+    if (c->cancelled) {
+        c->client_gone = true;
+        if (c->cancel)
+            gs_http_cancel_trigger(c->cancel);
+    }
+    pthread_mutex_unlock(&s->lock);
+    call_unref(c);
 }
 
 static int post_request(struct rpc_server *s)
@@ -112,6 +161,9 @@ static int post_request(struct rpc_server *s)
     if (!c)
         return -ENOMEM;
     c->srv = s;
+    c->refs = 1;
+    c->close.kind = 2;
+    c->close.call = c;
     c->state = CALL_REQUESTED;
     c->status_details = grpc_empty_slice();
     grpc_call_details_init(&c->details);
@@ -145,12 +197,9 @@ static void finish_call(struct rpc_call *c, const struct rpc_reply *r)
     ops[n].data.send_status_from_server.status_details = &c->status_details;
     ops[n].data.send_status_from_server.trailing_metadata_count = 0;
     n++;
-    ops[n].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
-    ops[n].data.recv_close_on_server.cancelled = &c->cancelled;
-    n++;
     c->state = CALL_FINISHING;
     if (grpc_call_start_batch(c->call, ops, n, c, NULL) != GRPC_CALL_OK)
-        call_free(c);
+        call_unref(c);
 }
 
 static const struct rpc_method *find_method(struct rpc_server *s, grpc_slice method)
@@ -194,6 +243,13 @@ static void *handler_thread(void *arg)
                        GRPC_SLICE_LENGTH(j->request), &reply);
     grpc_slice_unref(j->request);
     free(j);
+    pthread_mutex_lock(&s->lock);
+    for (struct rpc_call **p = &s->active; *p; p = &(*p)->next_active)
+        if (*p == c) {
+            *p = c->next_active;
+            break;
+        }
+    pthread_mutex_unlock(&s->lock);
     finish_call(c, &reply);
     free(reply.data);
     pthread_mutex_lock(&s->lock);
@@ -215,12 +271,25 @@ static bool start_handler(struct rpc_call *c, const struct rpc_method *m, grpc_s
     j->method = m;
     j->request = all;
     j->ctx.deadline_ms = call_deadline_ms(c->details.deadline);
-    j->ctx.cancel = s->cancel;
+    struct gs_http_cancel *cancel = gs_http_cancel_new();
+    if (!cancel) {
+        free(j);
+        return false;
+    }
+    j->ctx.cancel = cancel;
     pthread_mutex_lock(&s->lock);
     bool ok = !s->shutting_down && s->handlers < RPC_MAX_HANDLERS;
-    if (ok)
+    if (ok) {
         s->handlers++;
+        c->cancel = cancel;
+        if (c->client_gone)
+            gs_http_cancel_trigger(cancel); /* gone before its message was even read */
+        c->next_active = s->active;
+        s->active = c;
+    }
     pthread_mutex_unlock(&s->lock);
+    if (!ok)
+        gs_http_cancel_free(cancel);
     if (ok) {
         pthread_attr_t a;
         pthread_t t;
@@ -230,9 +299,14 @@ static bool start_handler(struct rpc_call *c, const struct rpc_method *m, grpc_s
         pthread_attr_destroy(&a);
         if (!ok) {
             pthread_mutex_lock(&s->lock);
+            for (struct rpc_call **p = &s->active; *p; p = &(*p)->next_active)
+                if (*p == c) {
+                    *p = c->next_active;
+                    break;
+                }
             if (--s->handlers == 0)
                 pthread_cond_broadcast(&s->idle);
-            pthread_mutex_unlock(&s->lock);
+            pthread_mutex_unlock(&s->lock); /* c->cancel stays with the call, freed with it */
         }
     }
     if (!ok)
@@ -279,16 +353,21 @@ static void on_received(struct rpc_call *c, bool success)
 
 static void on_event(struct rpc_server *s, void *tag, bool success)
 {
-    if (((struct rpc_server *)tag)->kind == 1) {
+    int kind = *(const int *)tag; /* every tag starts with its kind */
+    if (kind == 1) {
         /* The server finished shutting down: no more events will be queued but ours. */
         grpc_completion_queue_shutdown(s->cq);
+        return;
+    }
+    if (kind == 2) {
+        on_close(tag);
         return;
     }
     struct rpc_call *c = tag;
     switch (c->state) {
     case CALL_REQUESTED: {
         if (!success) { /* server shutting down */
-            call_free(c);
+            call_unref(c);
             return;
         }
         pthread_mutex_lock(&s->lock);
@@ -303,15 +382,25 @@ static void on_event(struct rpc_server *s, void *tag, bool success)
         ops[1].op = GRPC_OP_RECV_MESSAGE;
         ops[1].data.recv_message.recv_message = &c->recv;
         c->state = CALL_RECEIVED;
+        /* Learn as soon as the client gives up, to stop the handler's work with it. */
+        grpc_op close_op;
+        memset(&close_op, 0, sizeof(close_op));
+        close_op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+        close_op.data.recv_close_on_server.cancelled = &c->cancelled;
+        pthread_mutex_lock(&s->lock);
+        c->refs++;
+        pthread_mutex_unlock(&s->lock);
+        if (grpc_call_start_batch(c->call, &close_op, 1, &c->close, NULL) != GRPC_CALL_OK)
+            call_unref(c);
         if (grpc_call_start_batch(c->call, ops, 2, c, NULL) != GRPC_CALL_OK)
-            call_free(c);
+            call_unref(c);
         return;
     }
     case CALL_RECEIVED:
         on_received(c, success);
         return;
     case CALL_FINISHING:
-        call_free(c);
+        call_unref(c);
         return;
     }
 }
@@ -344,11 +433,6 @@ struct rpc_server *rpc_server_new(const char *socket_path, const struct rpc_meth
     s->user = user;
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->idle, NULL);
-    s->cancel = gs_http_cancel_new();
-    if (!s->cancel) {
-        gs_error_set(err, -ENOMEM, "out of memory");
-        goto fail;
-    }
     unsigned threads = opts && opts->threads ? opts->threads : 1;
     if (threads > RPC_MAX_THREADS)
         threads = RPC_MAX_THREADS;
@@ -429,7 +513,6 @@ struct rpc_server *rpc_server_new(const char *socket_path, const struct rpc_meth
 fail:
     pthread_cond_destroy(&s->idle);
     pthread_mutex_destroy(&s->lock);
-    gs_http_cancel_free(s->cancel);
     free(s->socket_path);
     free(s);
     return NULL;
@@ -443,7 +526,8 @@ void rpc_server_free(struct rpc_server *s)
      * the workers and the queue, so both stay up until the last handler is done. */
     pthread_mutex_lock(&s->lock);
     s->shutting_down = true;
-    gs_http_cancel_trigger(s->cancel);
+    for (struct rpc_call *c = s->active; c; c = c->next_active)
+        gs_http_cancel_trigger(c->cancel);
     while (s->handlers > 0)
         pthread_cond_wait(&s->idle, &s->lock);
     pthread_mutex_unlock(&s->lock);
@@ -475,7 +559,6 @@ void rpc_server_free(struct rpc_server *s)
         unlink(s->socket_path);
     }
     free(s->socket_path);
-    gs_http_cancel_free(s->cancel);
     pthread_cond_destroy(&s->idle);
     pthread_mutex_destroy(&s->lock);
     free(s);

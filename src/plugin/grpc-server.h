@@ -51,7 +51,8 @@ struct rpc_reply {
 /* What a handler knows about its call besides the request. */
 struct rpc_call_ctx {
     uint64_t deadline_ms;          /* CLOCK_MONOTONIC ms when the client gives up; 0 = none */
-    struct gs_http_cancel *cancel; /* triggered when the server shuts down */
+    struct gs_http_cancel *cancel; /* triggered when the client cancels the call (or its deadline
+                                    * passes, or the connection breaks) and at server shutdown */
 };
 
 /* Most handlers running at once per server. */

@@ -6,7 +6,8 @@ the files on disk.
 - Worker starvation: with every claim GET hanging, more NodePrepareResources calls than gRPC
   workers are in flight; an unprepare of a prepared claim and a re-prepare of a prepared claim
   are still answered (they need no API), and every stuck prepare ends by its gRPC deadline with an
-  error naming the deadline instead of holding a thread for 30 s x 5 attempts.
+  error naming the deadline instead of holding a thread for 30 s x 5 attempts. A call kubelet
+  cancels stops its API request at once.
 - Single instance: a second plugin on the same state directory refuses to start and says why;
   the first keeps serving. A plugin removes only sockets it created.
 - Temporaries of interrupted atomic writes are removed at start-up (ours only).
@@ -104,6 +105,27 @@ def test_starvation(t, env):
     resp = env.kubelet.prepare('v1', [pl.ref(fresh)], timeout=20)
     t.ok(not resp.claims[fresh['metadata']['uid']].error,
          'starvation: prepare works again once the API answers')
+
+
+def test_client_cancel(t, env):
+    """kubelet gives up on a call (its context is cancelled): the plugin stops the API request at
+    once instead of holding it until the call's deadline."""
+    c = env.api.put(pl.claim('cancel-me', results=[('r', 'hami-gpu-0', 10, '1Gi')]))
+    uid = c['metadata']['uid']
+    env.api.delay_next(1000, 30, match='/resourceclaims/cancel-me')
+    pb, stub = env.kubelet._stub('v1')
+    req = pb.NodePrepareResourcesRequest(claims=[pb.Claim(namespace=c['metadata']['namespace'],
+                                                          name='cancel-me', uid=uid)])
+    fut = stub.NodePrepareResources.future(req, timeout=120)
+    reached = pl.wait_for(lambda: env.api.requests('GET', '/resourceclaims/cancel-me'), 20)
+    t.ok(reached, 'cancel: the prepare is waiting on the hung API server')
+    fut.cancel()
+    # The deadline is 120 s away: a log line within 20 s can only come from the cancellation.
+    line = pl.wait_for(lambda: [ln for ln in env.log().splitlines()
+                                if uid in ln and 'claim not prepared' in ln], 20)
+    t.ok(line and 'cancel' in line[0], 'cancel: the handler stops its API request when kubelet '
+         'cancels the call', diag=line or env.log()[-1500:])
+    env.api.clear_faults()
 
 
 def test_single_instance(t, env):
@@ -214,6 +236,7 @@ def main():
         env.start()
         t.run('starvation', test_starvation, t, env)
         t.run('hostile strings', test_hostile_strings, t, env)
+        t.run('client cancel', test_client_cancel, t, env)
         t.run('single instance', test_single_instance, t, env)
         t.run('socket ownership', test_socket_ownership, t, env)
         t.run('temporaries', test_temporaries, t, env)
