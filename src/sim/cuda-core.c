@@ -204,6 +204,10 @@ __attribute__((destructor)) static void cu_unload(void)
             }
         } else if (o->kind == CU_OBJ_GRAPH_EXEC) {
             free(((struct sim_graph_exec *)o)->nodes);
+        } else if (o->kind == CU_OBJ_MODULE) {
+            struct sim_module *m = (struct sim_module *)o;
+            sim_image_fini(&m->img);
+            free(m->global_ptr);
         }
         free(o);
         o = next;
