@@ -324,6 +324,7 @@ static void recs_init_locked(void)
 
 static void rec_drop_events_locked(struct record *p)
 {
+    /* (a record whose context is gone has no events left: the driver destroyed them) */
     if (p->start)
         ops->event_destroy(p->start);
     if (p->end)
@@ -386,7 +387,7 @@ static void poll_locked(void)
     for (int n = 0; n < POLL_MAX && fifo_head != fifo_tail; n++) {
         int32_t i = fifo[fifo_head % REC_MAX];
         struct record *p = &recs[i];
-        CUresult q = ops->event_query(p->end);
+        CUresult q = p->end ? ops->event_query(p->end) : CUDA_ERROR_CONTEXT_IS_DESTROYED;
         if (q == CUDA_ERROR_NOT_READY)
             break;
         consume_locked(p, q);
@@ -410,7 +411,8 @@ static void wait_record_locked(int32_t i)
     CUevent ev = p->end;
     n_waits++;
     pthread_mutex_unlock(&lim_lock);
-    ops->event_sync(ev);
+    if (ev)
+        ops->event_sync(ev);
     pthread_mutex_lock(&lim_lock);
     p->refs--;
     poll_locked();
@@ -569,7 +571,7 @@ void vgpu_limiter_begin(struct vgpu_launch *l, struct gs_region_device *rd, int 
         e = est_slot(l->key);
         if (i >= 0) {
             struct record *p = &recs[i];
-            if (ops->event_record(p->start, stream) == CUDA_SUCCESS) {
+            if (p->start && ops->event_record(p->start, stream) == CUDA_SUCCESS) {
                 STORE(e->taken, e->taken + 1);
                 l->rec = i;
             } else {
@@ -609,7 +611,7 @@ void vgpu_limiter_end(struct vgpu_launch *l, CUresult launched)
     }
     pthread_mutex_lock(&lim_lock);
     struct record *p = &recs[l->rec];
-    if (ops->event_record(p->end, l->stream) == CUDA_SUCCESS) {
+    if (p->end && ops->event_record(p->end, l->stream) == CUDA_SUCCESS) {
         p->key = l->key;
         p->rd = rd;
         p->dev = l->dev;
@@ -625,6 +627,23 @@ void vgpu_limiter_end(struct vgpu_launch *l, CUresult launched)
     }
     pthread_mutex_unlock(&lim_lock);
     counters_maybe_flush(c);
+}
+
+void vgpu_limiter_ctx_gone(void *ctx)
+{
+    if (!ctx)
+        return;
+    pthread_mutex_lock(&lim_lock);
+    for (int i = 0; i < REC_MAX; i++) {
+        struct record *p = &recs[i];
+        if (p->ctx == ctx) {
+            /* the driver destroyed the events with the context: forget them, never touch them
+             * again; a measurement in flight is consumed unmeasured (it keeps its charge) */
+            p->start = p->end = NULL;
+            p->ctx = NULL;
+        }
+    }
+    pthread_mutex_unlock(&lim_lock);
 }
 
 void vgpu_limiter_poll(void)

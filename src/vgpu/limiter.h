@@ -40,6 +40,9 @@ void vgpu_limiter_begin(struct vgpu_launch *l, struct gs_region_device *rd, int 
 /* After the driver's launch call returned `launched`: record the end event (measured launches),
  * or refund the charge when nothing was launched. */
 void vgpu_limiter_end(struct vgpu_launch *l, CUresult launched);
+/* A context is gone (destroyed, reset, last primary release): the events the limiter kept in it
+ * went with it. Called by the context hooks after the driver call succeeded. */
+void vgpu_limiter_ctx_gone(void *ctx);
 /* Consume completed measurements now (the launch path and the gate do it on their own) and
  * publish the calling thread's counters. */
 void vgpu_limiter_poll(void);

@@ -543,6 +543,45 @@ static void test_monitor_fields(void)
        100 * err);
 }
 
+/* The application destroys a context: the driver destroys its events with it. */
+static void fake_ctx_destroy(void *ctx)
+{
+    pthread_mutex_lock(&fk_lock);
+    for (int i = 0; i < MAX_EVENTS; i++) {
+        if (fk_events[i].live && fk_events[i].ctx == ctx) {
+            fk_events[i].live = false;
+            fk_live_events--;
+        }
+    }
+    pthread_mutex_unlock(&fk_lock);
+}
+
+static void test_context_gone(void)
+{
+    reset_world();
+    atomic_store(&rd.budget_ns, 100000 * (int64_t)MS);
+    for (int i = 0; i < 64; i++)
+        launch(0x66, NULL, 1 * MS); /* measurements in flight and records holding events */
+    struct vgpu_limiter_stats st;
+    vgpu_limiter_stats(0x66, 0, &st);
+    uint32_t in_flight = st.in_flight;
+    fake_ctx_destroy(&fk_ctx_a);
+    vgpu_limiter_ctx_gone(&fk_ctx_a);
+    pthread_mutex_lock(&fk_lock);
+    fk_ctx = &fk_ctx_b;
+    pthread_mutex_unlock(&fk_lock);
+    for (int i = 0; i < 64; i++)
+        launch(0x66, NULL, 1 * MS);
+    fake_sync_all();
+    drain();
+    vgpu_limiter_stats(0x66, 0, &st);
+    ok(in_flight > 0, "measurements were in flight when the context went (%u)", in_flight);
+    is_int(fk_use_after_destroy, 0,
+           "no event of the destroyed context is queried, recorded or destroyed again");
+    is_int(st.in_flight, 0, "its measurements were consumed (unmeasured: they keep their charge)");
+    ok(st.samples > 0, "measuring goes on in the new context (%u measurements)", st.samples);
+}
+
 static void *three_launches(void *arg)
 {
     (void)arg;
@@ -631,6 +670,7 @@ int main(void)
     test_refund();
     test_monitor_fields();
     test_counters_published();
+    test_context_gone();
     test_pool_never_drops();
     test_event_destroy_race();
     test_adversarial();
