@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "tap.h"
+#include "vgpu/limiter.h"
 #include "vgpu/vgpu-internal.h"
 
 #define MiB  (1ULL << 20)
@@ -90,6 +91,14 @@ void vgpu_alloc_uncharge(const struct vgpu_alloc *a)
 }
 
 void vgpu_pools_sync(void) {}
+
+/* the limiter forgets a gone context's events */
+static int limiter_told;
+void vgpu_limiter_ctx_gone(void *ctx)
+{
+    (void)ctx;
+    limiter_told++;
+}
 
 /* ---- a fake driver: primary contexts with reference counts, created contexts, overhead ---- */
 struct fake_ctx {
@@ -335,8 +344,10 @@ int main(void)
     ok(charged[0] - before == 4 * 64 * MiB,
        "every context is charged the fixed 64 MiB whatever is freed meanwhile: %llu MiB",
        (unsigned long long)((charged[0] - before) / MiB));
+    int told = limiter_told;
     ok(cuCtxDestroy_v2(c) == CUDA_SUCCESS && charged[0] - before == 3 * 64 * MiB,
        "destroying one gives back exactly its 64 MiB");
+    ok(limiter_told == told + 1, "and the limiter is told the context is gone");
     ok(cuCtxDestroy_v2(c) == CUDA_ERROR_INVALID_CONTEXT && charged[0] - before == 3 * 64 * MiB,
        "a second destroy is the driver's error and gives nothing back");
 
