@@ -363,16 +363,21 @@ CU_API CUresult cuLibraryUnload(CUlibrary library)
 {
     CU_CHECK_INIT();
     struct sim_library *l = (struct sim_library *)library;
-    if (!cu_valid(l, CU_OBJ_LIBRARY))
+    if (!l)
         return CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&cu_g.lock);
+    if (!cu_valid(l, CU_OBJ_LIBRARY)) { /* checked under the lock: one unload wins */
+        pthread_mutex_unlock(&cu_g.lock);
+        return CUDA_ERROR_INVALID_HANDLE;
+    }
     struct sim_kernel *k = l->kernels;
+    struct sim_module *m = l->mod; /* read before l can be recycled */
     l->kernels = NULL;
     for (; k; k = k->next)
         cu_obj_del_locked(k);
     cu_obj_del_locked(l);
     pthread_mutex_unlock(&cu_g.lock);
-    module_free(l->mod);
+    module_free(m);
     return CUDA_SUCCESS;
 }
 
