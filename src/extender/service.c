@@ -1,0 +1,427 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* filter / prioritize / bind (see service.h). */
+#include "extender/service.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "common/clock.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "common/macros.h"
+#include "extender/hami.h"
+#include "extender/inventory.h"
+#include "webhook/shape.h"
+
+struct ext_service {
+    struct ext_service_config cfg;
+    pthread_mutex_t lock;
+    struct ext_stats stats;
+};
+
+struct ext_service *ext_service_new(const struct ext_service_config *cfg)
+{
+    struct ext_service *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->cfg = *cfg;
+    pthread_mutex_init(&s->lock, NULL);
+    return s;
+}
+
+void ext_service_free(struct ext_service *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+}
+
+void ext_service_stats(struct ext_service *s, struct ext_stats *out)
+{
+    pthread_mutex_lock(&s->lock);
+    *out = s->stats;
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Go's encoding/json matches keys case-insensitively: so do we ("pod", "Pod"). */
+static const json_t *get_ci(const json_t *o, const char *key)
+{
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)o, k, v) if (strcasecmp(k, key) == 0) return v;
+    return NULL;
+}
+
+static int list_all(struct ext_service *s, const struct gs_k8s_resource *res, json_t **items,
+                    struct gs_error *err)
+{
+    json_t *list = NULL;
+    struct gs_k8s_list_options lo = {.page_size = 500};
+    int r = gs_k8s_list(s->cfg.k8s, res, NULL, &lo, &list, NULL, err);
+    if (r < 0)
+        return r;
+    *items = json_incref(json_object_get(list, "items"));
+    json_decref(list);
+    if (!*items)
+        *items = json_array();
+    return 0;
+}
+
+/* Candidate nodes: full objects from the args, or the named ones from the API. */
+static int candidates(struct ext_service *s, const json_t *args, json_t **nodes, bool *by_name,
+                      struct gs_error *err)
+{
+    const json_t *nl = get_ci(args, "nodes");
+    const json_t *names = get_ci(args, "nodenames");
+    if (json_is_object(nl)) {
+        const json_t *items = get_ci(nl, "items");
+        *nodes = json_is_array(items) ? json_incref((json_t *)items) : json_array();
+        *by_name = false;
+        return 0;
+    }
+    if (!json_is_array(names))
+        return gs_error_set(err, -EINVAL, "ExtenderArgs: neither nodes nor nodenames is given");
+    *by_name = true;
+    _cleanup_(gs_json_decrefp) json_t *all = NULL;
+    int r = list_all(s, &gs_k8s_nodes, &all, err);
+    if (r < 0)
+        return r;
+    json_t *out = json_array();
+    size_t i, k;
+    const json_t *n, *node;
+    json_array_foreach(names, i, n)
+    {
+        const char *want = json_string_value(n);
+        bool found = false;
+        json_array_foreach(all, k, node)
+        {
+            const char *nm =
+                json_string_value(json_object_get(json_object_get(node, "metadata"), "name"));
+            if (want && nm && strcmp(want, nm) == 0) {
+                json_array_append(out, (json_t *)node);
+                found = true;
+                break;
+            }
+        }
+        if (!found && want) /* unknown to the API: still answered (as unregistered) */
+            json_array_append_new(out, json_pack("{s:{s:s}}", "metadata", "name", want));
+    }
+    *nodes = out;
+    return 0;
+}
+
+static const char *node_name(const json_t *node)
+{
+    return json_string_value(json_object_get(json_object_get(node, "metadata"), "name"));
+}
+
+/* Run the pod over the candidate nodes; best = index of the node the policies pick (-1 none). */
+struct pass {
+    json_t *nodes;
+    struct ext_inventory *inv;
+    struct ext_pod_request req;
+    bool has_req;
+    struct ext_fit *fits;
+    size_t n;
+    long best;
+};
+
+static void pass_fini(struct pass *p)
+{
+    for (size_t i = 0; p->fits && i < p->n; i++)
+        ext_fit_fini(&p->fits[i]);
+    free(p->fits);
+    if (p->has_req)
+        ext_pod_request_fini(&p->req);
+    ext_inventory_free(p->inv);
+    json_decref(p->nodes);
+}
+
+static int run_pass(struct ext_service *s, const json_t *pod, json_t *nodes, struct pass *p,
+                    struct gs_error *err)
+{
+    *p = (struct pass){.nodes = nodes, .best = -1};
+    const json_t *md = json_object_get(pod, "metadata");
+    const char *ns = json_string_value(json_object_get(md, "namespace"));
+    const char *name = json_string_value(json_object_get(md, "name"));
+    _cleanup_(gs_json_decrefp) json_t *pods = NULL;
+    int r = list_all(s, &gs_k8s_pods, &pods, err);
+    if (r < 0)
+        return r;
+    if ((r = ext_inventory_build(nodes, pods, WH_DEFAULT_DRIVER, ns ? ns : "default", name, &p->inv,
+                                 err)) < 0)
+        return r;
+    if ((r = ext_pod_request_init(&p->req, pod, p->inv, s->cfg.gpu_policy, s->cfg.node_policy,
+                                  err)) < 0)
+        return r;
+    p->has_req = true;
+    p->n = json_array_size(nodes);
+    p->fits = calloc(p->n ? p->n : 1, sizeof(*p->fits));
+    if (!p->fits)
+        return gs_error_set(err, -ENOMEM, "out of memory");
+    if (p->req.n_claims == 0)
+        return 0;
+    for (size_t i = 0; i < p->n; i++) {
+        const char *nn = node_name(json_array_get(nodes, i));
+        if (!nn)
+            continue;
+        if ((r = ext_try_node(p->inv, &p->req, nn, false, &p->fits[i], err)) < 0)
+            return r;
+        if (!p->fits[i].fits)
+            continue;
+        if (p->best < 0 ||
+            (p->req.node_policy == EXT_NODE_BINPACK ? p->fits[i].score > p->fits[p->best].score
+                                                    : p->fits[i].score < p->fits[p->best].score))
+            p->best = (long)i;
+    }
+    return 0;
+}
+
+static json_t *filter_error(const char *msg)
+{
+    return json_pack("{s:s}", "error", msg);
+}
+
+json_t *ext_filter(struct ext_service *s, const json_t *args, struct gs_error *err)
+{
+    const json_t *pod = get_ci(args, "pod");
+    if (!json_is_object(args) || !json_is_object(pod)) {
+        gs_error_set(err, -EINVAL, "ExtenderArgs: pod is missing or not an object");
+        return NULL;
+    }
+    uint64_t t0 = gs_now_ns();
+    pthread_mutex_lock(&s->lock);
+    s->stats.filter++;
+    json_t *nodes = NULL;
+    bool by_name = true;
+    struct gs_error e = {0};
+    struct pass p = {0};
+    json_t *out = NULL;
+    int r = candidates(s, args, &nodes, &by_name, &e);
+    if (r == 0)
+        r = run_pass(s, pod, nodes, &p, &e);
+    else
+        json_decref(nodes);
+    if (r < 0) {
+        s->stats.filter_errors++;
+        out = filter_error(e.msg);
+        goto done;
+    }
+    json_t *ok = json_array(), *failed = json_object();
+    for (size_t i = 0; i < p.n; i++) {
+        const json_t *node = json_array_get(p.nodes, i);
+        const char *nn = node_name(node);
+        if (!nn)
+            continue;
+        if (p.req.n_claims == 0 || (long)i == p.best)
+            json_array_append(ok, by_name ? json_string(nn) : (json_t *)node);
+        else if (!p.fits[i].fits)
+            json_object_set_new(failed, nn, json_string(p.fits[i].message));
+    }
+    if (by_name) {
+        /* json_array_append above took a new string reference for names: drop the extra one */
+        size_t i;
+        json_t *v;
+        json_array_foreach(ok, i, v) json_decref(v);
+        out = json_pack("{s:o,s:o}", "nodenames", ok, "failedNodes", failed);
+    } else {
+        out = json_pack("{s:{s:o},s:o}", "nodes", "items", ok, "failedNodes", failed);
+    }
+    if (p.req.n_claims > 0) {
+        char q[160];
+        gs_log(GS_LOG_INFO, "filter", "pod=%s/%s nodes=%zu fit=%s failed=%zu", p.req.ns, p.req.name,
+               p.n,
+               gs_log_quote(q, sizeof(q),
+                            p.best >= 0 ? node_name(json_array_get(p.nodes, (size_t)p.best)) : ""),
+               json_object_size(failed));
+    }
+done:
+    pass_fini(&p);
+    s->stats.filter_ns_sum += gs_now_ns() - t0;
+    pthread_mutex_unlock(&s->lock);
+    return out;
+}
+
+json_t *ext_prioritize(struct ext_service *s, const json_t *args, struct gs_error *err)
+{
+    const json_t *pod = get_ci(args, "pod");
+    if (!json_is_object(args) || !json_is_object(pod)) {
+        gs_error_set(err, -EINVAL, "ExtenderArgs: pod is missing or not an object");
+        return NULL;
+    }
+    pthread_mutex_lock(&s->lock);
+    s->stats.prioritize++;
+    json_t *nodes = NULL;
+    bool by_name;
+    struct gs_error e = {0};
+    struct pass p = {0};
+    json_t *out = json_array();
+    int r = candidates(s, args, &nodes, &by_name, &e);
+    if (r == 0)
+        r = run_pass(s, pod, nodes, &p, &e);
+    else
+        json_decref(nodes);
+    for (size_t i = 0; r == 0 && i < p.n; i++) {
+        const char *nn = node_name(json_array_get(p.nodes, i));
+        if (!nn)
+            continue;
+        /* kube-scheduler's extender scores are 0..10 (MaxExtenderPriority). */
+        double sc = p.fits[i].fits ? (p.req.node_policy == EXT_NODE_BINPACK ? p.fits[i].score
+                                                                            : 1.0 - p.fits[i].score)
+                                   : 0.0;
+        json_array_append_new(
+            out, json_pack("{s:s,s:I}", "host", nn, "score", (json_int_t)(sc * 10.0 + 0.5)));
+    }
+    pass_fini(&p);
+    pthread_mutex_unlock(&s->lock);
+    return out;
+}
+
+static int patch_annotations(struct ext_service *s, const struct gs_k8s_resource *res,
+                             const char *ns, const char *name, json_t *ann, const char *rv,
+                             struct gs_error *err)
+{
+    _cleanup_(gs_json_decrefp) json_t *patch =
+        json_pack("{s:{s:O}}", "metadata", "annotations", ann);
+    if (rv)
+        json_object_set_new(json_object_get(patch, "metadata"), "resourceVersion", json_string(rv));
+    return gs_k8s_patch(s->cfg.k8s, res, ns, name, NULL, GS_K8S_PATCH_MERGE, patch, 0, NULL, err);
+}
+
+/* HAMi's node lock: the annotation, set with the node's resourceVersion as precondition. */
+static int lock_node(struct ext_service *s, const char *node, const char *ns, const char *pod,
+                     json_t **node_obj, struct gs_error *err)
+{
+    json_t *n = NULL;
+    int r = gs_k8s_get(s->cfg.k8s, &gs_k8s_nodes, NULL, node, &n, err);
+    if (r < 0)
+        return r;
+    const json_t *md = json_object_get(n, "metadata");
+    const char *held =
+        json_string_value(json_object_get(json_object_get(md, "annotations"), HAMI_ANN_NODE_LOCK));
+    int64_t now = (int64_t)time(NULL), since;
+    if (held && hami_lock_time(held, &since) == 0 && now - since < EXT_LOCK_EXPIRY_S) {
+        s->stats.lock_conflicts++;
+        json_decref(n);
+        return gs_error_set(err, -EBUSY, "node %s is locked (%s=\"%.128s\")", node,
+                            HAMI_ANN_NODE_LOCK, held);
+    }
+    char value[256];
+    hami_lock_value(value, sizeof(value), now, ns, pod);
+    _cleanup_(gs_json_decrefp) json_t *ann = json_pack("{s:s}", HAMI_ANN_NODE_LOCK, value);
+    r = patch_annotations(s, &gs_k8s_nodes, NULL, node, ann,
+                          json_string_value(json_object_get(md, "resourceVersion")), err);
+    if (r < 0) {
+        json_decref(n);
+        if (r == -EBUSY)
+            s->stats.lock_conflicts++;
+        return gs_error_prefix(err, "lock node %s: ", node);
+    }
+    *node_obj = n;
+    return 0;
+}
+
+static void unlock_node(struct ext_service *s, const char *node)
+{
+    struct gs_error e = {0};
+    _cleanup_(gs_json_decrefp) json_t *ann = json_pack("{s:n}", HAMI_ANN_NODE_LOCK);
+    if (patch_annotations(s, &gs_k8s_nodes, NULL, node, ann, NULL, &e) < 0) {
+        char q[300];
+        gs_log(GS_LOG_WARN, "node unlock failed", "node=%s error=%s", node,
+               gs_log_quote(q, sizeof(q), e.msg));
+    }
+}
+
+static int bind_locked(struct ext_service *s, const char *ns, const char *name, const char *uid,
+                       const char *node, struct gs_error *err)
+{
+    _cleanup_(gs_json_decrefp) json_t *pod = NULL;
+    int r = gs_k8s_get(s->cfg.k8s, &gs_k8s_pods, ns, name, &pod, err);
+    if (r < 0)
+        return r;
+    const char *puid = json_string_value(json_object_get(json_object_get(pod, "metadata"), "uid"));
+    if (uid && *uid && puid && strcmp(uid, puid) != 0)
+        return gs_error_set(err, -ESTALE, "pod %s/%s has uid %s, not %s", ns, name, puid, uid);
+    json_t *node_obj = NULL;
+    if ((r = lock_node(s, node, ns, name, &node_obj, err)) < 0)
+        return r;
+    struct pass p = {0};
+    json_t *nodes = json_pack("[o]", node_obj);
+    r = run_pass(s, pod, nodes, &p, err);
+    if (r == 0 && p.req.n_claims > 0 && p.best != 0)
+        r = gs_error_set(err, -ENOSPC, "pod %s/%s does not fit on %s: %s", ns, name, node,
+                         p.fits[0].message);
+    if (r == 0 && p.req.n_claims > 0) {
+        _cleanup_free_ char *enc = hami_pod_devices_encode(p.fits[0].ctrs, p.req.n_containers);
+        char now[32], bt[32];
+        snprintf(now, sizeof(now), "%lld", (long long)time(NULL));
+        snprintf(bt, sizeof(bt), "%lld", (long long)time(NULL));
+        _cleanup_(gs_json_decrefp) json_t *ann =
+            json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", HAMI_ANN_TO_ALLOCATE, enc ? enc : "",
+                      HAMI_ANN_ALLOCATED, enc ? enc : "", HAMI_ANN_NODE, node, HAMI_ANN_TIME, now,
+                      HAMI_ANN_BIND_PHASE, HAMI_BIND_ALLOCATING, HAMI_ANN_BIND_TIME, bt);
+        r = enc ? patch_annotations(s, &gs_k8s_pods, ns, name, ann, NULL, err)
+                : gs_error_set(err, -ENOMEM, "out of memory");
+        if (r == 0) {
+            char q[512];
+            gs_log(GS_LOG_INFO, "devices assigned", "pod=%s/%s node=%s devices=%s", ns, name, node,
+                   gs_log_quote(q, sizeof(q), enc));
+        }
+    }
+    if (r == 0) {
+        char path[512];
+        _cleanup_(gs_json_decrefp) json_t *binding =
+            json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s,s:s,s:s}}", "apiVersion", "v1", "kind",
+                      "Binding", "metadata", "name", name, "namespace", ns, "target", "apiVersion",
+                      "v1", "kind", "Node", "name", node);
+        if (puid)
+            json_object_set_new(json_object_get(binding, "metadata"), "uid", json_string(puid));
+        if ((r = gs_k8s_path(path, sizeof(path), &gs_k8s_pods, ns, name, "binding", err)) == 0)
+            r = gs_k8s_request(s->cfg.k8s, "POST", path, binding, NULL, NULL, NULL, err);
+        if (r < 0 && p.req.n_claims > 0) {
+            struct gs_error e2 = {0};
+            _cleanup_(gs_json_decrefp) json_t *ann =
+                json_pack("{s:s}", HAMI_ANN_BIND_PHASE, HAMI_BIND_FAILED);
+            patch_annotations(s, &gs_k8s_pods, ns, name, ann, NULL, &e2);
+        }
+    }
+    pass_fini(&p);
+    unlock_node(s, node);
+    return r;
+}
+
+json_t *ext_bind(struct ext_service *s, const json_t *args, struct gs_error *err)
+{
+    const char *name = json_string_value(get_ci(args, "podName"));
+    const char *ns = json_string_value(get_ci(args, "podNamespace"));
+    const char *uid = json_string_value(get_ci(args, "podUID"));
+    const char *node = json_string_value(get_ci(args, "node"));
+    if (!name || !ns || !node) {
+        gs_error_set(err, -EINVAL,
+                     "ExtenderBindingArgs: podName, podNamespace and node are "
+                     "required");
+        return NULL;
+    }
+    pthread_mutex_lock(&s->lock);
+    s->stats.bind++;
+    struct gs_error e = {0};
+    int r = bind_locked(s, ns, name, uid, node, &e);
+    if (r < 0)
+        s->stats.bind_errors++;
+    pthread_mutex_unlock(&s->lock);
+    char q[300];
+    if (r < 0) {
+        gs_log(GS_LOG_WARN, "bind failed", "pod=%s/%s node=%s error=%s", ns, name, node,
+               gs_log_quote(q, sizeof(q), e.msg));
+        return json_pack("{s:s}", "error", e.msg);
+    }
+    gs_log(GS_LOG_INFO, "bound", "pod=%s/%s node=%s", ns, name, node);
+    return json_object();
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The extender's verbs over kube-scheduler's extender JSON (k8s.io/kube-scheduler/extender/v1;
+ * see docs/internals/legacy.md):
+ *   filter:     ExtenderArgs {"pod", "nodes" | "nodenames"} -> ExtenderFilterResult
+ *               {"nodes" | "nodenames", "failedNodes", "error"}
+ *   prioritize: ExtenderArgs -> HostPriorityList [{"host", "score"}]
+ *   bind:       ExtenderBindingArgs {"podName", "podNamespace", "podUID", "node"}
+ *               -> ExtenderBindingResult {"error"}
+ * One mutex serialises the verbs of one process; HAMi's node lock (hami.io/mutex.lock)
+ * serialises binds across processes.
+ */
+#ifndef GS_EXTENDER_SERVICE_H
+#define GS_EXTENDER_SERVICE_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "alloc/alloc.h"
+#include "common/error.h"
+#include "common/k8s.h"
+#include "extender/schedule.h"
+
+/* A node lock older than this is taken over (HAMi: 5 minutes). */
+#define EXT_LOCK_EXPIRY_S 300
+
+struct ext_stats {
+    uint64_t filter, filter_errors, prioritize, bind, bind_errors, lock_conflicts;
+    uint64_t filter_ns_sum; /* time spent in filter */
+};
+
+struct ext_service;
+
+struct ext_service_config {
+    struct gs_k8s_client *k8s; /* borrowed */
+    enum alloc_policy gpu_policy;
+    enum ext_node_policy node_policy;
+};
+
+struct ext_service *ext_service_new(const struct ext_service_config *cfg);
+void ext_service_free(struct ext_service *s);
+
+/* Each returns the response object (new reference), or NULL with err set when the request is
+ * not the JSON expected (HTTP 400). */
+json_t *ext_filter(struct ext_service *s, const json_t *args, struct gs_error *err);
+json_t *ext_prioritize(struct ext_service *s, const json_t *args, struct gs_error *err);
+json_t *ext_bind(struct ext_service *s, const json_t *args, struct gs_error *err);
+void ext_service_stats(struct ext_service *s, struct ext_stats *out);
+
+#endif /* GS_EXTENDER_SERVICE_H */
