@@ -41,7 +41,7 @@ static long scan_string(struct scan *s)
     size_t need = (size_t)(s->p - start);
     if (s->p < s->end && *s->p == '"') {
         if (need + 1 > s->tmp_cap) {
-            size_t cap = need + 64;
+            size_t cap = need < 256 ? 512 : need * 2; /* few reallocs per document */
             char *t = realloc(s->tmp, cap);
             if (!t)
                 return -1;
