@@ -21,6 +21,7 @@ os.makedirs(STATE)
 ENV = sim_env(STATE)
 ENV['GPUSLICE_STATE_DIR'] = STATE
 MIB = 1024 * 1024
+WORKLOAD = sys.argv[1]  # mon_workload (built beside this test)
 texts = []  # every exposition read, for promtool
 
 
@@ -31,12 +32,11 @@ def scrape(mon):
     return body if st == 200 else ''
 
 
-def workload(name, hold_mib, go):
-    """`gpuslice run` a slice of 4Gi/30% whose program holds hold_mib MiB until `go` exists."""
-    script = ('"$0" probe --max %dMi --hold 600s & p=$!; '
-              'while [ ! -e "$1" ]; do sleep 0.05; done; kill $p; wait $p; exit 0') % hold_mib
-    return subprocess.Popen([GS, 'run', '--sim', '--quiet', '--name', name, '--memory', '4Gi',
-                             '--cores', '30', '--', 'sh', '-c', script, GS, go],
+def workload(name, hold_mib, go, kernel_us=0, memory='4Gi'):
+    """`gpuslice run` a slice of `memory`/30% whose program holds hold_mib MiB (and launches
+    kernels of kernel_us back to back, if not 0) until `go` exists."""
+    return subprocess.Popen([GS, 'run', '--sim', '--quiet', '--name', name, '--memory', memory,
+                             '--cores', '30', '--', WORKLOAD, str(hold_mib), str(kernel_us), go],
                             env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -151,11 +151,7 @@ def main():
         # A workload that launches kernels under a 30 % cap: per-container utilisation from the
         # busy GPU time libvgpu records in the region (v2), next to gpusim's own NVML figure.
         go3 = os.path.join(TMP, 'go-3')
-        busy = subprocess.Popen(
-            [GS, 'run', '--sim', '--quiet', '--name', 'busy', '--memory', '1Gi', '--cores', '30',
-             '--', 'sh', '-c', 'while [ ! -e "$0" ]; do "$1" probe --max 1Mi --kernels 50 '
-             '--kernel-us 2000 >/dev/null || exit 1; done', go3, GS],
-            env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        busy = workload('busy', 1, go3, kernel_us=2000, memory='1Gi')
         procs.append(busy)
         util = wait_until(lambda: (lambda v: v if v and v > 0 else None)(
             prom_value(prom, 'hami_container_device_utilization_ratio')), 120, 0.5)
@@ -172,7 +168,10 @@ def main():
         t.ok(last is not None and last >= 0, 'time since the last kernel exported (%r s)' % last)
         with open(go3, 'w'):
             pass
-        t.is_eq(busy.wait(timeout=120), 0, 'busy workload ended normally')
+        rc = busy.wait(timeout=120)
+        t.is_eq(rc, 0, 'busy workload ended normally')
+        if rc:
+            t.diag(busy.stderr.read())
         t.ok(wait_until(lambda: prom.query('hami_container_device_utilization_ratio') == [], 120,
                         0.5), 'Prometheus: its utilisation series is gone once it ended')
 
