@@ -103,9 +103,14 @@ void cu_module_drop_globals_locked(struct sim_module *m)
     sim_image_fini(&m->img);
 }
 
-static void module_free(struct sim_module *m)
+/* false if m was already gone (checked under the lock: one unload wins). */
+static bool module_free(struct sim_module *m)
 {
     pthread_mutex_lock(&cu_g.lock);
+    if (!cu_valid(m, CU_OBJ_MODULE)) {
+        pthread_mutex_unlock(&cu_g.lock);
+        return false;
+    }
     struct sim_func *f = m->funcs;
     m->funcs = NULL;
     for (; f; f = f->next)
@@ -115,6 +120,7 @@ static void module_free(struct sim_module *m)
     pthread_mutex_unlock(&cu_g.mem_lock);
     cu_obj_del_locked(m);
     pthread_mutex_unlock(&cu_g.lock);
+    return true;
 }
 
 static CUresult module_load(CUmodule *module, const void *image, size_t len)
@@ -168,8 +174,7 @@ CU_API CUresult cuModuleUnload(CUmodule hmod)
     struct sim_module *m = (struct sim_module *)hmod;
     if (!cu_valid(m, CU_OBJ_MODULE) || m->lib)
         return CUDA_ERROR_INVALID_HANDLE;
-    module_free(m);
-    return CUDA_SUCCESS;
+    return module_free(m) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
 /* The function `name` of m (created on first use); NULL with *r set if the image has none. */
@@ -313,7 +318,7 @@ static CUresult library_load(CUlibrary *library, const void *code, size_t len)
         return r;
     struct sim_library *l = cu_obj_new(CU_OBJ_LIBRARY, sizeof(*l));
     if (!l) {
-        module_free(m);
+        (void)module_free(m);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     m->lib = l;
@@ -377,7 +382,7 @@ CU_API CUresult cuLibraryUnload(CUlibrary library)
         cu_obj_del_locked(k);
     cu_obj_del_locked(l);
     pthread_mutex_unlock(&cu_g.lock);
-    module_free(m);
+    (void)module_free(m);
     return CUDA_SUCCESS;
 }
 
