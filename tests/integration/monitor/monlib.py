@@ -11,7 +11,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from gstest import env_paths
+from gstest import env_paths, sanitizer_runtime
 
 P = env_paths()
 MONITOR = os.environ.get('GS_MONITOR', '')
@@ -64,6 +64,10 @@ def sim_env(state_dir, base=None):
     })
     for k in ('KUBECONFIG', 'KUBERNETES_SERVICE_HOST', 'LD_PRELOAD'):
         env.pop(k, None)
+    rt = sanitizer_runtime()
+    if rt:  # ASan build: uninstrumented programs (sh) loading our instrumented libraries
+        env['LD_PRELOAD'] = rt
+        env['ASAN_OPTIONS'] = 'detect_leaks=0'
     return env
 
 

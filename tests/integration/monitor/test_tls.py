@@ -52,7 +52,8 @@ def main():
                         os.path.join(TMP, 'sa'), '--state-dir', os.path.join(TMP, 'p'),
                         '--host-dir', os.path.join(TMP, 'h')], sim_env(TMP))
     try:
-        r = wait_until(lambda: fetch(mon.port, crt1, '/readyz'), 60)
+        r = wait_until(lambda: (lambda x: x if x and x[0] == 200 else None)(
+            fetch(mon.port, crt1, '/readyz')), 60)
         t.ok(r and r[0] == 200, 'HTTPS /readyz with the given certificate', diag=mon.logs())
         r = fetch(mon.port, crt1)
         t.ok(r and r[0] == 200 and 'gpuslice_build_info' in r[1], 'HTTPS /metrics')
