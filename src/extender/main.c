@@ -90,7 +90,7 @@ static const struct gs_config_spec spec = {
 
 int main(int argc, char **argv)
 {
-    struct ext_options o;
+    struct ext_options o = {0};
     struct gs_error err = {0};
     int first = argc;
     gs_log_set_component("extender");

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/json.h"
+#include "common/log.h"
 #include "common/macros.h"
 #include "common/quantity.h"
 #include "webhook/selector.h"
@@ -131,6 +132,15 @@ void ext_fit_fini(struct ext_fit *fit)
 /* The first device-level HAMi reason in the explanations, with its detail. */
 static void explain_failure(struct alloc_explanation **why, size_t n, struct ext_fit *fit)
 {
+    if (gs_log_get_level() >= GS_LOG_DEBUG)
+        for (size_t i = 0; i < n; i++)
+            if (why[i]) {
+                _cleanup_(gs_json_decrefp) json_t *j = alloc_explanation_json(why[i]);
+                _cleanup_free_ char *s = json_dumps(j, JSON_COMPACT);
+                char q[2048];
+                gs_log(GS_LOG_DEBUG, "unschedulable", "explanation=%s",
+                       gs_log_quote(q, sizeof(q), s ? s : ""));
+            }
     const char *fallback = NULL, *fallback_msg = NULL;
     for (size_t i = 0; i < n; i++) {
         if (!why[i])
@@ -143,6 +153,13 @@ static void explain_failure(struct alloc_explanation **why, size_t n, struct ext
             json_array_foreach(json_object_get(rq, "devices"), d, dev)
             {
                 const char *hr = json_string_value(json_object_get(dev, "hamiReason"));
+                const char *dr = json_string_value(json_object_get(dev, "reason"));
+                const char *dm = json_string_value(json_object_get(dev, "message"));
+                if (!hr && dr && dm && strcmp(dr, "CapacityPolicy") == 0)
+                    /* Above the card's maximum: HAMi says the card has too little. */
+                    hr = strncmp(dm, "memory", 6) == 0  ? "CardInsufficientMemory"
+                         : strncmp(dm, "cores", 5) == 0 ? "CardInsufficientCore"
+                                                        : NULL;
                 if (!hr)
                     continue;
                 snprintf(fit->reason, sizeof(fit->reason), "%s", hr);

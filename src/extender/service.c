@@ -309,9 +309,10 @@ static int lock_node(struct ext_service *s, const char *node, const char *ns, co
     int64_t now = (int64_t)time(NULL), since;
     if (held && hami_lock_time(held, &since) == 0 && now - since < EXT_LOCK_EXPIRY_S) {
         s->stats.lock_conflicts++;
-        json_decref(n);
-        return gs_error_set(err, -EBUSY, "node %s is locked (%s=\"%.128s\")", node,
-                            HAMI_ANN_NODE_LOCK, held);
+        gs_error_set(err, -EBUSY, "node %s is locked (%s=\"%.128s\")", node, HAMI_ANN_NODE_LOCK,
+                     held);
+        json_decref(n); /* `held` points into it */
+        return -EBUSY;
     }
     char value[256];
     hami_lock_value(value, sizeof(value), now, ns, pod);

@@ -676,7 +676,9 @@ class _Handler(BaseHTTPRequestHandler):
             raise ApiError(404, 'NotFound', 'the server could not find the requested resource')
         name = rest[1] if len(rest) >= 2 else None
         sub = rest[2] if len(rest) >= 3 else None
-        if len(rest) > 3 or (sub is not None and (sub != 'status' or not RESOURCES[res][2])):
+        binding = sub == 'binding' and res == ('', 'v1', 'pods')
+        if len(rest) > 3 or (sub is not None and not binding and
+                             (sub != 'status' or not RESOURCES[res][2])):
             raise ApiError(404, 'NotFound', 'the server could not find the requested resource')
         return res, ns, name, sub
 
@@ -695,6 +697,8 @@ class _Handler(BaseHTTPRequestHandler):
             raise ApiError(404, 'NotFound', 'the server could not find the requested resource')
         if method == 'GET':
             return 200, self._get(res, ns, name)
+        if method == 'POST' and sub == 'binding':
+            return 201, self._bind(res, ns, name, self._json_body(raw))
         if method == 'POST':
             if name is not None:
                 raise ApiError(405, 'MethodNotAllowed', 'POST is only allowed on a collection')
@@ -706,6 +710,31 @@ class _Handler(BaseHTTPRequestHandler):
         if method == 'DELETE':
             return 200, self._delete(res, ns, name, raw, dry)
         raise ApiError(405, 'MethodNotAllowed', f'{method} not allowed')
+
+    def _bind(self, res, ns, name, binding):
+        """POST pods/{name}/binding (v1 Binding): sets spec.nodeName once, as the real API."""
+        target = (binding or {}).get('target') or {}
+        node = target.get('name')
+        if not node or target.get('kind', 'Node') != 'Node':
+            raise ApiError(422, 'Invalid', f'Binding "{name}" is invalid: target.name: Required '
+                           'value', res, name)
+        with self.fake.cond:
+            old = self.fake.objects.get((res, ns, name))
+            if old is None:
+                raise self._not_found(res, name)
+            uid = ((binding.get('metadata') or {}).get('uid'))
+            if uid and uid != old['metadata'].get('uid'):
+                raise ApiError(409, 'Conflict', f'Operation cannot be fulfilled on pods/binding '
+                               f'"{name}": Precondition failed: UID in precondition: {uid}, UID '
+                               f'in object meta: {old["metadata"].get("uid")}', res, name)
+            if (old.get('spec') or {}).get('nodeName'):
+                raise ApiError(409, 'Conflict', f'Operation cannot be fulfilled on pods/binding '
+                               f'"{name}": pod {name} is already assigned to node '
+                               f'"{old["spec"]["nodeName"]}"', res, name)
+            new = copy.deepcopy(old)
+            new.setdefault('spec', {})['nodeName'] = node
+            self._replace_locked(res, ns, name, None, new, False)
+        return {'kind': 'Status', 'apiVersion': 'v1', 'status': 'Success', 'code': 201}
 
     def _not_found(self, res, name):
         return ApiError(404, 'NotFound', f'{qualified(res)} "{name}" not found', res, name)
