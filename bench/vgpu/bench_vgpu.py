@@ -12,7 +12,7 @@ import tempfile
 from gstest import Tap, env_paths, preload_env
 
 TARGETS = {'alloc_free_pair': 100.0, 'free_with_50000_live': 200.0, 'mem_get_info': 50.0,
-           'launch_kernel': 30.0}
+           'launch_kernel': 30.0, 'ctx_get_current': 10.0, 'ctx_set_current': 10.0}
 
 
 def run(prog, env):

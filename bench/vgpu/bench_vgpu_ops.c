@@ -33,6 +33,7 @@ int main(int argc, char **argv)
     SYM(cuDeviceGet);
     SYM(cuDevicePrimaryCtxRetain);
     SYM(cuCtxSetCurrent);
+    SYM(cuCtxGetCurrent);
     SYM(cuMemAlloc_v2);
     SYM(cuMemFree_v2);
     SYM(cuMemGetInfo_v2);
@@ -85,6 +86,18 @@ int main(int argc, char **argv)
     for (long i = 0; i < n; i++)
         p_cuMemGetInfo_v2(&fr, &tot);
     printf("op=mem_get_info ns=%.1f\n", (now_ns() - t0) / (double)n);
+
+    /* the CUDA runtime asks for (and sets) the current context around most of its calls:
+     * hooked for the first sight of a context retained out of libvgpu's sight */
+    CUcontext cur;
+    t0 = now_ns();
+    for (long i = 0; i < n; i++)
+        p_cuCtxGetCurrent(&cur);
+    printf("op=ctx_get_current ns=%.1f\n", (now_ns() - t0) / (double)n);
+    t0 = now_ns();
+    for (long i = 0; i < n; i++)
+        p_cuCtxSetCurrent(ctx);
+    printf("op=ctx_set_current ns=%.1f\n", (now_ns() - t0) / (double)n);
 
     CUmodule mod;
     CUfunction f;

@@ -313,16 +313,13 @@ static struct vgpu_device *tracked_dev(CUdevice dev)
     return d && d->region ? d : NULL;
 }
 
-void *vgpu_ctx_current(struct vgpu_device **dev_out)
+/* c is the calling thread's current context: first sight creates its state (cheap when this
+ * thread saw it last and no context went since). */
+static void *seen(CUcontext c, struct vgpu_device **dev_out)
 {
     if (dev_out)
         *dev_out = NULL;
-    if (vgpu_depth || !gs_real_cu.cuCtxGetCurrent)
-        return NULL;
-    CUcontext c = NULL;
-    CUresult r;
-    CALL_REAL(r, cuCtxGetCurrent, &c);
-    if (r != CUDA_SUCCESS || !c)
+    if (!c)
         return NULL;
     unsigned gen = atomic_load_explicit(&ctx_gen, memory_order_acquire);
     if (GS_LIKELY(c == tl_ctx && gen == tl_gen)) {
@@ -333,6 +330,7 @@ void *vgpu_ctx_current(struct vgpu_device **dev_out)
     CUdevice dev;
     if (!gs_real_cu.cuCtxGetDevice)
         return c;
+    CUresult r;
     CALL_REAL(r, cuCtxGetDevice, &dev);
     if (r != CUDA_SUCCESS)
         return c; /* destroyed or unusable: the driver's own error follows */
@@ -345,6 +343,20 @@ void *vgpu_ctx_current(struct vgpu_device **dev_out)
     if (dev_out)
         *dev_out = d;
     return c;
+}
+
+void *vgpu_ctx_current(struct vgpu_device **dev_out)
+{
+    if (dev_out)
+        *dev_out = NULL;
+    if (vgpu_depth || !gs_real_cu.cuCtxGetCurrent)
+        return NULL;
+    CUcontext c = NULL;
+    CUresult r;
+    CALL_REAL(r, cuCtxGetCurrent, &c);
+    if (r != CUDA_SUCCESS)
+        return NULL;
+    return seen(c, dev_out);
 }
 
 size_t vgpu_ctx_count(void)
@@ -614,7 +626,7 @@ GS_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
     CUresult r;
     CALL_REAL(r, cuCtxSetCurrent, ctx);
     if (r == CUDA_SUCCESS && ctx && ctx_tracking())
-        vgpu_ctx_current(NULL);
+        seen(ctx, NULL);
     return r;
 }
 
@@ -624,7 +636,7 @@ GS_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
     CUresult r;
     CALL_REAL(r, cuCtxPushCurrent_v2, ctx);
     if (r == CUDA_SUCCESS && ctx && ctx_tracking())
-        vgpu_ctx_current(NULL);
+        seen(ctx, NULL);
     return r;
 }
 
@@ -634,6 +646,6 @@ GS_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
     CUresult r;
     CALL_REAL(r, cuCtxGetCurrent, pctx);
     if (r == CUDA_SUCCESS && pctx && *pctx && ctx_tracking())
-        vgpu_ctx_current(NULL);
+        seen(*pctx, NULL);
     return r;
 }
