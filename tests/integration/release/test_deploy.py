@@ -289,14 +289,16 @@ def main():
          diag=f'{pc} not in {pcs}')
 
     # Images and the paths inside the image.
+    with open(os.path.join(p['GS_BUILD_ROOT'], 'meson-info', 'intro-projectinfo.json')) as f:
+        project_version = json.load(f)['version']
     for rel, objs in sorted(rendered.items()):
         for o in objs:
             spec = pod_spec(o)
             if spec is None or rel == 'examples':
                 continue
             for c in spec['containers']:
-                t.ok(c['image'].startswith(IMAGE + ':'), f"{rel}: {c['name']} runs {IMAGE}",
-                     diag=c['image'])
+                t.is_eq(c['image'], f'{IMAGE}:{project_version}',
+                        f"{rel}: {c['name']} runs {IMAGE} at the project version")
                 cmd = (c.get('command') or [''])[0]
                 t.ok(cmd.startswith('/usr/bin/gpuslice-'),
                      f"{rel}: {c['name']} runs /usr/bin/gpuslice-* of the image", diag=cmd)
