@@ -259,7 +259,7 @@ int cmd_probe(int argc, char **argv)
         CUfunction fn;
         char fname[64];
         snprintf(fname, sizeof(fname), "sim_busy_%lld", (long long)cfg.kernel_us);
-        static const char image[] = "gpuslice-probe";
+        static const char image[] = "gpusim"; /* gpusim's sim-only any-name image (gpusim.md) */
         cr = c.module_load(&mod, image);
         if (cr == CUDA_SUCCESS)
             cr = c.module_get_function(&fn, mod, fname);

@@ -104,6 +104,11 @@ def test_basic():
     t.is_eq(r.returncode, 127, 'command not found: 127')
     t.like(r.stderr, '/nonexistent/prog', 'message names the command')
     t.is_eq(len(ls_json(env)['slices']), 0, 'failed exec releases the slice')
+    # gpusim refuses images that are neither nvcc output nor its own "gpusim" image, like the driver
+    r = run(['run', '--sim', '--memory', '1Gi', '--cores', '50', '--', GS, 'probe', '--max', '0',
+             '-k', '3', '--kernel-us', '100'], env)
+    t.ok(r.returncode == 0 and '3 kernels of 100us took' in r.stdout,
+         'probe --kernels loads its module and launches on gpusim inside a slice', r.stdout + r.stderr)
 
 
 def test_bad_input():
