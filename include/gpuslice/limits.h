@@ -5,8 +5,10 @@
  * Writers: the kubelet plugin (NodePrepareResources) and `gpuslice run` (standalone mode).
  * Reader: libvgpu.so, at start-up, inside the container. Parser/writer: src/common/limits.{c,h}.
  *
- * One file per claim, `<dir>/<claimUID>.limits`, where <dir> is $GPUSLICE_LIMITS_DIR or
- * GS_LIMITS_DIR_DEFAULT (mounted read-only into the container). Files whose name does not end in
+ * One file per claim, `<dir>/<claimUID>.limits`, where <dir> is GS_LIMITS_DIR_DEFAULT (mounted
+ * read-only into the container) whenever it holds a limits file, else $GPUSLICE_LIMITS_DIR (hosts,
+ * `gpuslice run`, tests): a process in a claim's container cannot point libvgpu elsewhere
+ * (docs/internals/vgpu.md, "Where the limits are read from"). Files whose name does not end in
  * ".limits" or starts with '.' (writers' temporary files) are ignored. libvgpu merges every file of
  * the directory; when the directory holds at least one limits file it is authoritative: the
  * HAMi-style environment can only tighten it, never loosen it.
