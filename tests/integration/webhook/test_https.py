@@ -423,7 +423,10 @@ def check_incluster(t, binary, tmp):
             t.like(wh.output(), f'server=https://127.0.0.1:{api.port} source=in-cluster',
                    'in-cluster API server logged')
         finally:
-            t.is_eq(wh.stop(), 0, 'in-cluster instance: clean exit')
+            rc = wh.stop()
+            t.is_eq(rc, 0, 'in-cluster instance: clean exit')
+            if rc != 0:
+                t.diag(wh.output()[-6000:])
 
 
 def main():
