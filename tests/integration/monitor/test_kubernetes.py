@@ -144,7 +144,7 @@ def main():
     api = FakeAPI(token=TOKEN)
     api.start()
     api.put(claim_obj('ml', 'trainer-gpu-x7k2', UA, ['trainer']))
-    api.put(pod_obj('ml', 'trainer', [('main', ['gpu']), ('sidecar', [])],
+    api.put(pod_obj('ml', 'trainer', [('main', ['gpu']), ('sidecar', []), ('helper', ['gpu'])],
                     [{'name': 'gpu', 'resourceClaimTemplateName': 'tpl'}],
                     [{'name': 'gpu', 'resourceClaimName': 'trainer-gpu-x7k2'}]))
     api.put(claim_obj('ml', 'shared', UB, ['p1', 'p2']))
@@ -176,6 +176,10 @@ def main():
         t.is_eq([k for k in samples(text, 'hami_vgpu_memory_used_bytes')
                  if ('container', 'sidecar') in k], [],
                 'a container that does not use the claim has no series')
+        t.ok(value(text, 'hami_vgpu_memory_used_bytes', pod='trainer', container='helper')
+             == mib1000, 'a second container using the claim reports the claim\'s usage too')
+        t.ok(value(text, 'hami_dra_vgpu_memory_allocated_bytes', pod='trainer') == 4 * GIB,
+             'allocation per pod counts the claim once, however many of its containers use it')
         for p in ('p1', 'p2'):
             t.ok(value(text, 'hami_vgpu_memory_used_bytes', pod=p, container='c-' + p,
                        vdevice_index='0', device_uuid=G0) == 300 and

@@ -77,6 +77,60 @@ static char *scrape(struct mon_catalog *c, enum mon_format f)
     return t;
 }
 
+/* promtool check metrics on a text exposition: 1 clean, 0 problems (printed), -1 no promtool.
+ * HAMi's legacy names are camelCase on purpose: that lint, on those names only, is expected. */
+static int promtool_clean(const char *text)
+{
+    static const char *const legacy[] = {"HostGPUMemoryUsage",
+                                         "HostCoreUtilization",
+                                         "vGPU_device_memory_usage_in_bytes",
+                                         "vGPU_device_memory_limit_in_bytes",
+                                         "GPUDeviceCoreLimit",
+                                         "GPUDeviceMemoryLimit",
+                                         "GPUDeviceCoreAllocated",
+                                         "GPUDeviceMemoryAllocated",
+                                         "vGPUDeviceCoreAllocated",
+                                         "vGPUDeviceMemoryAllocated"};
+    if (system("command -v promtool >/dev/null 2>&1") != 0)
+        return -1;
+    char path[300], cmd[700];
+    snprintf(path, sizeof(path), "%s/exposition.txt", root);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return 0;
+    fputs(text, f);
+    fclose(f);
+    snprintf(cmd, sizeof(cmd), "promtool check metrics < %s 2>&1", path);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return 0;
+    char line[512];
+    int clean = 1;
+    while (fgets(line, sizeof(line), p)) {
+        int expected = 0;
+        for (size_t i = 0; i < sizeof(legacy) / sizeof(legacy[0]); i++)
+            if (strncmp(line, legacy[i], strlen(legacy[i])) == 0 &&
+                line[strlen(legacy[i])] == ' ' && strstr(line, "camelCase"))
+                expected = 1;
+        if (!expected && line[0] != '\n') {
+            diag("promtool: %s", line);
+            clean = 0;
+        }
+    }
+    int st = pclose(p);
+    (void)st;
+    return clean;
+}
+
+static void check_promtool(const char *text, const char *what)
+{
+    int c = promtool_clean(text);
+    if (c < 0)
+        skip(what, "promtool not installed (Debian package prometheus, make deps)");
+    else
+        ok(c == 1, "%s", what);
+}
+
 static int has(const char *text, const char *needle)
 {
     return text && strstr(text, needle) != NULL;
@@ -142,6 +196,8 @@ int main(void)
     ok(skipped(&cat, MON_CAUSE_REGION_MISSING) == 1, "missing region counted");
 
     char *t = scrape(&cat, MON_FORMAT_TEXT);
+    check_promtool(t ? t : "",
+                   "promtool check metrics: first exposition (bad regions, legacy names)");
     const char *la =
         "source=\"plugin\",namespace=\"team-a\",claim=\"train\",claim_uid=\"" UID_A "\"";
     char want[1024];
@@ -218,6 +274,7 @@ int main(void)
     fx_write_region(pa, GS_REGION_VERSION, 0, 0, GS_REGION_READY, da2, 2);
     mon_catalog_refresh(&cat);
     t = scrape(&cat, MON_FORMAT_TEXT);
+    check_promtool(t ? t : "", "promtool check metrics: exposition with utilisation");
     ok(has(t, "hami_container_device_utilization_ratio{namespace=\"\",pod=\"\",container=\"\","
               "vdevice_index=\"0\",device_uuid=\"GPU-0\"} 0\n"),
        "no busy time between two refreshes: utilisation 0");
@@ -270,6 +327,7 @@ int main(void)
     mon_catalog_refresh(&cat);
     t = scrape(&cat, MON_FORMAT_TEXT);
     ok(!has(t, "claim=\"train\""), "an unprepared claim disappears");
+    check_promtool(t ? t : "", "promtool check metrics: exposition after an unprepare");
     free(t);
 
     /* Corrupt checkpoint: counted, claims dropped (unknown, not stale), no crash. */
