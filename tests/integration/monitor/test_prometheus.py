@@ -5,6 +5,7 @@ workload holds (1000 MiB of a 4 GiB slice) and drop the series once the workload
 exposition the test reads passes `promtool check metrics`; `gpuslice ls` and the monitor agree."""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -54,6 +55,9 @@ def prom_value(prom, q):
 
 
 def main():
+    for tool in ('prometheus', 'promtool'):
+        if not t.ok(shutil.which(tool), '%s installed (Debian package prometheus: make deps)' % tool):
+            return
     # No --kubeconfig, no KUBECONFIG, not in a cluster: the workstation case.
     mon = Monitor(TMP, ['--node-name', 'node-a', '--standalone-state-dir',
                         STATE, '--state-dir', os.path.join(TMP, 'plugin'), '--host-dir',
