@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* gpuslice-device-plugin: options, wiring, signals (see docs/internals/legacy.md). */
+#include <errno.h>
+#include <inttypes.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/config.h"
+#include "common/k8s.h"
+#include "common/kubeconfig.h"
+#include "common/log.h"
+#include "common/macros.h"
+#include "deviceplugin/dp-grpc.h"
+#include "deviceplugin/plugin.h"
+#include "gpu/discovery.h"
+#include "webhook/server.h"
+
+struct dp_options {
+    char *node_name;
+    char *kubeconfig;
+    char *plugin_dir;
+    char *resource;
+    int64_t split_count;
+    char *host_dir;
+    char *state_dir;
+    char *sysfs_root;
+    int64_t healthcheck_port;
+    char *metrics_addr;
+    int64_t publish_interval;
+    int log_level;
+};
+
+#define OFF(f) offsetof(struct dp_options, f)
+static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
+
+static const struct gs_option options[] = {
+    {.name = "node-name",
+     .env = "NODE_NAME",
+     .type = GS_OPT_STRING,
+     .offset = OFF(node_name),
+     .help = "this node's name (required)"},
+    {.name = "kubeconfig",
+     .env = "KUBECONFIG",
+     .type = GS_OPT_STRING,
+     .metavar = "FILE",
+     .offset = OFF(kubeconfig),
+     .help = "kubeconfig file; unset = in-cluster service account"},
+    {.name = "device-plugin-dir",
+     .env = "GS_DEVICE_PLUGIN_DIR",
+     .type = GS_OPT_STRING,
+     .def = "/var/lib/kubelet/device-plugins",
+     .metavar = "DIR",
+     .offset = OFF(plugin_dir),
+     .help = "kubelet's device plugin directory (kubelet.sock and our socket)"},
+    {.name = "resource-name",
+     .env = "GS_RESOURCE_NAME",
+     .type = GS_OPT_STRING,
+     .def = "nvidia.com/gpu",
+     .offset = OFF(resource),
+     .help = "extended resource advertised"},
+    {.name = "device-split-count",
+     .env = "GS_DEVICE_SPLIT_COUNT",
+     .type = GS_OPT_INT,
+     .def = "10",
+     .min = "1",
+     .max = "100",
+     .offset = OFF(split_count),
+     .help = "devices advertised per GPU (HAMi deviceSplitCount)"},
+    {.name = "host-dir",
+     .env = "GS_HOST_DIR",
+     .type = GS_OPT_STRING,
+     .def = "/usr/local/vgpu",
+     .metavar = "DIR",
+     .offset = OFF(host_dir),
+     .help = "host folder holding libvgpu.so and ld.so.preload, mounted into containers"},
+    {.name = "state-dir",
+     .env = "GS_STATE_DIR",
+     .type = GS_OPT_STRING,
+     .def = "/var/lib/gpuslice/legacy",
+     .metavar = "DIR",
+     .offset = OFF(state_dir),
+     .help = "host folder for per-container limits files and shared caches"},
+    {.name = "sysfs-root",
+     .env = "GS_SYSFS_ROOT",
+     .type = GS_OPT_STRING,
+     .def = "/sys",
+     .metavar = "DIR",
+     .offset = OFF(sysfs_root),
+     .help = "sysfs for PCI topology"},
+    {.name = "healthcheck-port",
+     .env = "GS_HEALTHCHECK_PORT",
+     .type = GS_OPT_INT,
+     .def = "0",
+     .min = "0",
+     .max = "65535",
+     .offset = OFF(healthcheck_port),
+     .help = "plain-HTTP /healthz port (0 = none)"},
+    {.name = "metrics-addr",
+     .env = "GS_METRICS_ADDR",
+     .type = GS_OPT_STRING,
+     .def = "",
+     .metavar = "[HOST]:PORT",
+     .offset = OFF(metrics_addr),
+     .help = "/metrics and /healthz listener (empty = none)"},
+    {.name = "publish-interval",
+     .env = "GS_PUBLISH_INTERVAL",
+     .type = GS_OPT_DURATION,
+     .def = "30s",
+     .min = "1s",
+     .offset = OFF(publish_interval),
+     .help = "how often the node annotation and handshake are written"},
+    {.name = "log-level",
+     .env = "GS_LOG_LEVEL",
+     .type = GS_OPT_ENUM,
+     .choices = log_levels,
+     .def = "info",
+     .offset = OFF(log_level),
+     .help = "lowest level logged"},
+};
+
+static const struct gs_config_spec spec = {
+    .program = "gpuslice-device-plugin",
+    .summary = "kubelet device plugin for HAMi-style GPU sharing (legacy mode)",
+    .options = options,
+    .n_options = GS_ARRAY_SIZE(options),
+    .config_env = "GS_DEVICE_PLUGIN_CONFIG",
+};
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *upload_data,
+                              size_t *upload_data_size, void **con_cls)
+{
+    struct dp_plugin *p = cls;
+    if (!*con_cls) {
+        *con_cls = p;
+        return MHD_YES;
+    }
+    *upload_data_size = 0;
+    char *body = NULL;
+    int n;
+    unsigned status = 200;
+    if (strcmp(url, "/healthz") == 0) {
+        n = asprintf(&body, "ok\n");
+    } else if (strcmp(url, "/metrics") == 0 && p) {
+        struct dp_stats st;
+        dp_plugin_stats(p, &st);
+        n = asprintf(&body,
+                     "# TYPE gpuslice_device_plugin_allocate_total counter\n"
+                     "gpuslice_device_plugin_allocate_total %" PRIu64 "\n"
+                     "# TYPE gpuslice_device_plugin_allocate_errors_total counter\n"
+                     "gpuslice_device_plugin_allocate_errors_total %" PRIu64 "\n"
+                     "# TYPE gpuslice_device_plugin_registrations_total counter\n"
+                     "gpuslice_device_plugin_registrations_total %" PRIu64 "\n",
+                     st.allocate, st.allocate_errors, st.registrations);
+    } else {
+        status = 404;
+        n = asprintf(&body, "not found\n");
+    }
+    if (n < 0)
+        return MHD_NO;
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer((size_t)n, body, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; version=0.0.4");
+    enum MHD_Result q = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return q;
+}
+
+static struct MHD_Daemon *http_start(const struct sockaddr_storage *addr, struct dp_plugin *p)
+{
+    return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0,
+                            NULL, NULL, handle, p, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)addr,
+                            MHD_OPTION_CONNECTION_LIMIT, 32u, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
+                            MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
+}
+
+int main(int argc, char **argv)
+{
+    struct dp_options o = {0};
+    struct gs_error err = {0};
+    int first = argc;
+    gs_log_set_component("device-plugin");
+    int pr = gs_config_parse(&spec, &o, argc, argv, stdout, &first, &err);
+    if (pr == 0 && first < argc) {
+        snprintf(err.msg, sizeof(err.msg), "unexpected argument \"%.64s\"", argv[first]);
+        pr = -EINVAL;
+    }
+    if (pr == 0 && (!o.node_name || !*o.node_name)) {
+        snprintf(err.msg, sizeof(err.msg), "--node-name (NODE_NAME) is required");
+        pr = -EINVAL;
+    }
+    if (pr != 0) {
+        gs_config_free(&spec, &o);
+        if (pr == GS_CONFIG_EXIT)
+            return 0;
+        fprintf(stderr, "gpuslice-device-plugin: %s\n", err.msg);
+        return 2;
+    }
+    gs_log_set_level((enum gs_log_level)(o.log_level + 1));
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    int rc = 1;
+    struct gs_kube_config kc = {0};
+    struct gs_k8s_client *k8s = NULL;
+    struct dp_plugin *p = NULL;
+    struct MHD_Daemon *metrics = NULL, *health = NULL;
+    struct gpu_inventory *inv = calloc(1, sizeof(*inv));
+    dp_grpc_init();
+    if (!inv)
+        goto out;
+    if (gpu_discover(o.sysfs_root, inv, &err) < 0) {
+        fprintf(stderr, "gpuslice-device-plugin: GPU discovery: %s\n", err.msg);
+        goto out;
+    }
+    if (gs_kube_config_load(o.kubeconfig, &kc, &err) < 0 || !(k8s = gs_k8s_client_new(&kc, &err))) {
+        fprintf(stderr, "gpuslice-device-plugin: API server: %s\n", err.msg);
+        goto out;
+    }
+    struct dp_config cfg = {.node_name = o.node_name,
+                            .plugin_dir = o.plugin_dir,
+                            .resource = o.resource,
+                            .split_count = (unsigned)o.split_count,
+                            .host_dir = o.host_dir,
+                            .state_dir = o.state_dir,
+                            .k8s = k8s,
+                            .inv = inv};
+    if (!(p = dp_plugin_new(&cfg, &err)))
+        goto out;
+    if (o.metrics_addr && *o.metrics_addr) {
+        struct sockaddr_storage a;
+        if (wh_parse_listen(o.metrics_addr, &a, &err) < 0 || !(metrics = http_start(&a, p))) {
+            fprintf(stderr, "gpuslice-device-plugin: --metrics-addr: %s\n",
+                    err.msg[0] ? err.msg : "cannot listen");
+            goto out;
+        }
+    }
+    if (o.healthcheck_port > 0) {
+        char hp[32];
+        snprintf(hp, sizeof(hp), ":%" PRId64, o.healthcheck_port);
+        struct sockaddr_storage a;
+        if (wh_parse_listen(hp, &a, &err) < 0 || !(health = http_start(&a, NULL))) {
+            fprintf(stderr, "gpuslice-device-plugin: --healthcheck-port: cannot listen\n");
+            goto out;
+        }
+    }
+    gs_log(GS_LOG_INFO, "starting", "node=%s gpus=%zu split=%" PRId64 " dir=%s", o.node_name,
+           inv->n, o.split_count, o.plugin_dir);
+    uint64_t next_publish = 0;
+    for (;;) {
+        struct gs_error e = {0};
+        char q[400];
+        uint64_t now = (uint64_t)time(NULL);
+        if (now >= next_publish) {
+            if (dp_plugin_publish(p, &e) < 0)
+                gs_log(GS_LOG_WARN, "node annotation not written", "error=%s",
+                       gs_log_quote(q, sizeof(q), e.msg));
+            next_publish = now + (uint64_t)(o.publish_interval / 1000000000LL);
+        }
+        e = (struct gs_error){0};
+        if (dp_plugin_tick(p, &e) < 0)
+            gs_log(GS_LOG_WARN, "registration failed", "error=%s",
+                   gs_log_quote(q, sizeof(q), e.msg));
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = 300 * 1000000L};
+        int sig = sigtimedwait(&sigs, NULL, &ts);
+        if (sig == SIGTERM || sig == SIGINT) {
+            gs_log(GS_LOG_INFO, "stopping", "signal=%d", sig);
+            break;
+        }
+    }
+    rc = 0;
+out:
+    if (metrics)
+        MHD_stop_daemon(metrics);
+    if (health)
+        MHD_stop_daemon(health);
+    dp_plugin_free(p);
+    gs_k8s_client_free(k8s);
+    gs_kube_config_fini(&kc);
+    free(inv);
+    dp_grpc_fini();
+    gs_config_free(&spec, &o);
+    return rc;
+}

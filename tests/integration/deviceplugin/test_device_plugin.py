@@ -1,0 +1,215 @@
+#!/usr/bin/python3
+"""gpuslice-device-plugin under a kubelet emulator (Python grpcio, device plugin API v1beta1 from
+proto/deviceplugin/v1beta1/api.proto) on gpusim: registration, the node annotation, ListAndWatch,
+Allocate for a pod the extender bound (env, mounts, limits file, bind-phase), GetPreferred-
+Allocation, and a kubelet restart (sockets removed: the plugin serves and registers again)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent import futures
+
+sys.path.insert(0, os.path.join(os.environ['GS_SOURCE_ROOT'], 'tests', 'integration', 'extender'))
+from extlib import Extender, FakeAPI, bind_args, create, filter_args, pod  # noqa: E402
+from gstest import Tap  # noqa: E402
+
+import grpc  # noqa: E402
+
+t = Tap()
+NODE = 'gpu-node'
+
+
+def protos():
+    src = os.path.join(os.environ['GS_SOURCE_ROOT'], 'proto', 'deviceplugin', 'v1beta1')
+    out = tempfile.mkdtemp(prefix='gs-dp-proto-')
+    from grpc_tools import protoc
+    if protoc.main(['protoc', f'-I{src}', f'--python_out={out}', f'--grpc_python_out={out}',
+                    os.path.join(src, 'api.proto')]) != 0:
+        raise RuntimeError('grpc_tools.protoc failed')
+    sys.path.insert(0, out)
+    import api_pb2
+    import api_pb2_grpc
+    return api_pb2, api_pb2_grpc
+
+
+pb, pbg = protos()
+
+
+class Kubelet(pbg.RegistrationServicer):
+    """kubelet's Registration service on <dir>/kubelet.sock."""
+
+    def __init__(self, d):
+        self.dir = d
+        self.requests = []
+        self.cond = threading.Condition()
+        self.server = None
+
+    def Register(self, request, context):
+        with self.cond:
+            self.requests.append(request)
+            self.cond.notify_all()
+        return pb.Empty()
+
+    def start(self):
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        pbg.add_RegistrationServicer_to_server(self, self.server)
+        self.server.add_insecure_port(f'unix:{self.dir}/kubelet.sock')
+        self.server.start()
+
+    def stop(self):
+        self.server.stop(0).wait()
+
+    def wait(self, n, timeout=20):
+        end = time.time() + timeout
+        with self.cond:
+            while len(self.requests) < n and time.time() < end:
+                self.cond.wait(0.2)
+            return len(self.requests) >= n
+
+    def plugin(self, endpoint):
+        ch = grpc.insecure_channel(f'unix:{self.dir}/{endpoint}')
+        return ch, pbg.DevicePluginStub(ch)
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix='gs-dp-it-')
+    dirs = {k: os.path.join(tmp, k) for k in ('plugins', 'host', 'state')}
+    for d in dirs.values():
+        os.makedirs(d)
+    api = FakeAPI(token='t0k3n').start()
+    api.put({'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': NODE}})
+    kubelet = Kubelet(dirs['plugins'])
+    kubelet.start()
+    kc = os.path.join(tmp, 'kubeconfig')
+    from extlib import kubeconfig
+    kubeconfig(api.url, kc)
+    env = dict(os.environ)
+    env['LD_LIBRARY_PATH'] = os.environ['GS_SIM_DIR']
+    env['GPUSIM_PRESET'] = 't4'
+    env['GPUSIM_STATE'] = os.path.join(tmp, 'gpusim.state')
+    env.pop('KUBECONFIG', None)
+    log = open(os.path.join(tmp, 'plugin.log'), 'w+')
+    proc = subprocess.Popen([os.environ['GS_DEVICE_PLUGIN'], '--node-name', NODE,
+                             '--kubeconfig', kc, '--device-plugin-dir', dirs['plugins'],
+                             '--host-dir', dirs['host'], '--state-dir', dirs['state'],
+                             '--sysfs-root', os.path.join(tmp, 'sys')],
+                            stdout=log, stderr=subprocess.STDOUT, env=env)
+    ext = None
+    try:
+        t.ok(kubelet.wait(1), 'the plugin registers with kubelet')
+        r = kubelet.requests[0] if kubelet.requests else None
+        t.is_eq((r.version, r.resource_name, r.options.get_preferred_allocation_available)
+                if r else None, ('v1beta1', 'nvidia.com/gpu', True),
+                'RegisterRequest: version, resource name, options')
+        endpoint = r.endpoint if r else 'none'
+        t.ok(os.path.exists(os.path.join(dirs['plugins'], endpoint)),
+             'the endpoint socket exists in the device plugin directory')
+
+        for _ in range(50):
+            ann = (api.get('nodes', None, NODE)['metadata'].get('annotations') or {})
+            if 'hami.io/node-nvidia-register' in ann:
+                break
+            time.sleep(0.1)
+        reg = json.loads(ann.get('hami.io/node-nvidia-register', '[]'))
+        t.ok(len(reg) == 1 and reg[0]['id'].startswith('GPU-') and reg[0]['devmem'] == 15360 and
+             reg[0]['count'] == 10 and reg[0]['type'] == 'NVIDIA-Tesla T4' and reg[0]['health'],
+             "node annotation in HAMi's JSON encoding (T4, 15360 MiB, split 10)", diag=reg)
+        t.like(ann.get('hami.io/node-handshake'), 'Reported', 'handshake annotation')
+        uuid = reg[0]['id'] if reg else 'GPU-?'
+
+        ch, stub = kubelet.plugin(endpoint)
+        opts = stub.GetDevicePluginOptions(pb.Empty(), timeout=5)
+        t.ok(opts.get_preferred_allocation_available and not opts.pre_start_required,
+             'GetDevicePluginOptions')
+        stream = stub.ListAndWatch(pb.Empty(), timeout=30)
+        first = next(stream)
+        ids = sorted(d.ID for d in first.devices)
+        t.is_eq(ids, sorted(f'{uuid}-{j}' for j in range(10)),
+                'ListAndWatch: the GPU as 10 devices "<uuid>-<j>"')
+        t.ok(all(d.health == 'Healthy' for d in first.devices), 'all devices Healthy')
+
+        pref = stub.GetPreferredAllocation(pb.PreferredAllocationRequest(container_requests=[
+            pb.ContainerPreferredAllocationRequest(available_deviceIDs=ids, allocation_size=1)]),
+            timeout=5)
+        t.is_eq(len(pref.container_responses[0].deviceIDs), 1, 'GetPreferredAllocation size 1')
+
+        # The extender places a pod on the node the plugin published; then kubelet allocates.
+        ext = Extender(api)
+        node = api.get('nodes', None, NODE)
+        p = create(api, pod('app', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 8000,
+                                     'nvidia.com/gpucores': 10}]))
+        code, res = ext.post('/filter', filter_args(p, [node], True))
+        code, b = ext.post('/bind', bind_args(p, NODE))
+        t.is_eq(b, {}, 'the extender bound the pod to the node')
+        resp = stub.Allocate(pb.AllocateRequest(container_requests=[
+            pb.ContainerAllocateRequest(devices_ids=[ids[3]])]), timeout=10)
+        c = resp.container_responses[0]
+        envs = dict(c.envs)
+        t.is_eq(envs.get('NVIDIA_VISIBLE_DEVICES'), uuid, 'NVIDIA_VISIBLE_DEVICES by UUID')
+        t.is_eq(envs.get('CUDA_DEVICE_MEMORY_LIMIT_0'), '8000m', 'CUDA_DEVICE_MEMORY_LIMIT_0')
+        t.is_eq(envs.get('CUDA_DEVICE_SM_LIMIT'), '10', 'CUDA_DEVICE_SM_LIMIT')
+        t.ok(envs.get('CUDA_DEVICE_MEMORY_SHARED_CACHE', '').endswith('.cache'),
+             'CUDA_DEVICE_MEMORY_SHARED_CACHE')
+        mounts = {m.container_path: (m.host_path, m.read_only) for m in c.mounts}
+        t.is_eq(mounts.get('/usr/local/vgpu/libvgpu.so'),
+                (os.path.join(dirs['host'], 'libvgpu.so'), True), 'libvgpu mounted read-only')
+        t.is_eq(mounts.get('/etc/ld.so.preload'),
+                (os.path.join(dirs['host'], 'ld.so.preload'), True), 'ld.so.preload mounted')
+        lim_dir = (mounts.get('/etc/gpuslice/limits.d') or ('', False))[0]
+        files = os.listdir(lim_dir) if lim_dir and os.path.isdir(lim_dir) else []
+        text = open(os.path.join(lim_dir, files[0])).read() if files else ''
+        t.like(text, f'device {uuid} memory={8000 * 1024 * 1024} cores=10',
+               'the limits file (our format) holds the slice')
+        got = api.get('pods', 'default', 'app')['metadata']['annotations']
+        t.is_eq(got.get('hami.io/bind-phase'), 'success', 'bind-phase success after Allocate')
+        t.is_eq(got.get('hami.io/vgpu-devices-allocated'), f'{uuid},NVIDIA,8000,10:;',
+                'vgpu-devices-allocated kept')
+        try:
+            stub.Allocate(pb.AllocateRequest(container_requests=[
+                pb.ContainerAllocateRequest(devices_ids=[ids[4]])]), timeout=10)
+            t.ok(False, 'Allocate without a pod being bound fails')
+        except grpc.RpcError as e:
+            t.ok(e.code() == grpc.StatusCode.NOT_FOUND and 'bind-phase' in e.details(),
+                 'Allocate without a pod being bound fails with NOT_FOUND naming bind-phase',
+                 diag=f'{e.code()} {e.details()}')
+        ch.close()
+
+        # kubelet restart: it removes every socket of the directory and serves a new one.
+        kubelet.stop()
+        for f in os.listdir(dirs['plugins']):
+            os.unlink(os.path.join(dirs['plugins'], f))
+        kubelet.start()
+        t.ok(kubelet.wait(2), 'after a kubelet restart the plugin registers again')
+        for _ in range(50):
+            if os.path.exists(os.path.join(dirs['plugins'], endpoint)):
+                break
+            time.sleep(0.1)
+        ch, stub = kubelet.plugin(endpoint)
+        first = next(stub.ListAndWatch(pb.Empty(), timeout=10))
+        t.is_eq(len(first.devices), 10, 'ListAndWatch answers on the new socket')
+        ch.close()
+    finally:
+        proc.terminate()
+        try:
+            rc = proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = proc.wait()
+        t.is_eq(rc, 0, 'the plugin stops cleanly on SIGTERM')
+        if t.failed:
+            log.seek(0)
+            t.diag(log.read()[-4000:])
+        if ext:
+            ext.stop()
+        kubelet.stop()
+        api.stop()
+        shutil.rmtree(tmp, True)
+    return t.done()
+
+
+if __name__ == '__main__':
+    sys.exit(main())
