@@ -251,9 +251,11 @@ static const struct gs_config_spec spec = {
     .program = "gpuslice-webhook",
     .usage = "[OPTIONS] [translate FILE...]",
     .summary = "Mutating admission webhook: pods asking for legacy nvidia.com/gpu* resources get "
-               "DRA claims from ResourceClaimTemplates. Serves HTTPS /mutate, /healthz, /readyz, "
-               "/metrics. `translate FILE...` (or -) prints the manifests rewritten the same way, "
-               "with their ResourceClaimTemplates, as one List, without a cluster.",
+               "DRA claims from ResourceClaimTemplates (--mode=legacy: they keep them and are "
+               "routed to the scheduler extender). Serves HTTPS /mutate, /healthz, /readyz, "
+               "/metrics, and plain-HTTP probes on --health-listen. `translate FILE...` (or -) "
+               "prints the manifests rewritten the same way, with their ResourceClaimTemplates, "
+               "as one List, without a cluster.",
     .options = options,
     .n_options = GS_ARRAY_SIZE(options),
     .config_env = "GS_WEBHOOK_CONFIG",
