@@ -87,7 +87,7 @@ CUresult vgpu_alloc_charged(const struct vgpu_alloc_req *req, vgpu_driver_alloc_
     struct vgpu_alloc a = {.key = key,
                            .size = size,
                            .pool = req->pool,
-                           .ctx = current_ctx(),
+                           .ctx = req->ctx_known ? req->ctx : current_ctx(),
                            .dev = vgpu_device_index(d),
                            .kind = req->kind,
                            .refs = 1};

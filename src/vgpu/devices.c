@@ -217,11 +217,18 @@ struct vgpu_device *vgpu_device_of(CUdevice dev)
 
 struct vgpu_device *vgpu_device_current(void)
 {
+    return vgpu_device_current_ctx(NULL);
+}
+
+struct vgpu_device *vgpu_device_current_ctx(void **ctx_out)
+{
     /* The current context is looked at first: this may be the first libvgpu sees of it (the
      * CUDA runtime retains the primary context out of sight), and its overhead is charged
      * before anything is allocated in it. */
     struct vgpu_device *d = NULL;
     void *ctx = vgpu_ctx_current(&d);
+    if (ctx_out)
+        *ctx_out = ctx;
     /* One visible device (the usual container): every context is on it. If there is no current
      * context the driver call that follows fails and the charge is rolled back. */
     if (only_device >= 0)

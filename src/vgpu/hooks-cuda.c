@@ -44,6 +44,14 @@ static struct vgpu_device *tracked(struct vgpu_device *d)
     return d && d->region ? d : NULL;
 }
 
+/* The request is for the current context's device; the context (one driver query for both)
+ * is recorded with the allocation. */
+static void for_current_context(struct vgpu_alloc_req *req)
+{
+    req->dev = tracked(vgpu_device_current_ctx(&req->ctx));
+    req->ctx_known = true;
+}
+
 /* ------------------------------------------------------------------ initialisation */
 
 GS_EXPORT CUresult cuInit(unsigned int Flags)
@@ -126,8 +134,8 @@ static CUresult dptr_free(void *arg, uint64_t key)
 
 static CUresult alloc_plain(struct dptr_call *c)
 {
-    struct vgpu_alloc_req req = {
-        .dev = tracked(vgpu_device_current()), .kind = VGPU_KIND_DPTR, .reserve = c->bytes};
+    struct vgpu_alloc_req req = {.kind = VGPU_KIND_DPTR, .reserve = c->bytes};
+    for_current_context(&req);
     return vgpu_alloc_charged(&req, dptr_alloc, dptr_undo, c);
 }
 
@@ -189,9 +197,9 @@ GS_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t 
                            .width = WidthInBytes,
                            .height = Height,
                            .elem = ElementSizeBytes};
-    struct vgpu_alloc_req req = {.dev = tracked(vgpu_device_current()),
-                                 .kind = VGPU_KIND_DPTR,
+    struct vgpu_alloc_req req = {.kind = VGPU_KIND_DPTR,
                                  .reserve = pitch_worst(WidthInBytes, Height)};
+    for_current_context(&req);
     return vgpu_alloc_charged(&req, pitch_alloc, dptr_undo, &c);
 }
 
@@ -254,8 +262,9 @@ static void async_undo(void *arg, uint64_t key)
 static CUresult alloc_async(struct async_call *c)
 {
     vgpu_devices_init();
-    struct vgpu_device *d = tracked(vgpu_device_current());
-    struct vgpu_alloc_req req = {.dev = d, .kind = VGPU_KIND_DPTR, .reserve = c->size};
+    struct vgpu_alloc_req req = {.kind = VGPU_KIND_DPTR, .reserve = c->size};
+    for_current_context(&req);
+    struct vgpu_device *d = req.dev;
     if (d) {
         c->charged_pool = c->pool ? (void *)c->pool : vgpu_pool_of_device(d->cu_dev);
         req.pool = c->charged_pool; /* no pool known: charged per allocation */
@@ -585,8 +594,8 @@ static uint64_t array_charge(uint64_t bytes, size_t w, size_t h, size_t d, unsig
 static CUresult array_create(uint64_t bytes, struct array_call *c)
 {
     c->bytes = bytes;
-    struct vgpu_alloc_req req = {
-        .dev = tracked(vgpu_device_current()), .kind = c->kind, .reserve = bytes};
+    struct vgpu_alloc_req req = {.kind = c->kind, .reserve = bytes};
+    for_current_context(&req);
     return vgpu_alloc_charged(&req, array_alloc, array_undo, c);
 }
 
@@ -805,8 +814,8 @@ GS_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
     NEED(cuMemAlloc);
     PASSTHROUGH(cuMemAlloc, dptr, bytesize);
     struct v1_call c = {.dptr = dptr, .bytes = bytesize};
-    struct vgpu_alloc_req req = {
-        .dev = tracked(vgpu_device_current()), .kind = VGPU_KIND_DPTR, .reserve = bytesize};
+    struct vgpu_alloc_req req = {.kind = VGPU_KIND_DPTR, .reserve = bytesize};
+    for_current_context(&req);
     return vgpu_alloc_charged(&req, v1_alloc, v1_undo, &c);
 }
 
@@ -822,9 +831,9 @@ GS_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch,
                         .height = Height,
                         .elem = ElementSizeBytes,
                         .is_pitch = true};
-    struct vgpu_alloc_req req = {.dev = tracked(vgpu_device_current()),
-                                 .kind = VGPU_KIND_DPTR,
+    struct vgpu_alloc_req req = {.kind = VGPU_KIND_DPTR,
                                  .reserve = pitch_worst(WidthInBytes, Height)};
+    for_current_context(&req);
     return vgpu_alloc_charged(&req, v1_alloc, v1_undo, &c);
 }
 

@@ -177,6 +177,8 @@ struct vgpu_alloc_req {
     uint32_t kind;           /* enum vgpu_alloc_kind */
     uint64_t reserve;        /* worst-case bytes, reserved before the driver call */
     void *pool;              /* stream-ordered allocation from this pool, else NULL */
+    void *ctx;               /* the context current at the call, recorded with the allocation */
+    bool ctx_known;          /* ctx was looked up by the hook (else the helper asks the driver) */
 };
 /* The driver call: writes the new key and the bytes actually taken (set *taken = reserve when
  * the size is known up front). */
@@ -217,6 +219,9 @@ struct vgpu_device *vgpu_device_for_view(const char *uuid, int nvml_index);
 /* Device for a CUdevice / for the current context / by UUID; NULL if unknown or untracked. */
 struct vgpu_device *vgpu_device_of(CUdevice dev);
 struct vgpu_device *vgpu_device_current(void);
+/* The same, also giving the current context (NULL when none): one driver query serves the
+ * device lookup and the allocation's record. */
+struct vgpu_device *vgpu_device_current_ctx(void **ctx);
 /* Same, but always asks the driver (NULL without a current context). */
 struct vgpu_device *vgpu_device_current_strict(void);
 /* The one device this process sees (every context is on it), NULL when it sees several. */
