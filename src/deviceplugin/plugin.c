@@ -340,11 +340,17 @@ static int allocate_one(struct dp_plugin *p, size_t n_ids, V1beta1__ContainerAll
     add_env(out, GS_LIMITS_ENV, GS_LIMITS_DIR_DEFAULT);
 
     /* Limits file (authoritative over the environment, as in DRA mode) and the cache folder. */
-    char dir[4096], path[4200], cdir[4096];
+    char dir[4096], path[4200], cdir[4096], rdir[4096], rctr[4096];
     snprintf(dir, sizeof(dir), "%s/limits/%s", p->cfg.state_dir, key);
     snprintf(cdir, sizeof(cdir), "%s/containers/%s", p->cfg.state_dir, key);
-    if ((r = gs_mkdir_p(dir, 0755, err)) < 0 || (r = gs_mkdir_p(cdir, 0777, err)) < 0)
+    snprintf(rdir, sizeof(rdir), "%s/regions/%s", p->cfg.state_dir, key);
+    snprintf(rctr, sizeof(rctr), "%s/%s", DP_CONTAINER_REGION_DIR, key);
+    if ((r = gs_mkdir_p(dir, 0755, err)) < 0 || (r = gs_mkdir_p(cdir, 0777, err)) < 0 ||
+        (r = gs_mkdir_p(rdir, 0777, err)) < 0)
         return r;
+    /* The container's own shared region (as the DRA plugin gives each claim one): without a
+     * region line libvgpu would use its fixed default region. */
+    snprintf(lim.region_path, sizeof(lim.region_path), "%s/region", rctr);
     if ((r = gs_limits_path(path, sizeof(path), dir, key, err)) < 0 ||
         (r = gs_limits_write(path, &lim, err)) < 0)
         return r;
@@ -355,6 +361,7 @@ static int allocate_one(struct dp_plugin *p, size_t n_ids, V1beta1__ContainerAll
     add_mount(out, host, "/etc/ld.so.preload", true);
     add_mount(out, dir, GS_LIMITS_DIR_DEFAULT, true);
     add_mount(out, cdir, DP_CONTAINER_CACHE, false);
+    add_mount(out, rdir, rctr, false);
 
     /* This container is served: its entry is emptied; the last one ends the bind phase. */
     cd[ci].n = 0;

@@ -22,6 +22,8 @@
 #define DP_SOCKET_NAME     "gpuslice-nvidia.sock"
 #define DP_CONTAINER_VGPU  "/usr/local/vgpu"
 #define DP_CONTAINER_CACHE "/usr/local/vgpu/containers"
+/* Each container's shared region folder (the limits file's `region` line points into it). */
+#define DP_CONTAINER_REGION_DIR "/var/run/gpuslice/legacy"
 
 struct dp_config {
     const char *node_name;

@@ -9,9 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from concurrent import futures
 
 sys.path.insert(0, os.path.join(os.environ['GS_SOURCE_ROOT'], 'tests', 'integration', 'extender'))
 from extlib import Extender, FakeAPI, bind_args, create, filter_args, pod  # noqa: E402
@@ -23,56 +21,7 @@ t = Tap()
 NODE = 'gpu-node'
 
 
-def protos():
-    src = os.path.join(os.environ['GS_SOURCE_ROOT'], 'proto', 'deviceplugin', 'v1beta1')
-    out = tempfile.mkdtemp(prefix='gs-dp-proto-')
-    from grpc_tools import protoc
-    if protoc.main(['protoc', f'-I{src}', f'--python_out={out}', f'--grpc_python_out={out}',
-                    os.path.join(src, 'api.proto')]) != 0:
-        raise RuntimeError('grpc_tools.protoc failed')
-    sys.path.insert(0, out)
-    import api_pb2
-    import api_pb2_grpc
-    return api_pb2, api_pb2_grpc
-
-
-pb, pbg = protos()
-
-
-class Kubelet(pbg.RegistrationServicer):
-    """kubelet's Registration service on <dir>/kubelet.sock."""
-
-    def __init__(self, d):
-        self.dir = d
-        self.requests = []
-        self.cond = threading.Condition()
-        self.server = None
-
-    def Register(self, request, context):
-        with self.cond:
-            self.requests.append(request)
-            self.cond.notify_all()
-        return pb.Empty()
-
-    def start(self):
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-        pbg.add_RegistrationServicer_to_server(self, self.server)
-        self.server.add_insecure_port(f'unix:{self.dir}/kubelet.sock')
-        self.server.start()
-
-    def stop(self):
-        self.server.stop(0).wait()
-
-    def wait(self, n, timeout=20):
-        end = time.time() + timeout
-        with self.cond:
-            while len(self.requests) < n and time.time() < end:
-                self.cond.wait(0.2)
-            return len(self.requests) >= n
-
-    def plugin(self, endpoint):
-        ch = grpc.insecure_channel(f'unix:{self.dir}/{endpoint}')
-        return ch, pbg.DevicePluginStub(ch)
+from dplib import Kubelet, pb  # noqa: E402
 
 
 def main():
