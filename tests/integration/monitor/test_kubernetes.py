@@ -6,6 +6,7 @@ truncated region, a claim whose pod is gone, a claim gone from the API, the API 
 skipped with a counter and one log line per cause: never a crash, never a stale value."""
 import json
 import os
+import shutil
 import struct
 import sys
 import tempfile
@@ -267,4 +268,7 @@ def main():
 
 
 t.run('kubernetes', main)
-sys.exit(t.done())
+rc = t.done()
+if not rc:
+    shutil.rmtree(TMP, ignore_errors=True)  # kept for a look when something failed
+sys.exit(rc)

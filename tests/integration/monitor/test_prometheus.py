@@ -223,4 +223,7 @@ def main():
 
 
 t.run('prometheus', main)
-sys.exit(t.done())
+rc = t.done()
+if not rc:
+    shutil.rmtree(TMP, ignore_errors=True)  # kept for a look when something failed
+sys.exit(rc)

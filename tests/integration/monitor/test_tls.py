@@ -2,6 +2,7 @@
 """gpuslice-monitor over HTTPS with the webhook's TLS flags: /metrics served with the given pair,
 plain HTTP refused, the pair re-read when the files change (rotation), bad flags refused."""
 import os
+import shutil
 import ssl
 import subprocess
 import sys
@@ -82,4 +83,7 @@ def main():
 
 
 t.run('tls', main)
-sys.exit(t.done())
+rc = t.done()
+if not rc:
+    shutil.rmtree(TMP, ignore_errors=True)  # kept for a look when something failed
+sys.exit(rc)
