@@ -3,6 +3,7 @@ Node and Pod objects as HAMi's device plugin and users write them, and kube-sche
 extender calls (ExtenderArgs / ExtenderBindingArgs JSON, k8s.io/kube-scheduler/extender/v1)."""
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -81,13 +82,18 @@ class Extender:
         return code, (json.loads(text) if code == 200 else text)
 
     def stop(self):
+        """SIGTERM; the exit status (a sanitizer report makes it non-zero). The temporary folder
+        is removed when the exit was clean."""
         self.proc.terminate()
         try:
-            self.proc.wait(10)
+            rc = self.proc.wait(10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            self.proc.wait()
+            rc = self.proc.wait()
         self.log.close()
+        if rc == 0:
+            shutil.rmtree(self.dir, True)
+        return rc
 
 
 def gpu(uuid, mem, product='Tesla T4', index=0, count=10, cores=100, numa=0, health=True):

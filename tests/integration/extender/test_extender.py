@@ -211,8 +211,8 @@ def concurrent_binds(api):
     t.diag(json.dumps(results))
     t.ok(all('locked' in e or 'does not fit' in e or 'lock node' in e for e in errs),
          'errors say the node was locked or the pod no longer fits', diag='\n'.join(errs))
-    for e in exts:
-        e.stop()
+    for i, e in enumerate(exts):
+        t.is_eq(e.stop(), 0, f'racing extender {i} exits cleanly')
 
 
 def protocol(api, ext):
@@ -248,7 +248,7 @@ def main():
     finally:
         if t.failed:
             t.diag(ext.output()[-4000:])
-        ext.stop()
+        t.is_eq(ext.stop(), 0, 'the extender exits 0 on SIGTERM')
         api.stop()
     return t.done()
 
