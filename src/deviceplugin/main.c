@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "common/config.h"
+#include "common/fs.h"
 #include "common/k8s.h"
 #include "common/kubeconfig.h"
 #include "common/log.h"
@@ -28,6 +29,7 @@ struct dp_options {
     char *resource;
     int64_t split_count;
     char *host_dir;
+    char *vgpu_lib;
     char *state_dir;
     char *sysfs_root;
     int64_t healthcheck_port;
@@ -79,6 +81,13 @@ static const struct gs_option options[] = {
      .metavar = "DIR",
      .offset = OFF(host_dir),
      .help = "host folder holding libvgpu.so and ld.so.preload, mounted into containers"},
+    {.name = "vgpu-lib",
+     .env = "GS_VGPU_LIB",
+     .type = GS_OPT_STRING,
+     .metavar = "FILE",
+     .offset = OFF(vgpu_lib),
+     .help = "libvgpu.so to install into --host-dir at start (with ld.so.preload naming it); "
+             "unset = --host-dir is filled by someone else"},
     {.name = "state-dir",
      .env = "GS_STATE_DIR",
      .type = GS_OPT_STRING,
@@ -131,6 +140,29 @@ static const struct gs_config_spec spec = {
     .n_options = GS_ARRAY_SIZE(options),
     .config_env = "GS_DEVICE_PLUGIN_CONFIG",
 };
+
+#define VGPU_LIB_MAX (256u * 1024u * 1024u)
+
+/* libvgpu.so and ld.so.preload into --host-dir, as the DRA kubelet plugin installs them. */
+static int install_host_files(const struct dp_options *o, struct gs_error *err)
+{
+    char path[4096];
+    int r = gs_mkdir_p(o->host_dir, 0755, err);
+    if (r < 0 || !o->vgpu_lib || !*o->vgpu_lib)
+        return r;
+    char *data = NULL;
+    size_t len = 0;
+    if ((r = gs_read_file(o->vgpu_lib, VGPU_LIB_MAX, &data, &len, err)) < 0)
+        return gs_error_prefix(err, "--vgpu-lib: "), r;
+    snprintf(path, sizeof(path), "%s/libvgpu.so", o->host_dir);
+    r = gs_write_file_atomic_ex(path, data, len, 0755, GS_FS_DURABLE, err);
+    free(data);
+    if (r < 0)
+        return r;
+    static const char preload[] = DP_CONTAINER_VGPU "/libvgpu.so\n";
+    snprintf(path, sizeof(path), "%s/ld.so.preload", o->host_dir);
+    return gs_write_file_atomic_ex(path, preload, strlen(preload), 0644, GS_FS_DURABLE, err);
+}
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload_data,
@@ -219,6 +251,10 @@ int main(int argc, char **argv)
     dp_grpc_init();
     if (!inv)
         goto out;
+    if (install_host_files(&o, &err) < 0) {
+        fprintf(stderr, "gpuslice-device-plugin: %s\n", err.msg);
+        goto out;
+    }
     if (gpu_discover(o.sysfs_root, inv, &err) < 0) {
         fprintf(stderr, "gpuslice-device-plugin: GPU discovery: %s\n", err.msg);
         goto out;

@@ -87,7 +87,8 @@ class Plugin:
         self.proc = subprocess.Popen(
             [os.environ['GS_DEVICE_PLUGIN'], '--node-name', node, '--kubeconfig', kc,
              '--device-plugin-dir', self.dirs['plugins'], '--host-dir', self.dirs['host'],
-             '--state-dir', self.dirs['state'], '--sysfs-root', os.path.join(tmp, 'sys')],
+             '--state-dir', self.dirs['state'], '--sysfs-root', os.path.join(tmp, 'sys'),
+             '--vgpu-lib', os.environ['GS_VGPU_LIB']],
             stdout=self.log, stderr=subprocess.STDOUT, env=self.sim_env)
 
     def output(self):

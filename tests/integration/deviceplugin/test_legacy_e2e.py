@@ -9,7 +9,6 @@ publish for this machine) gets the same slice: same GPU, same memory and cores."
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -176,10 +175,6 @@ def main():
                  workdir=tmp, extra=['--mode', 'legacy'])
     ext = Extender(api)
     procs = []
-    # The node's libvgpu folder, as the DaemonSet installs it (--host-dir).
-    shutil.copy(os.environ['GS_VGPU_LIB'], os.path.join(plugin.dirs['host'], 'libvgpu.so'))
-    with open(os.path.join(plugin.dirs['host'], 'ld.so.preload'), 'w') as f:
-        f.write('/usr/local/vgpu/libvgpu.so\n')
     try:
         if not can_unshare(tmp):
             t.skip('legacy end to end', 'unshare -rm refused here: no private mount namespace')
