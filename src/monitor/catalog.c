@@ -95,7 +95,7 @@ struct listed {
     char ns[MON_NAME_MAX];
     char name[MON_NAME_MAX];
     char region[PATH_MAX];
-    char limits[PATH_MAX]; /* standalone: read when the claim is new */
+    char limits[PATH_MAX]; /* standalone: read until it could be */
     size_t n_devices;
     struct mon_claim_device dev[CLAIM_MAX_DEVICES];
 };
@@ -162,8 +162,9 @@ static void cleared(uint32_t *logged, enum mon_cause cause, const char *what)
         return;
     *logged &= ~bit;
     char q[300];
-    gs_info("recovered", "cause=%s object=%s", mon_cause_name(cause),
-            gs_log_quote(q, sizeof(q), what));
+    bool routine = cause == MON_CAUSE_REGION_MISSING || cause == MON_CAUSE_REGION_UNINITIALISED;
+    gs_log(routine ? GS_LOG_DEBUG : GS_LOG_INFO, "recovered", "cause=%s object=%s",
+           mon_cause_name(cause), gs_log_quote(q, sizeof(q), what));
 }
 
 static void list_plugin(struct mon_catalog *c, struct refresher_state *rs)
@@ -318,9 +319,13 @@ static void list_standalone(struct mon_catalog *c, struct refresher_state *rs, s
     sqlite3_close(db);
 }
 
-/* Devices of a standalone slice, from its limits file. */
+/* Devices of a standalone slice, from its limits file. `gpuslice run` inserts the ledger row
+ * first and writes the file just after: a file that does not exist yet is tried again at the next
+ * refresh, silently; one that cannot be parsed is counted and logged (once). */
 static void read_limits(struct mon_catalog *c, struct mon_claim *m, const char *path)
 {
+    if (access(path, F_OK) != 0 && errno == ENOENT)
+        return;
     struct gs_limits *lim = malloc(sizeof(*lim));
     if (!lim)
         return;
@@ -328,12 +333,16 @@ static void read_limits(struct mon_catalog *c, struct mon_claim *m, const char *
     if (gs_limits_read(path, lim, &err) < 0) {
         mon_catalog_skip(c, MON_CAUSE_LIMITS_UNREADABLE, &m->logged, path, err.msg);
     } else {
+        m->n_devices = 0;
         for (size_t i = 0; i < lim->n_devices && m->n_devices < CLAIM_MAX_DEVICES; i++) {
             struct mon_claim_device *d = &m->dev[m->n_devices++];
+            memset(d, 0, sizeof(*d));
             snprintf(d->uuid, sizeof(d->uuid), "%s", lim->devices[i].uuid);
             d->memory_limit = lim->devices[i].memory_limit;
             d->cores = lim->devices[i].cores >= 100 ? 0 : lim->devices[i].cores;
         }
+        m->devices_known = true;
+        cleared(&m->logged, MON_CAUSE_LIMITS_UNREADABLE, path);
     }
     free(lim);
 }
@@ -361,6 +370,8 @@ static void reconcile(struct mon_catalog *c, const struct listing *lists[], size
                     m = c->claims[i];
             if (m) {
                 m->seen = true;
+                if (!m->devices_known && l->source == MON_SOURCE_STANDALONE)
+                    read_limits(c, m, l->limits);
                 continue;
             }
             if (c->n_claims == c->cap_claims) {
@@ -382,6 +393,7 @@ static void reconcile(struct mon_catalog *c, const struct listing *lists[], size
             m->region_status = MON_REGION_MISSING;
             m->n_devices = l->n_devices;
             memcpy(m->dev, l->dev, sizeof(m->dev));
+            m->devices_known = l->source == MON_SOURCE_PLUGIN;
             if (l->source == MON_SOURCE_STANDALONE)
                 read_limits(c, m, l->limits);
             if (l->source == MON_SOURCE_PLUGIN && c->cfg.k8s) {

@@ -99,8 +99,9 @@ struct mon_claim {
     size_t n_consumers;
     struct mon_consumer *consumers;
     uint64_t resolved_mono_ns;
-    uint32_t logged; /* bit per mon_cause already logged for this claim */
-    bool seen;       /* mark of the refresher's mark-and-sweep */
+    uint32_t logged;    /* bit per mon_cause already logged for this claim */
+    bool seen;          /* mark of the refresher's mark-and-sweep */
+    bool devices_known; /* plugin: from the plan; standalone: once its limits file was read */
 };
 
 struct gs_k8s_client;
