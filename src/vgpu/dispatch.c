@@ -215,14 +215,16 @@ NO_SANITIZE void *vgpu_dlsym(void *handle, const char *symbol, const void *calle
     return hook;
 }
 
+/* Called from the assembly stub below by name: `used` keeps them (and their names) under
+ * link-time optimisation. */
 NO_SANITIZE void vgpu_resolve_dlsym(void);
-NO_SANITIZE void vgpu_resolve_dlsym(void)
+NO_SANITIZE __attribute__((used, noinline)) void vgpu_resolve_dlsym(void)
 {
     resolve_dlsym();
 }
 
 NO_SANITIZE void *vgpu_dlsym_c(void *handle, const char *symbol);
-NO_SANITIZE void *vgpu_dlsym_c(void *handle, const char *symbol)
+NO_SANITIZE __attribute__((used, noinline)) void *vgpu_dlsym_c(void *handle, const char *symbol)
 {
     return vgpu_dlsym(handle, symbol, __builtin_return_address(0));
 }
