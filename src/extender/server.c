@@ -73,11 +73,15 @@ static enum MHD_Result metrics(struct ext_server *s, struct MHD_Connection *c)
                      "node locked (hami.io/mutex.lock) or lost the race to lock it.\n"
                      "# TYPE gpuslice_extender_node_lock_conflicts_total counter\n"
                      "gpuslice_extender_node_lock_conflicts_total %" PRIu64 "\n"
+                     "# HELP gpuslice_extender_inventory_reused_total Calls that reused the "
+                     "decoded inventory (nodes and placed pods unchanged).\n"
+                     "# TYPE gpuslice_extender_inventory_reused_total counter\n"
+                     "gpuslice_extender_inventory_reused_total %" PRIu64 "\n"
                      "# HELP gpuslice_extender_filter_seconds_total Time spent in filter.\n"
                      "# TYPE gpuslice_extender_filter_seconds_total counter\n"
                      "gpuslice_extender_filter_seconds_total %.6f\n",
                      st.filter, st.prioritize, st.bind, st.filter_errors, st.bind_errors,
-                     st.lock_conflicts, (double)st.filter_ns_sum / 1e9);
+                     st.lock_conflicts, st.inventory_hits, (double)st.filter_ns_sum / 1e9);
     if (n < 0)
         return text(c, 500, "out of memory\n");
     return reply(c, 200, "text/plain; version=0.0.4", out, (size_t)n, true);

@@ -23,6 +23,10 @@ struct ext_service {
     struct ext_service_config cfg;
     pthread_mutex_t lock;
     struct ext_stats stats;
+    /* The inventory of the last filter/prioritize and the digest of what it was built from: the
+     * next call with the same nodes and placed pods reuses it instead of decoding again. */
+    struct ext_inventory *cached;
+    uint64_t cached_key[2];
 };
 
 struct ext_service *ext_service_new(const struct ext_service_config *cfg)
@@ -39,6 +43,7 @@ void ext_service_free(struct ext_service *s)
 {
     if (!s)
         return;
+    ext_inventory_free(s->cached);
     pthread_mutex_destroy(&s->lock);
     free(s);
 }
@@ -122,10 +127,64 @@ static const char *node_name(const json_t *node)
     return json_string_value(json_object_get(json_object_get(node, "metadata"), "name"));
 }
 
+/* Two FNV-1a 64 digests (different offsets) of everything the inventory is built from. */
+static void digest_str(uint64_t h[2], const char *v)
+{
+    for (const unsigned char *c = (const unsigned char *)(v ? v : "\x01"); *c; c++) {
+        h[0] = (h[0] ^ *c) * 0x100000001b3ULL;
+        h[1] = (h[1] ^ *c) * 0x100000001b3ULL;
+    }
+    h[0] = (h[0] ^ 0xff) * 0x100000001b3ULL; /* separator */
+    h[1] = (h[1] ^ 0xfe) * 0x100000001b3ULL;
+}
+
+static const char *ann(const json_t *o, const char *k)
+{
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(o, "metadata"), "annotations"), k));
+}
+
+/* Digest of the nodes (name, annotations the inventory reads) and of the pods that carry HAMi
+ * placements (namespace, name, phase, placement annotations), the pod being scheduled excluded
+ * exactly as ext_inventory_build excludes it. */
+static void inventory_key(const json_t *nodes, const json_t *pods, const char *skip_ns,
+                          const char *skip_name, uint64_t key[2])
+{
+    key[0] = 0xcbf29ce484222325ULL, key[1] = 0x84222325cbf29ce4ULL;
+    size_t i;
+    const json_t *o;
+    json_array_foreach(nodes, i, o)
+    {
+        digest_str(key, node_name(o));
+        digest_str(key, ann(o, HAMI_ANN_NODE_REGISTER));
+        digest_str(key, ann(o, HAMI_ANN_NODE_HANDSHAKE));
+    }
+    json_array_foreach(pods, i, o)
+    {
+        const char *on = ann(o, HAMI_ANN_NODE);
+        if (!on)
+            continue;
+        const json_t *md = json_object_get(o, "metadata");
+        const char *ns = json_string_value(json_object_get(md, "namespace"));
+        const char *nm = json_string_value(json_object_get(md, "name"));
+        if (ns && nm && skip_ns && skip_name && strcmp(ns, skip_ns) == 0 &&
+            strcmp(nm, skip_name) == 0)
+            continue;
+        digest_str(key, ns);
+        digest_str(key, nm);
+        digest_str(key, on);
+        digest_str(key, json_string_value(json_object_get(json_object_get(o, "status"), "phase")));
+        digest_str(key, ann(o, HAMI_ANN_ALLOCATED));
+        digest_str(key, ann(o, HAMI_ANN_TO_ALLOCATE));
+        digest_str(key, ann(o, HAMI_ANN_BIND_PHASE));
+    }
+}
+
 /* Run the pod over the candidate nodes; best = index of the node the policies pick (-1 none). */
 struct pass {
     json_t *nodes;
     struct ext_inventory *inv;
+    bool inv_cached; /* inv is s->cached: not freed with the pass */
     struct ext_pod_request req;
     bool has_req;
     struct ext_fit *fits;
@@ -140,12 +199,13 @@ static void pass_fini(struct pass *p)
     free(p->fits);
     if (p->has_req)
         ext_pod_request_fini(&p->req);
-    ext_inventory_free(p->inv);
+    if (!p->inv_cached)
+        ext_inventory_free(p->inv);
     json_decref(p->nodes);
 }
 
-static int run_pass(struct ext_service *s, const json_t *pod, json_t *nodes, struct pass *p,
-                    struct gs_error *err)
+static int run_pass(struct ext_service *s, const json_t *pod, json_t *nodes, bool use_cache,
+                    struct pass *p, struct gs_error *err)
 {
     *p = (struct pass){.nodes = nodes, .best = -1};
     const json_t *md = json_object_get(pod, "metadata");
@@ -155,9 +215,21 @@ static int run_pass(struct ext_service *s, const json_t *pod, json_t *nodes, str
     int r = list_all(s, &gs_k8s_pods, &pods, err);
     if (r < 0)
         return r;
-    if ((r = ext_inventory_build(nodes, pods, WH_DEFAULT_DRIVER, ns ? ns : "default", name, &p->inv,
-                                 err)) < 0)
-        return r;
+    uint64_t key[2];
+    inventory_key(nodes, pods, ns ? ns : "default", name, key);
+    if (use_cache && s->cached && memcmp(key, s->cached_key, sizeof(key)) == 0) {
+        p->inv = s->cached, p->inv_cached = true;
+        s->stats.inventory_hits++;
+    } else {
+        if ((r = ext_inventory_build(nodes, pods, WH_DEFAULT_DRIVER, ns ? ns : "default", name,
+                                     &p->inv, err)) < 0)
+            return r;
+        if (use_cache) {
+            ext_inventory_free(s->cached);
+            s->cached = p->inv, p->inv_cached = true;
+            memcpy(s->cached_key, key, sizeof(key));
+        }
+    }
     if ((r = ext_pod_request_init(&p->req, pod, p->inv, s->cfg.gpu_policy, s->cfg.node_policy,
                                   err)) < 0)
         return r;
@@ -206,7 +278,7 @@ json_t *ext_filter(struct ext_service *s, const json_t *args, struct gs_error *e
     json_t *out = NULL;
     int r = candidates(s, args, &nodes, &by_name, &e);
     if (r == 0)
-        r = run_pass(s, pod, nodes, &p, &e);
+        r = run_pass(s, pod, nodes, true, &p, &e);
     else
         json_decref(nodes);
     if (r < 0) {
@@ -265,7 +337,7 @@ json_t *ext_prioritize(struct ext_service *s, const json_t *args, struct gs_erro
     json_t *out = json_array();
     int r = candidates(s, args, &nodes, &by_name, &e);
     if (r == 0)
-        r = run_pass(s, pod, nodes, &p, &e);
+        r = run_pass(s, pod, nodes, true, &p, &e);
     else
         json_decref(nodes);
     for (size_t i = 0; r == 0 && i < p.n; i++) {
@@ -355,7 +427,7 @@ static int bind_locked(struct ext_service *s, const char *ns, const char *name, 
         return r;
     struct pass p = {0};
     json_t *nodes = json_pack("[o]", node_obj);
-    r = run_pass(s, pod, nodes, &p, err);
+    r = run_pass(s, pod, nodes, false, &p, err);
     if (r == 0 && p.req.n_claims > 0 && p.best != 0)
         r = gs_error_set(err, -ENOSPC, "pod %s/%s does not fit on %s: %s", ns, name, node,
                          p.fits[0].message);

@@ -26,7 +26,8 @@
 
 struct ext_stats {
     uint64_t filter, filter_errors, prioritize, bind, bind_errors, lock_conflicts;
-    uint64_t filter_ns_sum; /* time spent in filter */
+    uint64_t filter_ns_sum;  /* time spent in filter */
+    uint64_t inventory_hits; /* filter/prioritize calls that reused the decoded inventory */
 };
 
 struct ext_service;

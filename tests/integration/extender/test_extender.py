@@ -228,6 +228,27 @@ def protocol(api, ext):
     t.ok(code == 200 and 'gpuslice_extender_requests_total{verb="filter"}' in text,
          '/metrics exposes request counters')
     t.is_eq(ext.get('/healthz'), (200, 'ok\n'), '/healthz')
+    # The decoded inventory is reused while nodes and placements are unchanged, and not after.
+    api.reset()
+    n = create(api, node('t4', [gpu(T4, 15360)]))
+    a = create(api, pod('cache-a', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 8000}]))
+    b = create(api, pod('cache-b', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 8000}]))
+
+    def reused():
+        text = ext.get('/metrics')[1]
+        m = [ln for ln in text.splitlines()
+             if ln.startswith('gpuslice_extender_inventory_reused_total ')]
+        return int(m[0].split()[1]) if m else -1
+    ext.post('/filter', filter_args(a, [n], True))
+    before = reused()
+    ext.post('/filter', filter_args(b, [n], True))
+    t.is_eq(reused(), before + 1, 'a second filter over unchanged nodes and pods reuses the '
+            'decoded inventory')
+    ext.post('/bind', bind_args(a, 't4'))
+    code, res = ext.post('/filter', filter_args(b, [n], True))
+    t.like((res.get('failedNodes') or {}).get('t4'), 'CardInsufficientMemory',
+           'after a bind the inventory is rebuilt: the placed pod counts')
+    t.is_eq(reused(), before + 1, 'the changed placements were not served from the cache')
     if reference_path('k8s-json-schema', 'pod-v1.json') is None:
         t.skip('Pod/Node objects validate against the Kubernetes schema',
                'k8s-json-schema has no pod-v1.json / node-v1.json (reference data)')
