@@ -1118,7 +1118,7 @@ static int stream_data(void *user, long status, const char *data, size_t len)
             return s->fail =
                        gs_error_set(s->err, -E2BIG, "watch %s: event too big (more than %zu bytes)",
                                     s->w->base_path, s->max);
-        if (s->len + take + 1 > s->cap) {
+        if (!s->buf || s->len + take + 1 > s->cap) {
             size_t cap = s->cap ? s->cap : 4096;
             char *nb;
             while (cap < s->len + take + 1)

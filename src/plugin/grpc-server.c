@@ -390,8 +390,12 @@ static void on_event(struct rpc_server *s, void *tag, bool success)
         pthread_mutex_lock(&s->lock);
         c->refs++;
         pthread_mutex_unlock(&s->lock);
-        if (grpc_call_start_batch(c->call, &close_op, 1, &c->close, NULL) != GRPC_CALL_OK)
-            call_unref(c);
+        if (grpc_call_start_batch(c->call, &close_op, 1, &c->close, NULL) != GRPC_CALL_OK) {
+            /* Not the last reference: the chain of the call's own batches still holds one. */
+            pthread_mutex_lock(&s->lock);
+            c->refs--;
+            pthread_mutex_unlock(&s->lock);
+        }
         if (grpc_call_start_batch(c->call, ops, 2, c, NULL) != GRPC_CALL_OK)
             call_unref(c);
         return;
