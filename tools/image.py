@@ -220,7 +220,7 @@ def assemble(dist, out):
         copy_file(os.path.realpath(lic), os.path.join(out, lic.lstrip('/')), 0o644)
         info.update(files=sorted(x['file'] for x in packages[pkg]), license_file=lic)
         sbom_pkgs.append(info)
-    apache = '/usr/share/common-licenses/Apache-2.0'
+    apache = os.path.join(ROOT, 'LICENSE') if os.path.exists(os.path.join(ROOT, 'LICENSE')) else '/usr/share/common-licenses/Apache-2.0'
     copy_file(apache, os.path.join(out, 'usr/share/doc/gpuslice/LICENSE'), 0o644)
     with open(os.path.join(out, 'usr/share/doc/gpuslice/copyright'), 'w') as f:
         f.write('gpuslice\nLicense: Apache-2.0 (full text: /usr/share/doc/gpuslice/LICENSE)\n'
