@@ -173,6 +173,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     return json_reply(c, 200, out);
 }
 
+static void mhd_log(void *cls, const char *fmt, va_list ap) GS_PRINTF(2, 0);
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     char msg[512], q[600];
