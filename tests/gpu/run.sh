@@ -21,9 +21,10 @@
 # Writes results.txt (key=value, a check_<name>=pass|FAIL line per check) and logs to $OUT
 # (default ./gpu-results). Exit status: 0 when every check passed, 1 otherwise. Every step has
 # its own timeout; the whole script finishes in under 8 minutes (about 5 on an H200).
-# Knobs: NVCC (default nvcc on PATH, else /usr/local/cuda/bin/nvcc), GS_GPU_ARCH (nvcc -arch,
-# default native), GS_GPU_SECONDS (length of each throughput run, default 12),
-# GS_GPU_MEM_TOL_MIB (slack for the outside memory readings, default 8).
+# Knobs: GS_VGPU_LIB (a libvgpu.so to use instead of building one with gcc), NVCC (default nvcc
+# on PATH, else /usr/local/cuda/bin/nvcc), GS_GPU_ARCH (nvcc -arch, default native),
+# GS_GPU_SECONDS (length of each throughput run, default 12), GS_GPU_MEM_TOL_MIB (slack for the
+# outside memory readings, default 8).
 set -uo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 OUT="${OUT:-$PWD/gpu-results}"
@@ -50,10 +51,19 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0 && a >= 0) printf "%.3f", a
 smi_used() { timeout 30 nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 | tr -d ' '; }
 
 step "build libvgpu and the probe"
-gcc -std=gnu17 -O2 -g -D_GNU_SOURCE -fPIC -shared -fvisibility=hidden \
-    -I"$ROOT/include" -I"$ROOT/src" "$ROOT"/src/vgpu/*.c "$ROOT/src/common/error.c" \
-    "$ROOT/src/common/limits.c" -Wl,--version-script="$ROOT/src/vgpu/vgpu.map" \
-    -ldl -lpthread -o "$WORK/libvgpu.so" >>"$OUT/log.txt" 2>&1 || { note "build=failed"; exit 1; }
+if [ -n "${GS_VGPU_LIB:-}" ]; then
+    # a libvgpu.so built elsewhere (meson's build/src/vgpu/libvgpu.so, dist/lib/libvgpu.so)
+    cp "$GS_VGPU_LIB" "$WORK/libvgpu.so" || { note "build=failed (GS_VGPU_LIB=$GS_VGPU_LIB)"; exit 1; }
+else
+    # the common files libvgpu compiles in, as src/vgpu/meson.build lists them; --no-undefined
+    # so a source missing here fails the build, not every preloaded program at load time
+    mapfile -t COMMON < <(grep -o "'\.\./common/[a-z_]*\.c'" "$ROOT/src/vgpu/meson.build" |
+        tr -d "'" | sed "s|^\.\./|$ROOT/src/|")
+    gcc -std=gnu17 -O2 -g -D_GNU_SOURCE -fPIC -shared -fvisibility=hidden \
+        -I"$ROOT/include" -I"$ROOT/src" "$ROOT"/src/vgpu/*.c "${COMMON[@]}" \
+        -Wl,--version-script="$ROOT/src/vgpu/vgpu.map" -Wl,--no-undefined \
+        -ldl -lpthread -o "$WORK/libvgpu.so" >>"$OUT/log.txt" 2>&1 || { note "build=failed"; exit 1; }
+fi
 gcc -std=gnu17 -O2 -D_GNU_SOURCE -I"$ROOT/include" -I"$ROOT/src" \
     "$ROOT/tests/integration/vgpu/vgpu_probe.c" -ldl -lpthread -o "$WORK/vgpu_probe" \
     >>"$OUT/log.txt" 2>&1 || { note "build_probe=failed"; exit 1; }
