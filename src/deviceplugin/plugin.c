@@ -86,7 +86,8 @@ static void preferred(void *user, const uint8_t *req, size_t len, struct dp_repl
     size_t n = in->n_container_requests;
     V1beta1__PreferredAllocationResponse out = V1BETA1__PREFERRED_ALLOCATION_RESPONSE__INIT;
     V1beta1__ContainerPreferredAllocationResponse *cr = calloc(n + 1, sizeof(*cr));
-    V1beta1__ContainerPreferredAllocationResponse **crp = calloc(n + 1, sizeof(*crp));
+    V1beta1__ContainerPreferredAllocationResponse **crp =
+        calloc(n + 1, sizeof(V1beta1__ContainerPreferredAllocationResponse *));
     for (size_t i = 0; cr && crp && i < n; i++) {
         V1beta1__ContainerPreferredAllocationRequest *c = in->container_requests[i];
         v1beta1__container_preferred_allocation_response__init(&cr[i]);
@@ -104,14 +105,15 @@ static void preferred(void *user, const uint8_t *req, size_t len, struct dp_repl
             size_t plen = dash ? (size_t)(dash - id) : strlen(id);
             bool dup = false;
             for (size_t q = 0; q < cr[i].n_deviceids && !dup; q++)
-                dup = strncmp(cr[i].deviceids[q], id, plen) == 0;
+                dup = cr[i].deviceids[q] && strncmp(cr[i].deviceids[q], id, plen) == 0;
             if (!dup)
                 cr[i].deviceids[cr[i].n_deviceids++] = (char *)id;
         }
         for (size_t k = 0; k < c->n_available_deviceids && cr[i].n_deviceids < want; k++) {
             bool dup = false;
             for (size_t q = 0; q < cr[i].n_deviceids && !dup; q++)
-                dup = strcmp(cr[i].deviceids[q], c->available_deviceids[k]) == 0;
+                dup = cr[i].deviceids[q] && c->available_deviceids[k] &&
+                      strcmp(cr[i].deviceids[q], c->available_deviceids[k]) == 0;
             if (!dup)
                 cr[i].deviceids[cr[i].n_deviceids++] = c->available_deviceids[k];
         }
@@ -133,10 +135,10 @@ static void list_and_watch(void *user, struct dp_stream *st)
     const struct gpu_inventory *inv = p->cfg.inv;
     size_t n = inv->n * p->cfg.split_count;
     V1beta1__Device *devs = calloc(n + 1, sizeof(*devs));
-    V1beta1__Device **dp = calloc(n + 1, sizeof(*dp));
+    V1beta1__Device **dp = calloc(n + 1, sizeof(V1beta1__Device *));
     V1beta1__TopologyInfo *topo = calloc(inv->n + 1, sizeof(*topo));
     V1beta1__NUMANode *numa = calloc(inv->n + 1, sizeof(*numa));
-    V1beta1__NUMANode **numap = calloc(inv->n + 1, sizeof(*numap));
+    V1beta1__NUMANode **numap = calloc(inv->n + 1, sizeof(V1beta1__NUMANode *));
     char(*ids)[GPU_STR_MAX + 16] = calloc(n + 1, sizeof(*ids));
     if (devs && dp && topo && numa && numap && ids) {
         size_t k = 0;
@@ -210,7 +212,7 @@ static int find_pod(struct dp_plugin *p, json_t **pod, struct gs_error *err)
             strcmp(node, p->cfg.node_name) != 0 || !todo || !strchr(todo, ','))
             continue;
         const char *bt = ann_of(o, HAMI_ANN_BIND_TIME);
-        long long t = bt ? atoll(bt) : 0;
+        long long t = bt ? strtoll(bt, NULL, 10) : 0;
         if (!best || t < best_t)
             best = o, best_t = t;
     }
@@ -226,7 +228,7 @@ static void add_env(V1beta1__ContainerAllocateResponse *c, const char *k, const 
 {
     V1beta1__ContainerAllocateResponse__EnvsEntry *e = calloc(1, sizeof(*e));
     V1beta1__ContainerAllocateResponse__EnvsEntry **arr =
-        realloc(c->envs, (c->n_envs + 1) * sizeof(*arr));
+        realloc(c->envs, (c->n_envs + 1) * sizeof(V1beta1__ContainerAllocateResponse__EnvsEntry *));
     if (!e || !arr) {
         free(e);
         if (arr)
@@ -244,7 +246,7 @@ static void add_mount(V1beta1__ContainerAllocateResponse *c, const char *host, c
                       bool ro)
 {
     V1beta1__Mount *m = calloc(1, sizeof(*m));
-    V1beta1__Mount **arr = realloc(c->mounts, (c->n_mounts + 1) * sizeof(*arr));
+    V1beta1__Mount **arr = realloc(c->mounts, (c->n_mounts + 1) * sizeof(V1beta1__Mount *));
     if (!m || !arr) {
         free(m);
         if (arr)
@@ -326,8 +328,8 @@ static int allocate_one(struct dp_plugin *p, size_t n_ids, V1beta1__ContainerAll
         snprintf(k, sizeof(k), "CUDA_DEVICE_MEMORY_LIMIT_%zu", i);
         snprintf(v, sizeof(v), "%" PRId64 "m", d->usedmem);
         add_env(out, k, v);
-        if ((r = gs_limits_add_device(&lim, d->uuid, (uint64_t)d->usedmem * 1024 * 1024,
-                                      (uint32_t)d->usedcores, err)) < 0)
+        if (gs_limits_add_device(&lim, d->uuid, (uint64_t)d->usedmem * 1024 * 1024,
+                                 (uint32_t)d->usedcores, err) < 0)
             return gs_error_prefix(err, "pod %s/%s: ", ns, name);
     }
     add_env(out, "NVIDIA_VISIBLE_DEVICES", visible);
@@ -398,7 +400,8 @@ static void allocate(void *user, const uint8_t *req, size_t len, struct dp_reply
     }
     size_t n = in->n_container_requests;
     V1beta1__ContainerAllocateResponse *cr = calloc(n + 1, sizeof(*cr));
-    V1beta1__ContainerAllocateResponse **crp = calloc(n + 1, sizeof(*crp));
+    V1beta1__ContainerAllocateResponse **crp =
+        calloc(n + 1, sizeof(V1beta1__ContainerAllocateResponse *));
     struct gs_error err = {0};
     int rc = cr && crp ? 0 : -ENOMEM;
     pthread_mutex_lock(&p->alloc_lock);
@@ -529,6 +532,7 @@ int dp_plugin_publish(struct dp_plugin *p, struct gs_error *err)
         d->numa = g->numa_node < 0 ? 0 : g->numa_node;
         d->health = true;
     }
+    /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): devs is _cleanup_ (common.md Lint) */
     _cleanup_free_ char *reg = hami_node_devices_encode(devs, inv->n);
     char hs[64];
     time_t now = time(NULL);
