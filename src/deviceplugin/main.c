@@ -17,6 +17,7 @@
 #include "common/kubeconfig.h"
 #include "common/log.h"
 #include "common/macros.h"
+#include "common/version.h"
 #include "deviceplugin/dp-grpc.h"
 #include "deviceplugin/plugin.h"
 #include "gpu/discovery.h"
@@ -182,14 +183,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     } else if (strcmp(url, "/metrics") == 0 && p) {
         struct dp_stats st;
         dp_plugin_stats(p, &st);
+        char build[512];
+        gs_version_metric(build, sizeof(build));
         n = asprintf(&body,
+                     "%s"
                      "# TYPE gpuslice_device_plugin_allocate_total counter\n"
                      "gpuslice_device_plugin_allocate_total %" PRIu64 "\n"
                      "# TYPE gpuslice_device_plugin_allocate_errors_total counter\n"
                      "gpuslice_device_plugin_allocate_errors_total %" PRIu64 "\n"
                      "# TYPE gpuslice_device_plugin_registrations_total counter\n"
                      "gpuslice_device_plugin_registrations_total %" PRIu64 "\n",
-                     st.allocate, st.allocate_errors, st.registrations);
+                     build, st.allocate, st.allocate_errors, st.registrations);
     } else {
         status = 404;
         n = asprintf(&body, "not found\n");

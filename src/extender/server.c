@@ -12,6 +12,7 @@
 
 #include "common/log.h"
 #include "common/macros.h"
+#include "common/version.h"
 
 struct ext_server {
     struct ext_service *svc;
@@ -58,8 +59,11 @@ static enum MHD_Result metrics(struct ext_server *s, struct MHD_Connection *c)
 {
     struct ext_stats st;
     ext_service_stats(s->svc, &st);
+    char build[512];
+    gs_version_metric(build, sizeof(build));
     char *out = NULL;
     int n = asprintf(&out,
+                     "%s"
                      "# HELP gpuslice_extender_requests_total Extender requests by verb.\n"
                      "# TYPE gpuslice_extender_requests_total counter\n"
                      "gpuslice_extender_requests_total{verb=\"filter\"} %" PRIu64 "\n"
@@ -80,7 +84,7 @@ static enum MHD_Result metrics(struct ext_server *s, struct MHD_Connection *c)
                      "# HELP gpuslice_extender_filter_seconds_total Time spent in filter.\n"
                      "# TYPE gpuslice_extender_filter_seconds_total counter\n"
                      "gpuslice_extender_filter_seconds_total %.6f\n",
-                     st.filter, st.prioritize, st.bind, st.filter_errors, st.bind_errors,
+                     build, st.filter, st.prioritize, st.bind, st.filter_errors, st.bind_errors,
                      st.lock_conflicts, st.inventory_hits, (double)st.filter_ns_sum / 1e9);
     if (n < 0)
         return text(c, 500, "out of memory\n");

@@ -12,7 +12,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.environ['GS_SOURCE_ROOT'], 'tests', 'integration', 'extender'))
-from extlib import Extender, FakeAPI, bind_args, create, filter_args, pod  # noqa: E402
+from extlib import Extender, FakeAPI, bind_args, create, filter_args, free_port, pod  # noqa: E402,E501
 from gstest import Tap  # noqa: E402
 
 import grpc  # noqa: E402
@@ -42,10 +42,12 @@ def main():
     env['GPUSIM_STATE'] = os.path.join(tmp, 'gpusim.state')
     env.pop('KUBECONFIG', None)
     log = open(os.path.join(tmp, 'plugin.log'), 'w+')
+    mport = free_port()
     proc = subprocess.Popen([os.environ['GS_DEVICE_PLUGIN'], '--node-name', NODE,
                              '--kubeconfig', kc, '--device-plugin-dir', dirs['plugins'],
                              '--host-dir', dirs['host'], '--state-dir', dirs['state'],
-                             '--sysfs-root', os.path.join(tmp, 'sys')],
+                             '--sysfs-root', os.path.join(tmp, 'sys'),
+                             '--metrics-addr', f'127.0.0.1:{mport}'],
                             stdout=log, stderr=subprocess.STDOUT, env=env)
     ext = None
     try:
@@ -125,6 +127,13 @@ def main():
             t.ok(e.code() == grpc.StatusCode.NOT_FOUND and 'bind-phase' in e.details(),
                  'Allocate without a pod being bound fails with NOT_FOUND naming bind-phase',
                  diag=f'{e.code()} {e.details()}')
+        import urllib.request
+        with urllib.request.urlopen(f'http://127.0.0.1:{mport}/metrics', timeout=10) as r:
+            metrics = r.read().decode()
+        t.ok('gpuslice_build_info{version=' in metrics and
+             'gpuslice_device_plugin_allocate_total 2' in metrics and
+             'gpuslice_device_plugin_allocate_errors_total 1' in metrics,
+             '/metrics: build info, 2 Allocate calls, 1 error', diag=metrics)
         ch.close()
 
         # kubelet restart: it removes every socket of the directory and serves a new one.

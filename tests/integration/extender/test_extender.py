@@ -227,6 +227,7 @@ def protocol(api, ext):
     code, text = ext.get('/metrics')
     t.ok(code == 200 and 'gpuslice_extender_requests_total{verb="filter"}' in text,
          '/metrics exposes request counters')
+    t.like(text, 'gpuslice_build_info{version=', '/metrics exports gpuslice_build_info')
     t.is_eq(ext.get('/healthz'), (200, 'ok\n'), '/healthz')
     # The decoded inventory is reused while nodes and placements are unchanged, and not after.
     api.reset()
