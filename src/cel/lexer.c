@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cel/cel-internal.h"
+#include "common/macros.h"
 
 size_t cel_utf8_put(char *out, uint32_t cp)
 {
@@ -42,17 +43,6 @@ static void tok_error(struct cel_token *t, int32_t pos, const char *msg)
     t->msg = msg;
 }
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static void lex_number(struct cel_lexer *lx, struct cel_token *t)
 {
     const char *s = lx->src;
@@ -63,10 +53,10 @@ static void lex_number(struct cel_lexer *lx, struct cel_token *t)
         uint64_t v = 0;
         bool over = false;
         size_t digits = 0;
-        while (i < lx->len && hexval((unsigned char)s[i]) >= 0) {
+        while (i < lx->len && gs_hex_digit((unsigned char)s[i]) >= 0) {
             if (v > (UINT64_MAX >> 4))
                 over = true;
-            v = (v << 4) | (uint64_t)hexval((unsigned char)s[i]);
+            v = (v << 4) | (uint64_t)gs_hex_digit((unsigned char)s[i]);
             i++;
             digits++;
         }
@@ -200,7 +190,7 @@ static size_t lex_escape(const char *s, size_t i, size_t len, bool bytes, char *
         return 0;
     }
     for (int k = 0; k < digits; k++, i++) {
-        int v = i < len ? hexval((unsigned char)s[i]) : -1;
+        int v = i < len ? gs_hex_digit((unsigned char)s[i]) : -1;
         if (v < 0 || v >= base) {
             *msg = "invalid escape sequence";
             return 0;

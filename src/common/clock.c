@@ -34,13 +34,35 @@ uint64_t gs_realtime_ns(void)
     return now(CLOCK_REALTIME);
 }
 
+struct timespec gs_timespec_ns(uint64_t ns)
+{
+    return (struct timespec){
+        .tv_sec = (time_t)(ns / GS_NSEC_PER_SEC),
+        .tv_nsec = (long)(ns % GS_NSEC_PER_SEC),
+    };
+}
+
+struct timespec gs_timespec_in_ns(uint64_t ns)
+{
+    return gs_timespec_ns(gs_sat_add_u64(gs_now_ns(), ns));
+}
+
+int gs_cond_init_monotonic(pthread_cond_t *cond)
+{
+    pthread_condattr_t ca;
+    int r = pthread_condattr_init(&ca);
+    if (r)
+        return r;
+    r = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    if (!r)
+        r = pthread_cond_init(cond, &ca);
+    pthread_condattr_destroy(&ca);
+    return r;
+}
+
 void gs_sleep_ns(uint64_t ns)
 {
-    uint64_t deadline = gs_sat_add_u64(gs_now_ns(), ns);
-    struct timespec ts = {
-        .tv_sec = (time_t)(deadline / GS_NSEC_PER_SEC),
-        .tv_nsec = (long)(deadline % GS_NSEC_PER_SEC),
-    };
+    struct timespec ts = gs_timespec_in_ns(ns);
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
         ;
 }

@@ -3,8 +3,10 @@
 #ifndef GS_COMMON_CLOCK_H
 #define GS_COMMON_CLOCK_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #define GS_NSEC_PER_USEC 1000ULL
 #define GS_NSEC_PER_MSEC 1000000ULL
@@ -16,6 +18,15 @@ uint64_t gs_now_us(void);
 uint64_t gs_now_ms(void);
 /* CLOCK_REALTIME in ns since the epoch, for timestamps shown to people. */
 uint64_t gs_realtime_ns(void);
+
+/* An absolute CLOCK_MONOTONIC time in ns (a gs_now_ns() value, a deadline) as a timespec, for
+ * pthread_cond_timedwait on a condition made by gs_cond_init_monotonic. */
+struct timespec gs_timespec_ns(uint64_t ns);
+/* A deadline `ns` from now (saturating) as such a timespec. */
+struct timespec gs_timespec_in_ns(uint64_t ns);
+/* pthread_cond_init with CLOCK_MONOTONIC as the clock of its timed waits (a wall-clock step
+ * neither ends nor stretches a wait); returns pthread_cond_init's result. */
+int gs_cond_init_monotonic(pthread_cond_t *cond);
 
 /* Sleep at least `ns` (restarts after signals, on an absolute monotonic deadline). */
 void gs_sleep_ns(uint64_t ns);

@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/macros.h"
 
 #define POOL_MAX           8
@@ -63,15 +64,11 @@ static void global_init(void)
 struct gs_http_cancel *gs_http_cancel_new(void)
 {
     struct gs_http_cancel *c = calloc(1, sizeof(*c));
-    pthread_condattr_t attr;
 
     if (!c)
         return NULL;
     pthread_mutex_init(&c->mu, NULL);
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->cond, &attr);
-    pthread_condattr_destroy(&attr);
+    gs_cond_init_monotonic(&c->cond);
     atomic_init(&c->triggered, false);
     return c;
 }
@@ -120,13 +117,7 @@ int gs_http_cancel_sleep(struct gs_http_cancel *c, uint64_t ms)
             ;
         return 0;
     }
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += (time_t)(ms / 1000);
-    deadline.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    deadline = gs_timespec_in_ns(gs_sat_mul_u64(ms, GS_NSEC_PER_MSEC));
     pthread_mutex_lock(&c->mu);
     while (!atomic_load(&c->triggered)) {
         if (pthread_cond_timedwait(&c->cond, &c->mu, &deadline) == ETIMEDOUT)

@@ -58,6 +58,18 @@ static inline void gs_fclosep(FILE **f)
 #define _cleanup_close_  _cleanup_(gs_closep)
 #define _cleanup_fclose_ _cleanup_(gs_fclosep)
 
+/* The value of a hexadecimal digit, -1 when `c` is not one. */
+static inline int gs_hex_digit(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 /* Saturating and checked arithmetic on sizes and quantities. */
 static inline uint64_t gs_sat_add_u64(uint64_t a, uint64_t b)
 {

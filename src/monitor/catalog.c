@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/fs.h"
 #include "common/limits.h"
 #include "common/log.h"
@@ -53,13 +54,6 @@ const char *mon_cause_name(enum mon_cause c)
 const char *mon_source_name(enum mon_source s)
 {
     return s == MON_SOURCE_STANDALONE ? "standalone" : "plugin";
-}
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 void mon_standalone_default_dir(char *buf, size_t len)
@@ -447,7 +441,7 @@ static void sample_regions(struct mon_catalog *c)
         struct gs_error err = {0};
         enum mon_region_status s =
             mon_region_read(&m->region, devs, GS_REGION_MAX_DEVICES, &n, true, &err);
-        uint64_t now = mono_ns();
+        uint64_t now = gs_now_ns();
         if (s != MON_REGION_OK) {
             mon_catalog_skip(c, region_cause(s), &m->logged, m->region.path, err.msg);
         } else if (m->region_status != MON_REGION_OK) {
@@ -488,7 +482,7 @@ static void resolve_pods(struct mon_catalog *c, struct refresher_state *rs)
 {
     if (!c->cfg.k8s)
         return;
-    uint64_t now = mono_ns();
+    uint64_t now = gs_now_ns();
     if (now < rs->api_retry_after_ns)
         return;
     pthread_mutex_lock(&c->lock);
@@ -517,7 +511,7 @@ static void resolve_pods(struct mon_catalog *c, struct refresher_state *rs)
             char what[600];
             snprintf(what, sizeof(what), "resourceclaim %s/%s", v[i].ns, v[i].name);
             mon_catalog_skip(c, MON_CAUSE_API_ERROR, &rs->logged, what, v[i].err.msg);
-            rs->api_retry_after_ns = mono_ns() + GS_MIN(API_BACKOFF_NS, c->cfg.resync_ns);
+            rs->api_retry_after_ns = gs_now_ns() + GS_MIN(API_BACKOFF_NS, c->cfg.resync_ns);
             v[i].rc = 1; /* not applied */
             n = i + 1;
             api_failed = true;
@@ -527,7 +521,7 @@ static void resolve_pods(struct mon_catalog *c, struct refresher_state *rs)
     if (!api_failed && n)
         cleared(&rs->logged, MON_CAUSE_API_ERROR, "api server");
     pthread_mutex_lock(&c->lock);
-    uint64_t done = mono_ns();
+    uint64_t done = gs_now_ns();
     for (size_t i = 0; i < n; i++) {
         struct mon_claim *m = NULL;
         for (size_t k = 0; k < c->n_claims && !m; k++)
@@ -643,11 +637,7 @@ int mon_catalog_init(struct mon_catalog *c, const struct mon_catalog_config *cfg
         return gs_error_set(err, -ENOMEM, "out of memory");
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->stop_lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->stop_cond, &ca);
-    pthread_condattr_destroy(&ca);
+    gs_cond_init_monotonic(&c->stop_cond);
     return 0;
 }
 
@@ -674,11 +664,7 @@ static void *run(void *arg)
     struct mon_catalog *c = arg;
     for (;;) {
         mon_catalog_refresh(c);
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        uint64_t ns = (uint64_t)until.tv_nsec + c->cfg.refresh_ns;
-        until.tv_sec += (time_t)(ns / 1000000000ull);
-        until.tv_nsec = (long)(ns % 1000000000ull);
+        struct timespec until = gs_timespec_in_ns(c->cfg.refresh_ns);
         pthread_mutex_lock(&c->stop_lock);
         while (!c->stop && pthread_cond_timedwait(&c->stop_cond, &c->stop_lock, &until) == 0)
             ;

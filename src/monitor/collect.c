@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/macros.h"
 #include "common/version.h"
 
@@ -194,13 +195,6 @@ static void add(struct scrape *s, enum fam f, const struct mon_labels *l, double
 {
     if (s->id[f] >= 0)
         mon_expo_add(s->e, s->id[f], l, v);
-}
-
-static uint64_t now_ns(clockid_t clk)
-{
-    struct timespec ts;
-    clock_gettime(clk, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void host_labels(struct mon_labels *l, const struct scrape *s, const struct mon_gpu *g)
@@ -428,7 +422,7 @@ static void observe(struct mon_scrape_stats *st, uint64_t ns)
 int mon_collect(struct mon_catalog *c, const struct mon_collect_opts *o,
                 struct mon_scrape_stats *stats, enum mon_format fmt, char **text, size_t *len)
 {
-    uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+    uint64_t t0 = gs_now_ns();
     struct scrape *s = calloc(1, sizeof(*s));
     if (!s)
         return -ENOMEM;
@@ -444,7 +438,7 @@ int mon_collect(struct mon_catalog *c, const struct mon_collect_opts *o,
     for (int f = 0; f < F_N; f++)
         s->id[f] = f >= F_FIRST_LEGACY && !o->legacy ? -1 : mon_expo_family(s->e, &defs[f]);
 
-    uint64_t real = now_ns(CLOCK_REALTIME);
+    uint64_t real = gs_realtime_ns();
     size_t by_source[2] = {0, 0};
     pthread_mutex_lock(&c->lock);
     s->gpus = &c->gpus;
@@ -465,7 +459,7 @@ int mon_collect(struct mon_catalog *c, const struct mon_collect_opts *o,
     mon_expo_free(s->e);
     free(s);
     if (stats)
-        observe(stats, now_ns(CLOCK_MONOTONIC) - t0);
+        observe(stats, gs_now_ns() - t0);
     return r;
 }
 

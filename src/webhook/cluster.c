@@ -102,11 +102,7 @@ static void cached_list_init(struct cached_list *l, const char *what, uint64_t t
                              void (*store)(struct wh_cluster *, const json_t *))
 {
     pthread_mutex_init(&l->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&l->refreshed, &ca);
-    pthread_condattr_destroy(&ca);
+    gs_cond_init_monotonic(&l->refreshed);
     l->what = what, l->ttl_ms = ttl_ms, l->cache_failures = cache_failures;
     l->fetch = fetch, l->store = store;
 }
@@ -178,8 +174,7 @@ static int cached_list_get(struct wh_cluster *c, struct cached_list *l, uint64_t
         wh_group_release(g);
         pthread_mutex_lock(&l->lock);
     }
-    struct timespec ts = {.tv_sec = (time_t)(deadline_ms / 1000),
-                          .tv_nsec = (long)(deadline_ms % 1000) * 1000000L};
+    struct timespec ts = gs_timespec_ns(gs_sat_mul_u64(deadline_ms, GS_NSEC_PER_MSEC));
     while (l->generation == gen) {
         if (!deadline_ms) {
             pthread_cond_wait(&l->refreshed, &l->lock);

@@ -32,11 +32,7 @@ struct wh_group {
 void wh_inflight_init(struct wh_inflight *f)
 {
     pthread_mutex_init(&f->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&f->idle, &ca);
-    pthread_condattr_destroy(&ca);
+    gs_cond_init_monotonic(&f->idle);
     f->n = 0;
 }
 
@@ -69,11 +65,7 @@ struct wh_group *wh_group_new(size_t n, struct wh_inflight *inflight)
     if (!g)
         return NULL;
     pthread_mutex_init(&g->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&g->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    gs_cond_init_monotonic(&g->cond);
     g->refs = 1;
     g->n = n;
     g->inflight = inflight;
@@ -153,8 +145,7 @@ void wh_group_start(struct wh_group *g, size_t i, wh_call_fn fn, void *arg, wh_f
 int wh_group_wait(struct wh_group *g, uint64_t deadline_ms)
 {
     int r = 0;
-    struct timespec ts = {.tv_sec = (time_t)(deadline_ms / 1000),
-                          .tv_nsec = (long)(deadline_ms % 1000) * 1000000L};
+    struct timespec ts = gs_timespec_ns(gs_sat_mul_u64(deadline_ms, GS_NSEC_PER_MSEC));
     pthread_mutex_lock(&g->lock);
     while (g->n_done < g->n_started) {
         if (!deadline_ms) {

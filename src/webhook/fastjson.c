@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/macros.h"
+
 struct scan {
     const char *p, *end;
     char *tmp; /* decoded string scratch, grown as needed */
@@ -17,17 +19,6 @@ static void skip_ws(struct scan *s)
 {
     while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t'))
         s->p++;
-}
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
 }
 
 /* After the opening quote: the decoded string into s->tmp; its length, or -1 (not handled). */
@@ -102,7 +93,8 @@ static long scan_string(struct scan *s)
         case 'u': {
             if (s->end - q < 4)
                 return -1;
-            int h0 = hexval(q[0]), h1 = hexval(q[1]), h2 = hexval(q[2]), h3 = hexval(q[3]);
+            int h0 = gs_hex_digit(q[0]), h1 = gs_hex_digit(q[1]), h2 = gs_hex_digit(q[2]),
+                h3 = gs_hex_digit(q[3]);
             if (h0 < 0 || h1 < 0 || h2 < 0 || h3 < 0)
                 return -1;
             unsigned cp = (unsigned)(h0 << 12 | h1 << 8 | h2 << 4 | h3);

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "common/clock.h"
+#include "common/macros.h"
 #include "tap.h"
 
 int main(void)
@@ -74,5 +77,37 @@ int main(void)
 
     uint64_t st = 0;
     is_uint(gs_splitmix64(&st), 0xe220a8397b1dcdafULL, "splitmix64 reference value for seed 0");
+
+    /* monotonic deadlines as timespecs, for condition waits */
+    struct timespec ts = gs_timespec_ns(3 * GS_NSEC_PER_SEC + 250);
+    ok(ts.tv_sec == 3 && ts.tv_nsec == 250, "gs_timespec_ns splits seconds and nanoseconds");
+    ts = gs_timespec_ns(GS_NSEC_PER_SEC - 1);
+    ok(ts.tv_sec == 0 && ts.tv_nsec == 999999999L, "gs_timespec_ns keeps tv_nsec below 1 s");
+    ts = gs_timespec_in_ns(UINT64_MAX);
+    ok(ts.tv_sec == (time_t)(UINT64_MAX / GS_NSEC_PER_SEC), "gs_timespec_in_ns saturates");
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t cond;
+    is_int(gs_cond_init_monotonic(&cond), 0, "gs_cond_init_monotonic");
+    uint64_t before = gs_now_ns();
+    struct timespec until = gs_timespec_in_ns(2 * GS_NSEC_PER_MSEC);
+    pthread_mutex_lock(&mu);
+    int r = 0;
+    while ((r = pthread_cond_timedwait(&cond, &mu, &until)) == 0)
+        ;
+    pthread_mutex_unlock(&mu);
+    is_int(r, ETIMEDOUT, "a timed wait on the monotonic condition times out");
+    /* the deadline is read on CLOCK_MONOTONIC: the wait ends at or after it (on CLOCK_REALTIME,
+     * a monotonic deadline lies decades in the past and the wait would return at once) */
+    ok(gs_now_ns() >= before + 2 * GS_NSEC_PER_MSEC,
+       "the wait lasted until the monotonic deadline");
+    pthread_cond_destroy(&cond);
+
+    /* hexadecimal digits (macros.h) */
+    ok(gs_hex_digit('0') == 0 && gs_hex_digit('9') == 9 && gs_hex_digit('a') == 10 &&
+           gs_hex_digit('F') == 15,
+       "gs_hex_digit of 0, 9, a, F");
+    ok(gs_hex_digit('g') == -1 && gs_hex_digit('/') == -1 && gs_hex_digit(':') == -1 &&
+           gs_hex_digit('@') == -1 && gs_hex_digit('`') == -1 && gs_hex_digit((char)0xe9) == -1,
+       "gs_hex_digit refuses the neighbours of the digit ranges and a negative char");
     return tap_done();
 }
