@@ -158,6 +158,12 @@ int gs_write_file_atomic_ex(const char *path, const void *data, size_t len, mode
 
 int gs_read_file(const char *path, size_t max, char **out, size_t *len, struct gs_error *err)
 {
+    return gs_read_file_ex(path, max, 0, out, len, NULL, err);
+}
+
+int gs_read_file_ex(const char *path, size_t max, unsigned flags, char **out, size_t *len,
+                    struct stat *stp, struct gs_error *err)
+{
     *out = NULL;
     if (len)
         *len = 0;
@@ -171,6 +177,8 @@ int gs_read_file(const char *path, size_t max, char **out, size_t *len, struct g
         return gs_error_set(err, -errno, "%s: %s", path, gs_strerror(errno));
     if (S_ISDIR(st.st_mode))
         return gs_error_set(err, -EISDIR, "%s: is a directory", path);
+    if ((flags & GS_READ_REGULAR) && !S_ISREG(st.st_mode))
+        return gs_error_set(err, -EINVAL, "%s: not a regular file", path);
     if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > max)
         return gs_error_set(err, -EFBIG,
                             "%s: file too big: %lld bytes exceeds the limit of %zu bytes", path,
@@ -209,6 +217,8 @@ int gs_read_file(const char *path, size_t max, char **out, size_t *len, struct g
     buf[n] = '\0';
     if (len)
         *len = n;
+    if (stp)
+        *stp = st;
     *out = TAKE_PTR(buf);
     return 0;
 }

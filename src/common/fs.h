@@ -7,6 +7,7 @@
 #define GS_COMMON_FS_H
 
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "common/error.h"
@@ -53,6 +54,14 @@ int gs_fsync_dir(const char *dir);
  *   -EISDIR  a directory;  -ENOMEM;  -errno from open/read ("<path>: <strerror>")
  */
 int gs_read_file(const char *path, size_t max, char **out, size_t *len, struct gs_error *err);
+
+/* gs_read_file with `flags` (GS_READ_REGULAR: anything but a regular file is refused before it is
+ * read, -EINVAL "<path>: not a regular file") and *st (may be NULL) set to the fstat of the file
+ * that was read: its identity and mtime as read, not those of a later stat of the path (which
+ * may name a newer file by then). */
+#define GS_READ_REGULAR 1u
+int gs_read_file_ex(const char *path, size_t max, unsigned flags, char **out, size_t *len,
+                    struct stat *st, struct gs_error *err);
 
 /* mkdir -p: create `path` and missing parents with `mode`. 0 if it already is a directory,
  * -ENOTDIR if it (or a parent) exists and is not one. */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/fs.h"
 #include "common/log.h"
 #include "common/macros.h"
 
@@ -55,37 +56,18 @@ static void pair_free(struct pair *p)
     }
 }
 
-/* Whole file, at most WH_TLS_MAX_FILE bytes. */
+/* Whole regular file, at most WH_TLS_MAX_FILE bytes; *id is the identity of what was read. */
 static int read_file(const char *path, gnutls_datum_t *out, struct file_id *id,
                      struct gs_error *err)
 {
-    _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+    char *buf = NULL;
+    size_t len = 0;
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0)
-        return gs_error_set(err, -errno, "%s: %s", path, gs_strerror(-errno));
-    if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > WH_TLS_MAX_FILE)
-        return gs_error_set(err, -EFBIG, "%s: not a regular file of at most %u bytes", path,
-                            WH_TLS_MAX_FILE);
-    unsigned char *buf = malloc((size_t)st.st_size + 1);
-    if (!buf)
-        return gs_error_set(err, -ENOMEM, "%s: out of memory", path);
-    size_t got = 0;
-    while (got < (size_t)st.st_size) {
-        ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            int e = gs_error_set(err, -errno, "%s: %s", path, gs_strerror(-errno));
-            free(buf);
-            return e;
-        }
-        if (n == 0)
-            break;
-        got += (size_t)n;
-    }
-    buf[got] = '\0';
-    out->data = buf;
-    out->size = (unsigned)got;
+    int r = gs_read_file_ex(path, WH_TLS_MAX_FILE, GS_READ_REGULAR, &buf, &len, &st, err);
+    if (r < 0)
+        return r;
+    out->data = (unsigned char *)buf;
+    out->size = (unsigned)len;
     *id = (struct file_id){st.st_dev, st.st_ino, st.st_size, st.st_mtim};
     return 0;
 }

@@ -129,6 +129,34 @@ static void test_read(void)
         free(buf);
         close(p[0]);
     }
+
+    /* gs_read_file_ex: the stat of what was read; regular files only on request */
+    struct stat st = {0}, now = {0};
+    is_int(gs_read_file_ex(P("ten"), 10, GS_READ_REGULAR, &buf, &len, &st, &err), 0,
+           "gs_read_file_ex reads a regular file");
+    ok(len == 10 && strcmp(buf, "0123456789") == 0, "gs_read_file_ex content");
+    free(buf);
+    ok(stat(P("ten"), &now) == 0 && st.st_ino == now.st_ino && st.st_dev == now.st_dev &&
+           st.st_size == 10,
+       "gs_read_file_ex gives the identity and size of the file read");
+    /* replaced after the read: the identity is still that of the file read */
+    gs_write_file_atomic(P("ten"), "abc", 3, 0644, &err);
+    ok(stat(P("ten"), &now) == 0 && st.st_ino != now.st_ino && st.st_size == 10,
+       "a file replaced after the read does not change the identity returned");
+    is_int(gs_read_file_ex(P("ten"), 2, GS_READ_REGULAR, &buf, &len, NULL, &err), -EFBIG,
+           "gs_read_file_ex keeps the size limit");
+    if (pipe(p) == 0) {
+        char dev[64];
+        snprintf(dev, sizeof(dev), "/dev/fd/%d", p[0]);
+        if (write(p[1], "x", 1) != 1)
+            diag("short pipe write");
+        close(p[1]);
+        is_int(gs_read_file_ex(dev, 100, GS_READ_REGULAR, &buf, &len, &st, &err), -EINVAL,
+               "GS_READ_REGULAR refuses a pipe before reading it");
+        like_str(err.msg, "not a regular file", "not-regular message");
+        ok(buf == NULL, "no buffer for a refused file");
+        close(p[0]);
+    }
 }
 
 static void test_mkdir_rm(void)
