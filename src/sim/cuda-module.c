@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/fs.h"
 #include "sim/cuda-internal.h"
 
 /* The one text gpusim takes without names: a test image that declares every kernel name
@@ -39,33 +40,23 @@ static CUresult image_parse(const void *image, size_t len, struct sim_image *img
     return CUDA_SUCCESS;
 }
 
-/* The whole file (at most SIM_IMAGE_MAX bytes) in *buf. */
+/* The whole file (a regular one of at most SIM_IMAGE_MAX bytes, not empty) in *buf, with the
+ * driver's answers: no such file, not an image (too big, empty, not a regular file), no memory. */
 static CUresult read_file(const char *path, unsigned char **buf, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return errno == ENOENT || errno == ENOTDIR ? CUDA_ERROR_FILE_NOT_FOUND
-                                                   : CUDA_ERROR_INVALID_VALUE;
-    struct stat sb;
-    if (fstat(fileno(f), &sb) < 0 || !S_ISREG(sb.st_mode) || sb.st_size <= 0 ||
-        (uint64_t)sb.st_size > SIM_IMAGE_MAX) {
-        fclose(f);
-        return CUDA_ERROR_INVALID_IMAGE;
-    }
-    *len = (size_t)sb.st_size;
-    *buf = malloc(*len + 1);
-    if (!*buf) {
-        fclose(f);
+    char *data = NULL;
+    int r = gs_read_file_ex(path, SIM_IMAGE_MAX, GS_READ_REGULAR, &data, len, NULL, NULL);
+    if (r == -ENOENT || r == -ENOTDIR)
+        return CUDA_ERROR_FILE_NOT_FOUND;
+    if (r == -ENOMEM)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    size_t got = fread(*buf, 1, *len, f);
-    fclose(f);
-    if (got != *len) {
-        free(*buf);
-        *buf = NULL;
+    if (r == -EFBIG || r == -EINVAL || r == -EISDIR || (r == 0 && *len == 0)) {
+        free(data);
         return CUDA_ERROR_INVALID_IMAGE;
     }
-    (*buf)[*len] = 0;
+    if (r < 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    *buf = (unsigned char *)data;
     return CUDA_SUCCESS;
 }
 

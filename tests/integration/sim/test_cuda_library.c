@@ -159,6 +159,10 @@ static void test_files(void)
            CUDA_ERROR_FILE_NOT_FOUND, "a missing file");
     is_int(cuLibraryLoadFromFile_p(&lib, image("kernels.cu"), NULL, NULL, 0, NULL, NULL, 0),
            CUDA_ERROR_INVALID_IMAGE, "CUDA C++ source is not an image");
+    is_int(cuLibraryLoadFromFile_p(&lib, "/dev/null", NULL, NULL, 0, NULL, NULL, 0),
+           CUDA_ERROR_INVALID_IMAGE, "a device file is not an image (refused unread)");
+    is_int(cuLibraryLoadFromFile_p(&lib, "/", NULL, NULL, 0, NULL, NULL, 0),
+           CUDA_ERROR_INVALID_IMAGE, "a directory is not an image");
     CUlibraryOption bad = (CUlibraryOption)7;
     void *val = NULL;
     is_int(cuLibraryLoadData_p(&lib, ptx, NULL, NULL, 0, &bad, &val, 1), CUDA_ERROR_INVALID_VALUE,
