@@ -24,6 +24,8 @@ struct alloc_qty {
 };
 
 #define ALLOC_NANO ((__int128)1000000000)
+/* Devices cache the capacity-request mapping of requests and devices up to this many entries. */
+#define ALLOC_CAPREQ_CACHE 8
 
 int alloc_qty_parse(const char *s, struct alloc_qty *out, struct gs_error *err);
 /* Canonical Kubernetes string (Quantity.String()). */
@@ -45,6 +47,10 @@ struct alloc_capacity {
     struct alloc_qty min, max, step;
     size_t n_valid;
     struct alloc_qty *valid;
+    /* Cache owned by the state the device is in: position + 1 of this capacity in the device's
+     * usage record (0: not among its first usage_seen entries; entries are only appended). */
+    size_t usage_pos;
+    size_t usage_seen;
 };
 
 struct alloc_slice;
@@ -85,6 +91,17 @@ struct alloc_device {
     /* class selector cache (class serial -> result) */
     uint64_t class_serial[2];
     int8_t class_match[2];
+    struct alloc_cap_layout *layout; /* the state's, NULL before it is added or when too wide */
+};
+
+/* Devices with the same driver and the same capacities in the same order share one layout (in
+ * the state): a request's capacity names are resolved once per layout, not once per device.
+ * capreq_cap[j] = device capacity of request capacity j; cap_capreq[i] the inverse (-1), for
+ * the request with serial capreq_serial (0: none yet). */
+struct alloc_cap_layout {
+    uint64_t capreq_serial;
+    int8_t capreq_cap[ALLOC_CAPREQ_CACHE];
+    int8_t cap_capreq[ALLOC_CAPREQ_CACHE];
 };
 
 struct alloc_slice {
@@ -123,6 +140,7 @@ struct alloc_cap_request {
 enum alloc_mode { ALLOC_MODE_EXACT = 0, ALLOC_MODE_ALL };
 
 struct alloc_request {
+    uint64_t serial; /* unique in the process (decoders number requests); 0: not cached */
     char *name;
     char *class_name;
     enum alloc_mode mode;
@@ -208,6 +226,7 @@ struct alloc_usage_cap {
 };
 
 struct alloc_usage {
+    uint64_t changed;   /* the state's usage clock when this record last changed */
     unsigned exclusive; /* allocations without shareID (not counting adminAccess) */
     unsigned shared;    /* allocations with shareID */
     size_t n;
@@ -244,6 +263,15 @@ struct alloc_node_pools {
     uint64_t generation;
     size_t n;
     struct alloc_pool *pools;
+    /* Free-capacity summary for the search's pre-check (search.c): when every usable device of
+     * the usable pools shares one layout, the most any of them has free per capacity. Valid while
+     * no device's usage changed after usage clock sum_clock. */
+    bool sum_built;
+    uint64_t sum_clock;
+    bool sum_one_layout;
+    bool sum_any; /* some device is not blocked by an allocation */
+    const struct alloc_device *sum_dev;
+    __int128 sum_free[ALLOC_CAPREQ_CACHE];
 };
 
 struct alloc_state {
@@ -251,7 +279,9 @@ struct alloc_state {
     struct alloc_map classes;    /* name -> struct alloc_class */
     struct alloc_map nodes;      /* name -> struct alloc_node */
     struct alloc_map usage;      /* device key -> struct alloc_usage */
+    struct alloc_map layouts;    /* driver \x1e fq \x1f fq ... -> struct alloc_cap_layout */
     struct alloc_map claims;     /* ns/name -> struct alloc_allocated_claim */
+    uint64_t usage_clock;        /* ticks on every change of a usage record */
     struct alloc_map node_pools; /* node -> struct alloc_node_pools (cache) */
     uint64_t slices_generation;  /* bumps when slices or nodes change */
     /* Index for gathering: nodeName -> struct alloc_slice_list, and the slices that are not
@@ -326,10 +356,20 @@ int alloc_capreq_resolve(const struct alloc_request *r, const struct alloc_devic
 int alloc_capacity_check(const struct alloc_request *r, const struct alloc_device *d,
                          const struct alloc_qty *pending, struct alloc_qty *consumed,
                          struct alloc_cap_check *chk, struct gs_error *err);
+/* The same without the message in chk->detail (the search only needs the verdict). */
+int alloc_capacity_fits(const struct alloc_request *r, const struct alloc_device *d,
+                        const struct alloc_qty *pending, struct alloc_qty *consumed,
+                        struct alloc_cap_check *chk, struct gs_error *err);
 
 /* Necessary condition, cheap: every capacity `r` requests exists on `d` and what `d` has free
  * is at least the requested amount (consumption never goes below the request). */
 bool alloc_capacity_may_fit(const struct alloc_request *r, const struct alloc_device *d);
+/* Device capacity of each of r's capacity requests (map[j]), from the layout's cache; NULL
+ * when not cacheable (no layout, no serial, too many) or a capacity is missing or named twice. */
+const int8_t *alloc_capreq_map(const struct alloc_request *r, const struct alloc_device *d);
+/* What device capacity `i` has in use (sum of shared allocations), through the device's cache
+ * (the caches in a device are the state's: mutable even through a const device). */
+const struct alloc_qty *alloc_capacity_used(const struct alloc_device *d, size_t i);
 
 /* ---- counters (counters.c) ------------------------------------------------------------------ */
 struct alloc_counter_avail {

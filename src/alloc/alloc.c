@@ -91,6 +91,8 @@ int alloc_claims_allocate(struct alloc_state *st, const struct alloc_claim_spec 
                           struct alloc_explanation **explanations, struct gs_error *err)
 {
     struct gs_error local = {0};
+    /* Nobody reads the message of an unschedulable node: skip formatting it. */
+    bool quiet = !err && !explanations;
     if (!err)
         err = &local;
     gs_error_clear(err);
@@ -129,7 +131,9 @@ int alloc_claims_allocate(struct alloc_state *st, const struct alloc_claim_spec 
     for (size_t i = 0; i < n_specs; i++)
         old[i] = alloc_state_take_claim(st, specs[i]->ns, specs[i]->name);
     int r = alloc_search(st, specs, n_specs, opt, res, n, al, err);
-    if (r == ALLOC_UNSCHEDULABLE && !err->code) {
+    if (r == ALLOC_UNSCHEDULABLE && !err->code && quiet)
+        err->code = r;
+    else if (r == ALLOC_UNSCHEDULABLE && !err->code) {
         if (n_specs == 1)
             gs_error_set(err, r, "claim %s/%s: cannot allocate all requests on node %s",
                          specs[0]->ns, specs[0]->name, opt->node);

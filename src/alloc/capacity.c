@@ -159,7 +159,7 @@ int alloc_consumed(const struct alloc_qty *requested, const struct alloc_capacit
 
 /* Returns true and a message when `q` violates the capacity's requestPolicy. */
 static bool violates_policy(const struct alloc_qty *q, const struct alloc_capacity *c, char *detail,
-                            size_t len)
+                            size_t len, bool want)
 {
     char a[GS_QUANTITY_STR_MAX], b[GS_QUANTITY_STR_MAX], s[GS_QUANTITY_STR_MAX];
     if (!c->has_policy)
@@ -168,6 +168,8 @@ static bool violates_policy(const struct alloc_qty *q, const struct alloc_capaci
         return false;
     if (c->has_range) {
         if (c->has_max && cmpq(q, &c->max) > 0) {
+            if (!want)
+                return true;
             alloc_qty_format(q, a, sizeof(a));
             alloc_qty_format(&c->max, b, sizeof(b));
             snprintf(detail, len, "%s: %s above max %s", c->name, a, b);
@@ -178,6 +180,8 @@ static bool violates_policy(const struct alloc_qty *q, const struct alloc_capaci
             int64_t m = c->has_min ? alloc_qty_value(&c->min) : 0;
             int64_t v = alloc_qty_value(q), d;
             if (step > 0 && (__builtin_sub_overflow(v, m, &d) || d % step != 0)) {
+                if (!want)
+                    return true;
                 alloc_qty_format(q, a, sizeof(a));
                 alloc_qty_format(c->has_min ? &c->min : q, b, sizeof(b));
                 alloc_qty_format(&c->step, s, sizeof(s));
@@ -192,6 +196,8 @@ static bool violates_policy(const struct alloc_qty *q, const struct alloc_capaci
         for (size_t i = 0; i < c->n_valid; i++)
             if (cmpq(q, &c->valid[i]) == 0)
                 return false;
+        if (!want)
+            return true;
         alloc_qty_format(q, a, sizeof(a));
         snprintf(detail, len, "%s: %s is not one of the valid values", c->name, a);
         return true;
@@ -241,21 +247,64 @@ const struct alloc_qty *alloc_usage_get(const struct alloc_usage *u, const char 
 
 #define ALLOC_MAX_DEVICE_CAPS 64
 
-int alloc_capacity_check(const struct alloc_request *r, const struct alloc_device *d,
-                         const struct alloc_qty *pending, struct alloc_qty *consumed,
-                         struct alloc_cap_check *chk, struct gs_error *err)
+const int8_t *alloc_capreq_map(const struct alloc_request *r, const struct alloc_device *cd)
 {
-    int idx[ALLOC_MAX_DEVICE_CAPS];
+    struct alloc_cap_layout *l = cd->layout;
+    if (!l || !r->serial || r->n_capreq > ALLOC_CAPREQ_CACHE)
+        return NULL;
+    if (l->capreq_serial == r->serial)
+        return l->capreq_cap;
+    int idx[ALLOC_CAPREQ_CACHE];
+    if (alloc_capreq_resolve(r, cd, idx, NULL, NULL) != 0)
+        return NULL; /* missing or named twice: the slow path says which */
+    for (size_t j = 0; j < r->n_capreq; j++)
+        l->capreq_cap[j] = -1;
+    for (size_t i = 0; i < cd->n_cap; i++) {
+        l->cap_capreq[i] = (int8_t)idx[i];
+        if (idx[i] >= 0)
+            l->capreq_cap[idx[i]] = (int8_t)i;
+    }
+    l->capreq_serial = r->serial;
+    return l->capreq_cap;
+}
+
+const struct alloc_qty *alloc_capacity_used(const struct alloc_device *d, size_t i)
+{
+    struct alloc_capacity *c = &d->cap[i]; /* cap[] is not const: the cache is mutable state */
+    const struct alloc_usage *u = d->usage;
+    if (c->usage_pos)
+        return &u->cap[c->usage_pos - 1].q;
+    for (; c->usage_seen < u->n; c->usage_seen++)
+        if (strcmp(u->cap[c->usage_seen].fq, c->fq) == 0) {
+            c->usage_pos = ++c->usage_seen;
+            return &u->cap[c->usage_pos - 1].q;
+        }
+    return NULL;
+}
+
+static int check(const struct alloc_request *r, const struct alloc_device *d,
+                 const struct alloc_qty *pending, struct alloc_qty *consumed,
+                 struct alloc_cap_check *chk, bool detail, struct gs_error *err)
+{
+    int idx_buf[ALLOC_MAX_DEVICE_CAPS];
+    const int *idx = idx_buf;
     const char *missing = NULL;
     chk->verdict = ALLOC_CAP_OK;
     chk->detail[0] = 0;
-    int rr = alloc_capreq_resolve(r, d, idx, &missing, err);
-    if (rr < 0)
-        return rr;
-    if (rr == 1) {
-        chk->verdict = ALLOC_CAP_MISSING;
-        snprintf(chk->detail, sizeof(chk->detail), "%s: device has no such capacity", missing);
-        return 0;
+    if (alloc_capreq_map(r, d)) {
+        for (size_t i = 0; i < d->n_cap; i++)
+            idx_buf[i] = d->layout->cap_capreq[i];
+    } else {
+        int rr = alloc_capreq_resolve(r, d, idx_buf, &missing, err);
+        if (rr < 0)
+            return rr;
+        if (rr == 1) {
+            chk->verdict = ALLOC_CAP_MISSING;
+            if (detail)
+                snprintf(chk->detail, sizeof(chk->detail), "%s: device has no such capacity",
+                         missing);
+            return 0;
+        }
     }
     for (size_t i = 0; i < d->n_cap; i++) {
         int e = alloc_consumed(idx[i] >= 0 ? &r->capreq[idx[i]].q : NULL, &d->cap[i], &consumed[i],
@@ -263,8 +312,10 @@ int alloc_capacity_check(const struct alloc_request *r, const struct alloc_devic
         if (e < 0)
             return e;
     }
+    char scratch[sizeof(chk->detail)];
     for (size_t i = 0; i < d->n_cap; i++)
-        if (violates_policy(&consumed[i], &d->cap[i], chk->detail, sizeof(chk->detail))) {
+        if (violates_policy(&consumed[i], &d->cap[i], detail ? chk->detail : scratch,
+                            sizeof(chk->detail), detail)) {
             chk->verdict = ALLOC_CAP_POLICY;
             chk->cap_index = i;
             return 0;
@@ -273,34 +324,55 @@ int alloc_capacity_check(const struct alloc_request *r, const struct alloc_devic
         return 0;
     for (size_t i = 0; i < d->n_cap; i++) {
         const struct alloc_capacity *c = &d->cap[i];
-        const struct alloc_qty *used = alloc_usage_get(d->usage, c->fq);
+        const struct alloc_qty *used = alloc_capacity_used(d, i);
         __int128 taken = (used ? used->n : 0) + (pending ? pending[i].n : 0);
         if (taken + consumed[i].n > c->value.n) {
-            char a[GS_QUANTITY_STR_MAX], b[GS_QUANTITY_STR_MAX];
             chk->verdict = ALLOC_CAP_INSUFFICIENT;
             chk->cap_index = i;
             chk->need = consumed[i];
             chk->free_.n = c->value.n > taken ? c->value.n - taken : 0;
             chk->free_.fmt = c->value.fmt;
-            alloc_qty_format(&chk->need, a, sizeof(a));
-            alloc_qty_format(&chk->free_, b, sizeof(b));
-            snprintf(chk->detail, sizeof(chk->detail), "%s: need %s, free %s", c->name, a, b);
+            if (detail) {
+                char a[GS_QUANTITY_STR_MAX], b[GS_QUANTITY_STR_MAX];
+                alloc_qty_format(&chk->need, a, sizeof(a));
+                alloc_qty_format(&chk->free_, b, sizeof(b));
+                snprintf(chk->detail, sizeof(chk->detail), "%s: need %s, free %s", c->name, a, b);
+            }
             return 0;
         }
     }
     return 0;
 }
 
+int alloc_capacity_check(const struct alloc_request *r, const struct alloc_device *d,
+                         const struct alloc_qty *pending, struct alloc_qty *consumed,
+                         struct alloc_cap_check *chk, struct gs_error *err)
+{
+    return check(r, d, pending, consumed, chk, true, err);
+}
+
+int alloc_capacity_fits(const struct alloc_request *r, const struct alloc_device *d,
+                        const struct alloc_qty *pending, struct alloc_qty *consumed,
+                        struct alloc_cap_check *chk, struct gs_error *err)
+{
+    return check(r, d, pending, consumed, chk, false, err);
+}
+
 bool alloc_capacity_may_fit(const struct alloc_request *r, const struct alloc_device *d)
 {
+    const int8_t *map = alloc_capreq_map(r, d);
     for (size_t j = 0; j < r->n_capreq; j++) {
         size_t i;
-        for (i = 0; i < d->n_cap; i++)
-            if (fq_equal(r->capreq[j].name, d->slice->driver, d->cap[i].fq))
-                break;
-        if (i == d->n_cap)
-            return false;
-        const struct alloc_qty *used = alloc_usage_get(d->usage, d->cap[i].fq);
+        if (map)
+            i = (size_t)map[j];
+        else {
+            for (i = 0; i < d->n_cap; i++)
+                if (fq_equal(r->capreq[j].name, d->slice->driver, d->cap[i].fq))
+                    break;
+            if (i == d->n_cap)
+                return false;
+        }
+        const struct alloc_qty *used = alloc_capacity_used(d, i);
         if ((used ? used->n : 0) + r->capreq[j].q.n > d->cap[i].value.n)
             return false;
     }

@@ -681,8 +681,12 @@ void alloc_claim_spec_free(struct alloc_claim_spec *cl)
 static int decode_device_request(const struct dctx *c, const json_t *o, const char *path,
                                  bool allow_admin, struct alloc_request *rq)
 {
+    /* Numbers requests for the devices' capacity-request caches: unique in the process, so a
+     * request freed and another decoded at its address never share an entry. */
+    static _Atomic uint64_t next_serial = 1;
     char p[320];
     int r;
+    rq->serial = next_serial++;
     snprintf(p, sizeof(p), "%s.deviceClassName", path);
     if ((r = get_str(c, o, "deviceClassName", p, true, &rq->class_name)) < 0)
         return r;

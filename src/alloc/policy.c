@@ -50,7 +50,7 @@ static double utilisation(const struct alloc_pick *p)
         return 1.0;
     double sum = 0;
     for (size_t i = 0; i < d->n_cap; i++) {
-        const struct alloc_qty *u = alloc_usage_get(d->usage, d->cap[i].fq);
+        const struct alloc_qty *u = alloc_capacity_used(d, i);
         __int128 used = (u ? u->n : 0) + p->pending[i].n;
         sum += d->cap[i].value.n > 0 ? (double)used / (double)d->cap[i].value.n : 1.0;
     }

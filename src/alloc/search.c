@@ -164,7 +164,7 @@ static int allocate_device(struct search *s, struct req_data *rd, size_t ci, boo
     struct cur *cur = &s->res[s->n_res];
     cur->consumed = s->qbuf + s->n_res * s->max_cap;
     struct alloc_cap_check chk;
-    int r = alloc_capacity_check(rq, c->dev, c->pending, cur->consumed, &chk, s->err);
+    int r = alloc_capacity_fits(rq, c->dev, c->pending, cur->consumed, &chk, s->err);
     if (r < 0) {
         gs_error_prefix(s->err, "claim %s/%s, request %s: ", cl->ns, cl->name, rq->name);
         return r;
@@ -499,32 +499,95 @@ static int build_all(struct search *s, const struct cur *all, size_t n_all,
     return 0;
 }
 
+static bool device_blocked(const struct alloc_device *d)
+{
+    const struct alloc_usage *u = d->usage;
+    return d->shareable ? u->exclusive > 0 : (u->exclusive || u->shared);
+}
+
+#define FOR_USABLE_DEVICES(np, d)                                                                  \
+    for (size_t pi_ = 0; pi_ < (np)->n; pi_++)                                                     \
+        if (!(np)->pools[pi_].invalid && !(np)->pools[pi_].incomplete)                             \
+            for (size_t si_ = 0; si_ < (np)->pools[pi_].n_slices; si_++)                           \
+                for (size_t di_ = 0; di_ < (np)->pools[pi_].slices[si_]->n_dev; di_++)             \
+                    if (((d) = &(np)->pools[pi_].slices[si_]->dev[di_]), true)
+
+/* The node's free-capacity summary, rebuilt when a device's usage changed since it was built
+ * (a few loads per device instead of a capacity check per device and request). */
+static const struct alloc_node_pools *node_summary(struct alloc_state *st,
+                                                   const struct alloc_node_pools *cnp)
+{
+    struct alloc_node_pools *np = (struct alloc_node_pools *)cnp; /* the summary is a cache */
+    const struct alloc_device *d;
+    if (np->sum_built) {
+        bool fresh = true;
+        if (np->sum_clock != st->usage_clock)
+            FOR_USABLE_DEVICES(np, d)
+            {
+                if (d->usage->changed > np->sum_clock) {
+                    fresh = false;
+                    break;
+                }
+            }
+        if (fresh)
+            return np;
+    }
+    np->sum_built = true;
+    np->sum_clock = st->usage_clock;
+    np->sum_one_layout = true;
+    np->sum_any = false;
+    np->sum_dev = NULL;
+    memset(np->sum_free, 0, sizeof(np->sum_free));
+    FOR_USABLE_DEVICES(np, d)
+    {
+        if (!d->layout || (np->sum_dev && d->layout != np->sum_dev->layout)) {
+            np->sum_one_layout = false;
+            continue;
+        }
+        np->sum_dev = d;
+        if (device_blocked(d))
+            continue;
+        np->sum_any = true;
+        for (size_t i = 0; i < d->n_cap; i++) {
+            const struct alloc_qty *used = alloc_capacity_used(d, i);
+            __int128 f = d->cap[i].value.n - (used ? used->n : 0);
+            if (f > np->sum_free[i])
+                np->sum_free[i] = f;
+        }
+    }
+    return np;
+}
+
 /* Can some device on the node hold `rq` on its own? A necessary condition only: it looks at
  * usage and requested amounts, never at selectors, so it cannot reject what the search would
- * accept. Lets a node that is full answer in a few hundred nanoseconds. */
-static bool request_may_fit(const struct alloc_request *rq, const struct alloc_node_pools *np)
+ * accept. The node's summary answers for a full node in O(requested capacities). */
+static bool request_may_fit(struct alloc_state *st, const struct alloc_request *rq,
+                            const struct alloc_node_pools *np)
 {
     if (rq->n_sub) {
         for (size_t k = 0; k < rq->n_sub; k++)
-            if (request_may_fit(&rq->sub[k], np))
+            if (request_may_fit(st, &rq->sub[k], np))
                 return true;
         return false;
     }
     if (rq->admin || rq->n_capreq == 0 || rq->mode != ALLOC_MODE_EXACT)
         return true;
-    for (size_t i = 0; i < np->n; i++) {
-        const struct alloc_pool *p = &np->pools[i];
-        if (p->invalid || p->incomplete)
-            continue; /* the search does not use them either */
-        for (size_t s = 0; s < p->n_slices; s++)
-            for (size_t k = 0; k < p->slices[s]->n_dev; k++) {
-                const struct alloc_device *d = &p->slices[s]->dev[k];
-                const struct alloc_usage *u = d->usage;
-                if (d->shareable ? u->exclusive > 0 : (u->exclusive || u->shared))
-                    continue;
-                if (alloc_capacity_may_fit(rq, d))
-                    return true;
-            }
+    np = node_summary(st, np);
+    if (np->sum_one_layout) {
+        if (!np->sum_any)
+            return false;
+        const int8_t *map = alloc_capreq_map(rq, np->sum_dev);
+        if (map) {
+            for (size_t j = 0; j < rq->n_capreq; j++)
+                if (rq->capreq[j].q.n > np->sum_free[map[j]])
+                    return false;
+        }
+    }
+    const struct alloc_device *d;
+    FOR_USABLE_DEVICES(np, d)
+    {
+        if (!device_blocked(d) && alloc_capacity_may_fit(rq, d))
+            return true;
     }
     return false;
 }
@@ -563,7 +626,7 @@ int alloc_search(struct alloc_state *st, const struct alloc_claim_spec *const *c
     for (size_t c = 0; c < n_claims; c++)
         if (classes_known(st, claims[c]))
             for (size_t i = 0; i < claims[c]->n_req; i++)
-                if (!request_may_fit(&claims[c]->req[i], np))
+                if (!request_may_fit(st, &claims[c]->req[i], np))
                     return ALLOC_UNSCHEDULABLE;
     int r = -ENOMEM;
     for (size_t i = 0; i < np->n; i++)

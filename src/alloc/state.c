@@ -79,6 +79,7 @@ void alloc_state_free(struct alloc_state *st)
     alloc_map_fini(&st->nodes, node_free);
     alloc_map_fini(&st->claims, claim_free);
     alloc_map_fini(&st->usage, usage_free);
+    alloc_map_fini(&st->layouts, free);
     cel_cache_free(st->cel);
     alloc_scratch_free(st);
     free(st);
@@ -167,8 +168,10 @@ int alloc_state_commit(struct alloc_state *st, const char *ns, const char *name,
             continue;
         struct alloc_usage *u = alloc_state_usage(st, key);
         free(key);
-        if (u)
+        if (u) {
+            u->changed = ++st->usage_clock;
             alloc_usage_add(u, &res[i], +1);
+        }
     }
     c->res = res;
     c->n = n;
@@ -189,8 +192,10 @@ static void usage_apply(struct alloc_state *st, const struct alloc_allocated_cla
             continue;
         struct alloc_usage *u = sign > 0 ? alloc_state_usage(st, k) : alloc_map_get(&st->usage, k);
         free(k);
-        if (u)
+        if (u) {
+            u->changed = ++st->usage_clock;
             alloc_usage_add(u, &c->res[i], sign);
+        }
     }
 }
 
@@ -201,8 +206,12 @@ struct alloc_allocated_claim *alloc_state_take_claim(struct alloc_state *st, con
     char *key = buf;
     if (st->claims.len == 0)
         return NULL;
-    if ((size_t)snprintf(buf, sizeof(buf), "%s/%s", ns, name) >= sizeof(buf) &&
-        asprintf(&key, "%s/%s", ns, name) < 0)
+    size_t ln = strlen(ns), lm = strlen(name);
+    if (ln + lm + 2 <= sizeof(buf)) { /* no snprintf: this runs for every node tried */
+        memcpy(buf, ns, ln);
+        buf[ln] = '/';
+        memcpy(buf + ln + 1, name, lm + 1);
+    } else if (asprintf(&key, "%s/%s", ns, name) < 0)
         return NULL;
     struct alloc_allocated_claim *c = alloc_map_remove(&st->claims, key);
     if (key != buf)
@@ -242,6 +251,39 @@ size_t alloc_state_claim_count(const struct alloc_state *st)
     return st->claims.len;
 }
 
+/* The device's capacity layout, shared with every device of the same driver and capacities. */
+static int attach_layout(struct alloc_state *st, struct alloc_device *d)
+{
+    if (d->n_cap > ALLOC_CAPREQ_CACHE)
+        return 0; /* resolved per device */
+    size_t len = strlen(d->slice->driver) + 2;
+    for (size_t i = 0; i < d->n_cap; i++)
+        len += strlen(d->cap[i].fq) + 1;
+    char *key = malloc(len);
+    if (!key)
+        return -ENOMEM;
+    char *p = stpcpy(key, d->slice->driver);
+    *p++ = '\x1e';
+    *p = 0;
+    for (size_t i = 0; i < d->n_cap; i++) {
+        p = stpcpy(p, d->cap[i].fq);
+        *p++ = '\x1f';
+        *p = 0;
+    }
+    struct alloc_cap_layout *l = alloc_map_get(&st->layouts, key);
+    if (!l) {
+        l = calloc(1, sizeof(*l));
+        if (!l || alloc_map_put(&st->layouts, key, l, NULL) < 0) {
+            free(l);
+            free(key);
+            return -ENOMEM;
+        }
+    }
+    free(key);
+    d->layout = l;
+    return 0;
+}
+
 int alloc_state_add_slice(struct alloc_state *st, const json_t *obj, struct gs_error *err)
 {
     struct alloc_slice *s;
@@ -250,7 +292,7 @@ int alloc_state_add_slice(struct alloc_state *st, const json_t *obj, struct gs_e
         return r;
     for (size_t i = 0; i < s->n_dev; i++) {
         s->dev[i].usage = alloc_state_usage(st, s->dev[i].key);
-        if (!s->dev[i].usage) {
+        if (!s->dev[i].usage || attach_layout(st, &s->dev[i]) < 0) {
             alloc_slice_free(s);
             return -ENOMEM;
         }
