@@ -147,7 +147,7 @@ int alloc_claims_allocate(struct alloc_state *st, const struct alloc_claim_spec 
     if (explanations && (r != 0 || opt->explain))
         for (size_t i = 0; i < n_specs; i++)
             explain_one(st, specs[i], opt, r, err, &explanations[i]);
-    if (r != 0) {
+    if (r != 0 || opt->trial) {
         for (size_t i = 0; i < n_specs; i++)
             alloc_state_restore_claim(st, old[i]);
     } else {

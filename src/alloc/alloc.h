@@ -63,6 +63,8 @@ struct alloc_options {
                                  (0 = 100000) */
     unsigned long step_limit; /* any policy: the search gives up after this many steps, as
                                  kube-scheduler's filter times out (0 = 10,000,000) */
+    bool trial;               /* find the allocation, do not commit it: the state is left as
+                                 it was and the allocation has no shareID (a filter's try) */
 };
 
 struct alloc_state;

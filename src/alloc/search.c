@@ -55,6 +55,7 @@ struct search {
     size_t n_claims;
     const char *node;
     enum alloc_policy policy;
+    bool trial; /* results are not committed (no share IDs) */
     size_t n_cand;
     struct cand *cands;
     const struct alloc_node_pools *np;
@@ -445,13 +446,15 @@ static int build_results(struct search *s, size_t c, const struct cur *all, size
         if (!x->request || !x->driver || !x->pool || !x->device)
             goto fail;
         if (d->shareable) {
-            x->share_id = malloc(37);
+            /* A trial is never committed: its shares need no identity. */
+            x->share_id = s->trial ? NULL : malloc(37);
             x->consumed_name = calloc(d->n_cap + 1, sizeof(char *));
             x->consumed_fq = calloc(d->n_cap + 1, sizeof(char *));
             x->consumed = calloc(d->n_cap + 1, sizeof(*x->consumed));
-            if (!x->share_id || !x->consumed_name || !x->consumed_fq || !x->consumed)
+            if ((!x->share_id && !s->trial) || !x->consumed_name || !x->consumed_fq || !x->consumed)
                 goto fail;
-            alloc_new_share_id(x->share_id);
+            if (x->share_id)
+                alloc_new_share_id(x->share_id);
             for (size_t k = 0; k < d->n_cap; k++) {
                 x->consumed_name[k] = strdup(d->cap[k].name);
                 x->consumed_fq[k] = strdup(d->cap[k].fq);
@@ -614,6 +617,7 @@ int alloc_search(struct alloc_state *st, const struct alloc_claim_spec *const *c
         .n_claims = n_claims,
         .node = opt->node,
         .policy = opt->policy,
+        .trial = opt->trial,
         .err = err,
         .max_solutions = opt->max_solutions ? opt->max_solutions : DEFAULT_MAX_SOLUTIONS,
         .max_steps = opt->max_steps ? opt->max_steps : DEFAULT_MAX_STEPS,

@@ -255,13 +255,14 @@ int ext_try_node(struct ext_inventory *inv, const struct ext_pod_request *req, c
     }
     json_t *allocs[EXT_MAX_CONTAINERS] = {0};
     struct alloc_explanation *why[EXT_MAX_CONTAINERS] = {0};
-    struct alloc_options opt = {.node = name, .policy = req->gpu_policy};
+    /* Without commit, a trial: the allocator leaves the state as it was. */
+    struct alloc_options opt = {.node = name, .policy = req->gpu_policy, .trial = !commit};
     int r = alloc_claims_allocate(inv->st, (const struct alloc_claim_spec *const *)req->spec,
                                   req->n_claims, &opt, allocs, why, err);
     if (r == 0) {
         fit->fits = true;
         r = fill_devices(node, req, allocs, fit, err);
-        if (!commit || r < 0)
+        if (commit && r < 0)
             for (size_t i = 0; i < req->n_claims; i++) {
                 char cname[128];
                 snprintf(cname, sizeof(cname), "%.60s-%zu", req->name, req->ctr_of[i]);
