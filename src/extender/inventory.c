@@ -73,10 +73,46 @@ static void add_size(struct ext_inventory *inv, int64_t bytes)
 
 const struct ext_node *ext_inventory_node(const struct ext_inventory *inv, const char *name)
 {
-    for (size_t i = 0; name && i < inv->n_nodes; i++)
-        if (strcmp(inv->nodes[i].name, name) == 0)
-            return &inv->nodes[i];
+    if (!name)
+        return NULL;
+    if (!inv->by_name) {
+        for (size_t i = 0; i < inv->n_nodes; i++)
+            if (strcmp(inv->nodes[i].name, name) == 0)
+                return &inv->nodes[i];
+        return NULL;
+    }
+    /* The first node of that name, as the linear scan would find. */
+    size_t lo = 0, hi = inv->n_nodes;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(inv->nodes[inv->by_name[mid]].name, name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < inv->n_nodes && strcmp(inv->nodes[inv->by_name[lo]].name, name) == 0)
+        return &inv->nodes[inv->by_name[lo]];
     return NULL;
+}
+
+static int by_name_cmp(const void *a, const void *b, void *ctx)
+{
+    const struct ext_node *nodes = ctx;
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    int c = strcmp(nodes[x].name, nodes[y].name);
+    return c ? c : (x > y) - (x < y);
+}
+
+/* The index ext_inventory_node searches (the filter looks a node up for every node it tries). */
+static int index_nodes(struct ext_inventory *inv)
+{
+    inv->by_name = calloc(inv->n_nodes ? inv->n_nodes : 1, sizeof(*inv->by_name));
+    if (!inv->by_name)
+        return -ENOMEM;
+    for (size_t i = 0; i < inv->n_nodes; i++)
+        inv->by_name[i] = i;
+    qsort_r(inv->by_name, inv->n_nodes, sizeof(*inv->by_name), by_name_cmp, inv->nodes);
+    return 0;
 }
 
 const struct hami_node_device *ext_node_device_by_uuid(const struct ext_node *n, const char *uuid)
@@ -221,6 +257,8 @@ int ext_inventory_build(const json_t *nodes, const json_t *pods, const char *dri
                  (r = alloc_state_add_node(inv->st, nobj, err)) < 0)
             gs_error_prefix(err, "node %s: ", name);
     }
+    if (r >= 0 && index_nodes(inv) < 0)
+        r = gs_error_set(err, -ENOMEM, "out of memory");
     const json_t *pod;
     json_array_foreach(pods, i, pod)
     {
@@ -259,6 +297,7 @@ void ext_inventory_free(struct ext_inventory *inv)
         free(inv->nodes[i].dev);
     }
     free(inv->nodes);
+    free(inv->by_name);
     alloc_state_free(inv->st);
     free(inv);
 }

@@ -32,6 +32,7 @@ struct ext_inventory {
     const char *driver;
     size_t n_nodes;
     struct ext_node *nodes;
+    size_t *by_name; /* node indexes sorted by name (then index): ext_inventory_node's bsearch */
     int64_t sizes[EXT_MAX_SIZES]; /* distinct device memory sizes, bytes (gpumem-percentage) */
     size_t n_sizes;
     size_t n_placed; /* pods counted from their annotations */
