@@ -894,6 +894,68 @@ static void test_counters(void)
     alloc_state_free(st);
 }
 
+/* Two shareable GPUs of 100 cores. */
+static const char *two_shared = CLASS
+    "kind: ResourceSlice\nmetadata: {name: s}\n"
+    "spec:\n  driver: gpu.example.com\n  nodeName: n1\n  pool: {name: p, resourceSliceCount: 1}\n"
+    "  devices:\n"
+    "  - name: g0\n    allowMultipleAllocations: true\n    capacity: {cores: {value: '100'}}\n"
+    "  - name: g1\n    allowMultipleAllocations: true\n    capacity: {cores: {value: '100'}}\n";
+
+#define CORES(n, c)                                                                                \
+    CLAIM_HEAD(n)                                                                                  \
+    "    requests:\n    - name: r\n      exactly:\n        deviceClassName: gpu\n        "         \
+    "capacity: {requests: {cores: " c "}}\n"
+
+static int trial_on(struct alloc_state *st, const char *claim_yaml, json_t **allocation)
+{
+    json_t *claim = obj_from(claim_yaml);
+    struct alloc_options opt = {.node = "n1", .trial = true};
+    int r = alloc_claim(st, claim, &opt, allocation, NULL, NULL);
+    json_decref(claim);
+    return r;
+}
+
+/* Trials leave the state alone; the per-node free-capacity summary follows every commit and
+ * release (a stale summary would refuse the 40-core claim or accept a 60-core one). */
+static void test_trial_and_summary(void)
+{
+    struct alloc_state *st = state_from(two_shared);
+    struct outcome o;
+    json_t *a = NULL;
+    is_int(trial_on(st, CORES("t1", "60"), &a), 0, "trial: fits");
+    is_str(res_str(a, 0, "device"), "g0", "trial: on g0");
+    is_str(consumed(a, 0, "cores"), "60", "trial: consumedCapacity");
+    is_str(res_str(a, 0, "shareID"), "", "trial: no shareID");
+    json_decref(a);
+    is_int((int)alloc_state_claim_count(st), 0, "trial: nothing committed");
+    is_int(trial_on(st, CORES("t1", "60"), &a), 0, "trial again: still g0");
+    is_str(res_str(a, 0, "device"), "g0", "the first trial took nothing");
+    json_decref(a);
+    is_int(claim_on(st, CORES("c0", "60"), "n1", ALLOC_POLICY_FIRST_FIT, &o), 0, "60 on g0");
+    outcome_fini(&o);
+    is_int(claim_on(st, CORES("c1", "60"), "n1", ALLOC_POLICY_FIRST_FIT, &o), 0, "60 on g1");
+    is_str(res_str(o.allocation, 0, "device"), "g1", "g1");
+    outcome_fini(&o);
+    is_int(trial_on(st, CORES("t2", "60"), &a), ALLOC_UNSCHEDULABLE, "no GPU has 60 free");
+    is_int(claim_on(st, CORES("c2", "60"), "n1", ALLOC_POLICY_FIRST_FIT, &o), ALLOC_UNSCHEDULABLE,
+           "pre-checked away");
+    like_str(o.why, "InsufficientCapacity cores: need 60, free 40", "still explained per device");
+    outcome_fini(&o);
+    is_int(trial_on(st, CORES("t3", "40"), &a), 0, "40 still fits");
+    is_str(res_str(a, 0, "device"), "g0", "on g0");
+    json_decref(a);
+    is_int(alloc_state_release_claim(st, "ns", "c1"), 0, "release g1's share");
+    is_int(trial_on(st, CORES("t4", "60"), &a), 0, "60 fits again after the release");
+    is_str(res_str(a, 0, "device"), "g1", "on g1");
+    json_decref(a);
+    is_int(claim_on(st, CORES("c0", "100"), "n1", ALLOC_POLICY_FIRST_FIT, &o), 0,
+           "re-allocating c0 counts its own share as free");
+    is_str(res_str(o.allocation, 0, "device"), "g0", "100 cores on g0");
+    outcome_fini(&o);
+    alloc_state_free(st);
+}
+
 int main(void)
 {
     tap_plan_auto();
@@ -913,5 +975,6 @@ int main(void)
     test_empty_claim();
     test_shared_blocks_exclusive();
     test_step_limit();
+    test_trial_and_summary();
     return tap_done();
 }
