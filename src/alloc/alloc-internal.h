@@ -300,6 +300,8 @@ struct alloc_state {
 
 /* Zeroed memory valid until alloc_scratch_reset(); NULL when out of memory. */
 void *alloc_scratch_get(struct alloc_state *st, size_t size);
+/* The same, not zeroed (for buffers written before they are read). */
+void *alloc_scratch_get_raw(struct alloc_state *st, size_t size);
 void alloc_scratch_reset(struct alloc_state *st);
 void alloc_scratch_free(struct alloc_state *st);
 
@@ -472,10 +474,12 @@ struct alloc_chosen {
 };
 
 /* status.allocation for `claim`: results, config (class configs of the selected requests, then
- * the claim's), nodeSelector. sel_class[i]: class of request i (its selected subrequest). */
+ * the claim's), nodeSelector. sel_class[i]: class of request i (its selected subrequest).
+ * results_only (a trial): devices.results alone, no config and no nodeSelector. */
 json_t *alloc_allocation_json(const struct alloc_claim_spec *claim, const char *node,
                               const struct alloc_class *const *sel_class, const int *selected_sub,
-                              const struct alloc_chosen *ch, size_t n, struct gs_error *err);
+                              const struct alloc_chosen *ch, size_t n, bool results_only,
+                              struct gs_error *err);
 /* Random RFC 4122 version 4 UUID, lower case. */
 void alloc_new_share_id(char out[37]);
 

@@ -237,7 +237,8 @@ static json_t *configs(const struct alloc_claim_spec *claim,
 
 json_t *alloc_allocation_json(const struct alloc_claim_spec *claim, const char *node,
                               const struct alloc_class *const *sel_class, const int *selected_sub,
-                              const struct alloc_chosen *ch, size_t n, struct gs_error *err)
+                              const struct alloc_chosen *ch, size_t n, bool results_only,
+                              struct gs_error *err)
 {
     json_t *results = json_array();
     if (!results)
@@ -283,13 +284,15 @@ json_t *alloc_allocation_json(const struct alloc_claim_spec *claim, const char *
     else
         json_decref(results);
     results = NULL;
+    json_t *alloc = json_object();
+    json_object_set_new_nocheck(alloc, "devices", devices);
+    if (results_only)
+        return alloc;
     json_t *cfg = configs(claim, sel_class, selected_sub);
     if (cfg && json_array_size(cfg))
         json_object_set_new(devices, "config", cfg);
     else
         json_decref(cfg);
-    json_t *alloc = json_object();
-    json_object_set_new(alloc, "devices", devices);
     json_t *ns = node_selector(node, ch, n, err);
     if (!ns && err && err->code) {
         json_decref(alloc);

@@ -19,6 +19,14 @@ struct alloc_scratch {
 
 void *alloc_scratch_get(struct alloc_state *st, size_t size)
 {
+    void *p = alloc_scratch_get_raw(st, size);
+    if (p)
+        memset(p, 0, size);
+    return p;
+}
+
+void *alloc_scratch_get_raw(struct alloc_state *st, size_t size)
+{
     size = (size + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
     struct alloc_scratch *b = st->scratch;
     if (!b || b->cap - b->used < size) {
@@ -35,7 +43,6 @@ void *alloc_scratch_get(struct alloc_state *st, size_t size)
     }
     void *p = (char *)b->data + b->used;
     b->used += size;
-    memset(p, 0, size);
     return p;
 }
 

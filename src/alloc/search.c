@@ -467,7 +467,7 @@ static int build_results(struct search *s, size_t c, const struct cur *all, size
         ch[i].dev = d;
         ch[i].res = x;
     }
-    *allocation = alloc_allocation_json(cl, s->node, sel_class, selected, ch, n, s->err);
+    *allocation = alloc_allocation_json(cl, s->node, sel_class, selected, ch, n, s->trial, s->err);
     if (!*allocation) {
         e = s->err && s->err->code ? s->err->code : -ENOMEM;
         goto fail;
@@ -663,7 +663,11 @@ int alloc_search(struct alloc_state *st, const struct alloc_claim_spec *const *c
                 goto out;
     }
     size_t mc = s.max_cap ? s.max_cap : 1;
-    s.qbuf = alloc_scratch_get(st, (s.max_res + s.n_cand) * mc * sizeof(struct alloc_qty));
+    /* The results' part of qbuf is written before it is read; the candidates' part (pending
+     * amounts) starts at zero. */
+    s.qbuf = alloc_scratch_get_raw(st, (s.max_res + s.n_cand) * mc * sizeof(struct alloc_qty));
+    if (s.qbuf)
+        memset(s.qbuf + s.max_res * mc, 0, s.n_cand * mc * sizeof(struct alloc_qty));
     s.res = alloc_scratch_get(st, (s.max_res + 1) * sizeof(*s.res));
     s.claim_res = alloc_scratch_get(st, (n_claims + 1) * sizeof(size_t));
     s.con_off = alloc_scratch_get(st, (n_claims + 1) * sizeof(size_t));
