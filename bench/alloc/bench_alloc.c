@@ -234,15 +234,18 @@ static struct result run_baseline(int n_claims, bool rotate)
     return r;
 }
 
-static void report(const char *name, struct result r, struct result base, int n_claims)
+/* Issue 15's targets: 250,000 claims/s first-fit over the kube-scheduler walk, 50,000 claims/s when
+ * every claim scans from the first node over full ones. */
+static void report(const char *name, struct result r, struct result base, int n_claims,
+                   double target_cps)
 {
     double cps = r.placed / r.seconds, us = r.seconds * 1e6 / (double)r.attempts;
     double bus = base.seconds * 1e6 / (double)base.attempts;
     diag("%-9s %5d/%d claims placed, %7ld attempts, %.3f s CPU (%.3f s wall): %9.0f claims/s, "
          "%7.3f us/attempt (baseline %.3f us/attempt, ratio %.0fx)",
          name, r.placed, n_claims, r.attempts, r.seconds, r.wall, cps, us, bus, us / bus);
-    diag("%-9s targets: >= 50000 claims/s %s, <= 20 us/attempt %s", name,
-         cps >= 50000 ? "met" : "NOT met", us <= 20 ? "met" : "NOT met");
+    diag("%-9s target: >= %.0f claims/s %s", name, target_cps,
+         cps >= target_cps ? "met" : "NOT met");
 }
 
 int main(int argc, char **argv)
@@ -267,9 +270,9 @@ int main(int argc, char **argv)
     ok(ff.placed == base.placed,
        "first-fit places as many claims as the capacity-only baseline (%d)", base.placed);
     ok(bp.placed == base.placed, "binpack places as many claims (%d)", bp.placed);
-    report("baseline", base, base, CLAIMS);
-    report("first-fit", ff, base, CLAIMS);
-    report("binpack", bp, base, CLAIMS);
+    report("baseline", base, base, CLAIMS, 250000);
+    report("first-fit", ff, base, CLAIMS, 250000);
+    report("binpack", bp, base, CLAIMS, 250000);
     diag("idle GPUs opened for the claims: first-fit %d, binpack %d (binpack fills shared GPUs "
          "first)",
          ff.fresh_gpus, bp.fresh_gpus);
@@ -283,8 +286,8 @@ int main(int argc, char **argv)
        "scan from node 0: first-fit places as many claims as the "
        "baseline (%d)",
        sbase.placed);
-    report("baseline", sbase, sbase, CLAIMS);
-    report("first-fit", sff, sbase, CLAIMS);
+    report("baseline", sbase, sbase, CLAIMS, 50000);
+    report("first-fit", sff, sbase, CLAIMS, 50000);
 done:
     for (int i = 0; i < CLAIMS; i++)
         alloc_claim_spec_release(specs[i]);
