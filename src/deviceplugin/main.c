@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "common/config.h"
+#include "common/daemon.h"
 #include "common/fs.h"
 #include "common/k8s.h"
 #include "common/kubeconfig.h"
@@ -240,11 +241,7 @@ int main(int argc, char **argv)
     }
     gs_log_set_level((enum gs_log_level)(o.log_level + 1));
     sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    gs_daemon_block_signals(&sigs, 0);
 
     int rc = 1;
     struct gs_kube_config kc = {0};

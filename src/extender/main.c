@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/config.h"
+#include "common/daemon.h"
 #include "common/k8s.h"
 #include "common/kubeconfig.h"
 #include "common/log.h"
@@ -115,11 +116,7 @@ int main(int argc, char **argv)
         return 2;
     }
     sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    gs_daemon_block_signals(&sigs, 0);
 
     int rc = 1;
     struct gs_kube_config kc = {0};

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/httpd.h"
 #include "common/log.h"
 #include "common/macros.h"
 #include "common/version.h"
@@ -25,34 +26,13 @@ struct body {
     bool too_big;
 };
 
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type,
-                             char *body, size_t len, bool owned)
-{
-    struct MHD_Response *resp = MHD_create_response_from_buffer(
-        len, body, owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
-    if (!resp) {
-        if (owned)
-            free(body);
-        return MHD_NO;
-    }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    enum MHD_Result r = MHD_queue_response(c, status, resp);
-    MHD_destroy_response(resp);
-    return r;
-}
-
-static enum MHD_Result text(struct MHD_Connection *c, unsigned status, const char *msg)
-{
-    return reply(c, status, "text/plain; charset=utf-8", (char *)msg, strlen(msg), false);
-}
-
 static enum MHD_Result json_reply(struct MHD_Connection *c, unsigned status, json_t *obj)
 {
     char *s = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
     json_decref(obj);
     if (!s)
-        return text(c, 500, "out of memory\n");
-    return reply(c, status, "application/json", s, strlen(s), true);
+        return gs_httpd_text(c, 500, "out of memory\n");
+    return gs_httpd_reply(c, status, "application/json", s, strlen(s), true);
 }
 
 static enum MHD_Result metrics(struct ext_server *s, struct MHD_Connection *c)
@@ -87,8 +67,8 @@ static enum MHD_Result metrics(struct ext_server *s, struct MHD_Connection *c)
                      build, st.filter, st.prioritize, st.bind, st.filter_errors, st.bind_errors,
                      st.lock_conflicts, st.inventory_hits, (double)st.filter_ns_sum / 1e9);
     if (n < 0)
-        return text(c, 500, "out of memory\n");
-    return reply(c, 200, "text/plain; version=0.0.4", out, (size_t)n, true);
+        return gs_httpd_text(c, 500, "out of memory\n");
+    return gs_httpd_reply(c, 200, "text/plain; version=0.0.4", out, (size_t)n, true);
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
@@ -138,9 +118,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     }
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     if (strcmp(url, "/healthz") == 0)
-        return get ? text(c, 200, "ok\n") : text(c, 405, "GET only\n");
+        return get ? gs_httpd_text(c, 200, "ok\n") : gs_httpd_text(c, 405, "GET only\n");
     if (strcmp(url, "/metrics") == 0)
-        return get ? metrics(s, c) : text(c, 405, "GET only\n");
+        return get ? metrics(s, c) : gs_httpd_text(c, 405, "GET only\n");
     json_t *(*verb)(struct ext_service *, const json_t *, struct gs_error *) = NULL;
     if (strcmp(url, "/filter") == 0)
         verb = ext_filter;
@@ -149,11 +129,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     else if (strcmp(url, "/bind") == 0)
         verb = ext_bind;
     else
-        return text(c, 404, "not found: /filter, /prioritize, /bind, /healthz, /metrics\n");
+        return gs_httpd_text(c, 404,
+                             "not found: /filter, /prioritize, /bind, /healthz, /metrics\n");
     if (strcmp(method, "POST") != 0)
-        return text(c, 405, "POST only\n");
+        return gs_httpd_text(c, 405, "POST only\n");
     if (b->too_big)
-        return text(c, 413, "request body over 64 MiB\n");
+        return gs_httpd_text(c, 413, "request body over 64 MiB\n");
     json_error_t je;
     json_t *args = b->len ? json_loadb(b->buf, b->len, JSON_REJECT_DUPLICATES, &je) : NULL;
     if (!args) {
@@ -161,8 +142,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         snprintf(msg, sizeof(msg), "body is not JSON: %s\n", b->len ? je.text : "empty body");
         size_t l = strlen(msg);
         char *m = strdup(msg);
-        return m ? reply(c, 400, "text/plain; charset=utf-8", m, l, true)
-                 : text(c, 500, "out of memory\n");
+        return m ? gs_httpd_reply(c, 400, "text/plain; charset=utf-8", m, l, true)
+                 : gs_httpd_text(c, 500, "out of memory\n");
     }
     struct gs_error err = {0};
     json_t *out = verb(s->svc, args, &err);
@@ -171,8 +152,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         char msg[300];
         snprintf(msg, sizeof(msg), "%s\n", err.msg);
         char *m = strdup(msg);
-        return m ? reply(c, 400, "text/plain; charset=utf-8", m, strlen(m), true)
-                 : text(c, 500, "out of memory\n");
+        return m ? gs_httpd_reply(c, 400, "text/plain; charset=utf-8", m, strlen(m), true)
+                 : gs_httpd_text(c, 500, "out of memory\n");
     }
     return json_reply(c, 200, out);
 }
@@ -216,8 +197,7 @@ struct ext_server *ext_server_start(struct ext_service *svc, const struct sockad
 
 unsigned ext_server_port(const struct ext_server *s)
 {
-    const union MHD_DaemonInfo *i = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    return i ? i->port : 0;
+    return gs_httpd_port(s->daemon);
 }
 
 void ext_server_stop(struct ext_server *s)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/daemon.h"
 #include "common/k8s.h"
 #include "common/kubeconfig.h"
 #include "common/log.h"
@@ -75,11 +76,7 @@ static int serve(const struct mon_options *o)
 {
     struct gs_error err = {0};
     sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    gs_daemon_block_signals(&sigs, 0);
 
     char node[256], plugin_state[PATH_MAX], standalone_state[PATH_MAX];
     if (o->node_name && o->node_name[0])

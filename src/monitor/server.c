@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/httpd.h"
 #include "common/log.h"
 #include "common/macros.h"
 #include "webhook/server.h"
@@ -21,27 +22,6 @@ struct mon_server {
     struct mon_scrape_stats stats;
     atomic_bool draining;
 };
-
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type,
-                             char *body, size_t len, bool owned)
-{
-    struct MHD_Response *resp = MHD_create_response_from_buffer(
-        len, body, owned ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
-    if (!resp) {
-        if (owned)
-            free(body);
-        return MHD_NO;
-    }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-    enum MHD_Result r = MHD_queue_response(c, status, resp);
-    MHD_destroy_response(resp);
-    return r;
-}
-
-static enum MHD_Result text(struct MHD_Connection *c, unsigned status, const char *msg)
-{
-    return reply(c, status, "text/plain; charset=utf-8", (char *)msg, strlen(msg), false);
-}
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload_data,
@@ -59,7 +39,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     if (strcmp(url, "/metrics") == 0) {
         if (!get)
-            return text(c, 405, "GET only\n");
+            return gs_httpd_text(c, 405, "GET only\n");
         const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Accept");
         enum mon_format fmt = mon_expo_negotiate(accept);
         char *body = NULL;
@@ -68,25 +48,25 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         if (r < 0) {
             char q[128];
             gs_error_log("scrape failed", "error=%s", gs_log_quote(q, sizeof(q), gs_strerror(r)));
-            return text(c, 500, "cannot build the exposition\n");
+            return gs_httpd_text(c, 500, "cannot build the exposition\n");
         }
-        return reply(c, 200,
-                     fmt == MON_FORMAT_OPENMETRICS ? MON_CONTENT_TYPE_OPENMETRICS
-                                                   : MON_CONTENT_TYPE_TEXT,
-                     body, len, true);
+        return gs_httpd_reply(c, 200,
+                              fmt == MON_FORMAT_OPENMETRICS ? MON_CONTENT_TYPE_OPENMETRICS
+                                                            : MON_CONTENT_TYPE_TEXT,
+                              body, len, true);
     }
     if (strcmp(url, "/healthz") == 0)
-        return get ? text(c, 200, "ok\n") : text(c, 405, "GET only\n");
+        return get ? gs_httpd_text(c, 200, "ok\n") : gs_httpd_text(c, 405, "GET only\n");
     if (strcmp(url, "/readyz") == 0) {
         if (!get)
-            return text(c, 405, "GET only\n");
+            return gs_httpd_text(c, 405, "GET only\n");
         if (atomic_load(&s->draining))
-            return text(c, 503, "shutting down\n");
+            return gs_httpd_text(c, 503, "shutting down\n");
         if (!atomic_load(&s->cfg.catalog->ready))
-            return text(c, 503, "first refresh not completed\n");
-        return text(c, 200, "ok\n");
+            return gs_httpd_text(c, 503, "first refresh not completed\n");
+        return gs_httpd_text(c, 200, "ok\n");
     }
-    return text(c, 404, "not found: /metrics, /healthz, /readyz\n");
+    return gs_httpd_text(c, 404, "not found: /metrics, /healthz, /readyz\n");
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap) GS_PRINTF(2, 0);
@@ -140,8 +120,7 @@ struct mon_server *mon_server_start(const struct mon_server_config *cfg, struct 
 
 unsigned mon_server_port(const struct mon_server *s)
 {
-    const union MHD_DaemonInfo *i = MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_BIND_PORT);
-    return i ? i->port : 0;
+    return gs_httpd_port(s->daemon);
 }
 
 void mon_server_drain(struct mon_server *s)

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "common/daemon.h"
 #include "common/k8s.h"
 #include "common/kubeconfig.h"
 #include "common/log.h"
@@ -121,12 +122,7 @@ int main(int argc, char **argv)
 
     /* Signals are taken synchronously by the main thread; block them before any thread exists. */
     sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    gs_daemon_block_signals(&sigs, SIGHUP);
 
     int rc = 1;
     struct gs_kube_config kc = {0};

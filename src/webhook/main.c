@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/daemon.h"
 #include "common/k8s.h"
 #include "common/kubeconfig.h"
 #include "common/log.h"
@@ -53,11 +54,7 @@ static int serve(const struct wh_options *opts)
 
     /* Signals are taken synchronously by sigwait() below; every thread inherits the mask. */
     sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    gs_daemon_block_signals(&sigs, 0);
 
     struct wh_names names = {
         .device_class = o.device_class,
