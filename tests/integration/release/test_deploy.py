@@ -36,6 +36,17 @@ CLUSTER_SCOPED = {'Namespace', 'ClusterRole', 'ClusterRoleBinding', 'DeviceClass
                   'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'}
 # Not units of the product: examples are the lab's workload, components are patches.
 NOT_UNITS = {'examples', 'components', 'overlays', 'container'}
+# Whole installs, one per mode: the namespace plus units (issue 26, "one-command install"). They
+# may hold the Namespace; deleting one removes the mode; they are compared with nothing.
+INSTALLS = {'dra', 'legacy'}
+# Units below the top level.
+NESTED_UNITS = {'legacy/unit'}
+# Built binary of each command the manifests run (environment variable of the test env).
+COMMAND_BINARY = {'/usr/bin/gpuslice-kubelet-plugin': 'GS_PLUGIN',
+                  '/usr/bin/gpuslice-webhook': 'GS_WEBHOOK',
+                  '/usr/bin/gpuslice-monitor': 'GS_MONITOR',
+                  '/usr/bin/gpuslice-extender': 'GS_EXTENDER',
+                  '/usr/bin/gpuslice-device-plugin': 'GS_DEVICE_PLUGIN'}
 PSS_LEVELS = ['restricted', 'baseline', 'privileged']
 BASELINE_CAPS = {'AUDIT_WRITE', 'CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'MKNOD',
                  'NET_BIND_SERVICE', 'SETFCAP', 'SETGID', 'SETPCAP', 'SETUID', 'SYS_CHROOT'}
@@ -309,6 +320,76 @@ images: [{name: registry.k8s.io/kube-scheduler, newTag: v1.30.4}]
                 "hami-scheduler runs the cluster's kube-scheduler version when overridden")
 
 
+def check_flags(t, what, objs, p):
+    """Every gpuslice container's args are accepted by the built binary (--print-config)."""
+    for o in objs:
+        spec = pod_spec(o)
+        if spec is None:
+            continue
+        for c in spec['containers']:
+            cmd = (c.get('command') or [''])[0]
+            exe = os.environ.get(COMMAND_BINARY.get(cmd, ''), '')
+            if not exe or not os.path.exists(exe):
+                continue
+            env = dict(os.environ, NODE_NAME='node-1')
+            r = subprocess.run([exe, '--print-config'] + (c.get('args') or []), env=env,
+                               capture_output=True, text=True, timeout=30)
+            t.ok(r.returncode == 0, f"{what}: {cmd} accepts its manifest's flags",
+                 diag=(r.stderr or r.stdout)[-400:])
+
+
+def check_installs(t, kubectl, deploy, work, rendered, p):
+    """deploy/dra and deploy/legacy, alone and with each knob (components), render, validate and
+    do what the knob says (issue 26 one-command install)."""
+    ident_of = lambda objs: {ident(o) for o in objs}
+    knobs = {'dra': ['image', 'gpu-operator', 'no-webhook', 'no-monitoring', 'network-policies',
+                     'node-selection-gpu-present', 'tolerate-all'],
+             'legacy': ['image', 'no-monitoring', 'network-policies', 'tolerate-all']}
+    for mode, comps in knobs.items():
+        base = rendered.get(mode)
+        if not t.ok(base is not None, f'deploy/{mode} (the whole {mode} install) renders'):
+            continue
+        check_flags(t, f'deploy/{mode}', base, p)
+        for combo in [[c] for c in comps] + [[c for c in comps if c != 'gpu-operator']]:
+            name = f'{mode}+' + '+'.join(combo)
+            body = ('apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n'
+                    f'resources: [@DEPLOY@/{mode}]\ncomponents: [' +
+                    ', '.join(f'@DEPLOY@/components/{c}' for c in combo) + ']\n')
+            objs, err = render_overlay(kubectl, deploy, work, name.replace('+', '_'), body)
+            if not t.ok(objs is not None, f'deploy/{mode} with {", ".join(combo)} renders',
+                        diag=err):
+                continue
+            ids = ident_of(objs)
+            if 'no-webhook' in combo:
+                t.is_eq(sorted(ids & ident_of(rendered.get('webhook', []))), [],
+                        f'{name}: no object of deploy/webhook is left')
+            if 'no-monitoring' in combo:
+                t.is_eq(sorted(ids & ident_of(rendered.get('monitoring', []))), [],
+                        f'{name}: no object of deploy/monitoring is left')
+            if 'image' in combo:
+                imgs = {c['image'] for o in objs if pod_spec(o)
+                        for c in pod_spec(o)['containers'] if 'gpuslice' in c['image']}
+                t.is_eq(sorted(imgs), ['registry.example.com/gpuslice/gpuslice:0.1.0'],
+                        f'{name}: one registry and tag for every gpuslice container')
+                secrets = [pod_spec(o).get('imagePullSecrets') for o in objs if pod_spec(o)
+                           and any('gpuslice' in c['image'] for c in pod_spec(o)['containers'])]
+                t.ok(secrets and all(s == [{'name': 'gpuslice-pull'}] for s in secrets),
+                     f'{name}: every gpuslice pod has the pull secret', diag=secrets)
+            if 'network-policies' in combo:
+                pods = {pod_spec(o) and o['spec']['template']['metadata']['labels']
+                        .get('app.kubernetes.io/name') for o in objs if pod_spec(o)}
+                nps = [o for o in objs if o['kind'] == 'NetworkPolicy']
+                sel = {o['spec']['podSelector'].get('matchLabels', {})
+                       .get('app.kubernetes.io/name') for o in nps} - {None}
+                served = pods - {None, 'gpuslice-device-plugin'}  # a unix socket only
+                t.ok(nps and served <= sel,
+                     f'{name}: a NetworkPolicy for each gpuslice pod that serves a port',
+                     diag=sorted(served - sel))
+            if len(combo) > 1:
+                check_flags(t, name, objs, p)
+                check_schemas(t, {name: objs})
+
+
 def main():
     t = Tap()
     p = env_paths()
@@ -322,7 +403,8 @@ def main():
             t.skip('deploy/ renders with kubectl kustomize', 'kubectl not installed')
         return t.done()
     rels = [r for r in kustomizations(deploy) if kind_of(deploy, r) != 'Component']
-    units = {r for r in rels if '/' not in r and r not in NOT_UNITS}
+    units = {r for r in rels if '/' not in r and r not in NOT_UNITS | INSTALLS} | \
+        (NESTED_UNITS & set(rels))
     t.ok({'namespace', 'plugin', 'webhook'} <= units, 'units: namespace, plugin, webhook',
          diag=sorted(units))
     rendered = {}
@@ -335,7 +417,8 @@ def main():
     owners = sorted(rel for rel, objs in rendered.items()
                     if any(o['kind'] == 'Namespace' and o['metadata']['name'] == NS
                            for o in objs))
-    t.is_eq(owners, ['namespace'], f'only deploy/namespace declares Namespace {NS}')
+    t.is_eq(owners, sorted({'namespace'} | (INSTALLS & set(rendered))),
+            f'only deploy/namespace (and the whole installs {sorted(INSTALLS)}) declare Namespace {NS}')
     t.is_eq([ident(o) for o in rendered.get('namespace', [])], [('', 'Namespace', '', NS)],
             'deploy/namespace holds the Namespace and nothing else')
 
@@ -355,7 +438,7 @@ def main():
     # Deleting one unit deletes nothing of another. A unit that includes another (an overlay, or
     # deploy/legacy, which is the webhook in legacy mode plus its own objects) is an alternative
     # to what it includes, never installed beside it: those pairs are not compared.
-    deletable = sorted(r for r in rendered if r not in ('namespace', 'examples'))
+    deletable = sorted(r for r in rendered if r not in {'namespace', 'examples'} | INSTALLS)
     for a in deletable:
         mine = bases_of(deploy, a, units)
         ids_a = {ident(o) for o in rendered[a]}
@@ -428,6 +511,7 @@ def main():
     try:
         check_node_selection(t, kubectl, deploy, work, rendered)
         check_legacy_scheduler(t, kubectl, deploy, work, rendered)
+        check_installs(t, kubectl, deploy, work, rendered, p)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     check_schemas(t, rendered)
