@@ -390,6 +390,30 @@ def check_installs(t, kubectl, deploy, work, rendered, p):
                 check_schemas(t, {name: objs})
 
 
+def check_webhook_certificates(t, rendered):
+    """cert-manager path (issue 26 #5): the serving certificate is issued by a CA issuer whose CA
+    is a long-lived certificate of its own, so a leaf renewal keeps the injected CA bundle."""
+    objs = rendered.get('webhook', [])
+    by = {(o['kind'], o['metadata']['name']): o for o in objs}
+    mwc = [o for o in objs if o['kind'] == 'MutatingWebhookConfiguration']
+    inject = mwc[0]['metadata'].get('annotations', {}).get('cert-manager.io/inject-ca-from', '') \
+        if mwc else ''
+    leaf = by.get(('Certificate', inject.split('/')[-1]))
+    if not t.ok(leaf, 'the webhook configuration injects the CA of a Certificate of the unit',
+                diag=inject):
+        return
+    issuer = by.get((leaf['spec']['issuerRef'].get('kind', 'Issuer'),
+                     leaf['spec']['issuerRef']['name']))
+    t.ok(issuer and 'ca' in issuer['spec'] and 'selfSigned' not in issuer['spec'],
+         'the serving certificate is issued by a CA issuer, not self-signed (renewals keep the '
+         'bundle)', diag=issuer)
+    ca = [o for o in objs if o['kind'] == 'Certificate' and issuer and
+          o['spec'].get('secretName') == issuer['spec'].get('ca', {}).get('secretName')]
+    t.ok(ca and ca[0]['spec'].get('isCA') and
+         ca[0]['spec'].get('privateKey', {}).get('rotationPolicy') == 'Never',
+         "the CA is a certificate of its own (isCA) whose key is kept across its renewals")
+
+
 def main():
     t = Tap()
     p = env_paths()
@@ -512,6 +536,7 @@ def main():
         check_node_selection(t, kubectl, deploy, work, rendered)
         check_legacy_scheduler(t, kubectl, deploy, work, rendered)
         check_installs(t, kubectl, deploy, work, rendered, p)
+        check_webhook_certificates(t, rendered)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     check_schemas(t, rendered)
