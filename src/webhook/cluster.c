@@ -689,3 +689,136 @@ int wh_cluster_check_mode(struct wh_cluster *c, enum wh_mode mode, const char *d
                             n, WH_HAMI_NODE_REGISTER, first);
     return 0;
 }
+
+/* ---- templates a Volcano job owns (webhook/volcano.h) ------------------------------------ */
+
+static const char *meta_str(const json_t *obj, const char *map, const char *key)
+{
+    const json_t *m = json_object_get(obj, "metadata");
+    return json_string_value(map ? json_object_get(json_object_get(m, map), key)
+                                 : json_object_get(m, key));
+}
+
+/* Delete one template if it is ours for one of `prefixes` (a UID precondition, so a template
+ * re-made in between by someone else is kept). 0, or a negative code with a message. */
+static int delete_owned(struct wh_cluster *c, const char *ns, const char *name,
+                        const json_t *prefixes, bool dry_run, struct gs_error *err)
+{
+    json_t *have = NULL;
+    int r = gs_k8s_get(c->client, &gs_k8s_resourceclaimtemplates, ns, name, &have, err);
+    if (r == -ENOENT)
+        return 0;
+    if (r < 0)
+        return gs_error_prefix(err, "ResourceClaimTemplate %s/%s: ", ns, name), r;
+    const char *owner = meta_str(have, "annotations", WH_ANN_VOLCANO_JOB);
+    const char *label = meta_str(have, "labels", "hami.io/dra");
+    bool ours = false;
+    size_t i;
+    json_t *p;
+    json_array_foreach((json_t *)prefixes, i, p) ours |=
+        owner && strcmp(owner, json_string_value(p)) == 0;
+    if (!ours || !label || strcmp(label, "true") != 0) {
+        json_decref(have);
+        return gs_error_set(err, -EPERM,
+                            "ResourceClaimTemplate %s/%s was not made by gpuslice-webhook for "
+                            "this job (annotation %s); kept",
+                            ns, name, WH_ANN_VOLCANO_JOB);
+    }
+    _cleanup_free_ char *uid = NULL;
+    const char *u = meta_str(have, NULL, "uid");
+    uid = u ? strdup(u) : NULL;
+    json_decref(have);
+    r = gs_k8s_delete(c->client, &gs_k8s_resourceclaimtemplates, ns, name, uid,
+                      dry_run ? GS_K8S_DRY_RUN : 0, err);
+    if (r == -ENOENT)
+        return 0;
+    if (r < 0)
+        return gs_error_prefix(err, "cannot delete ResourceClaimTemplate %s/%s: ", ns, name), r;
+    char q[KEY_MAX + 8], key[KEY_MAX];
+    snprintf(key, sizeof(key), "%s/%s", ns, name);
+    gs_info("claim template deleted", "template=%s dry_run=%d", gs_log_quote(q, sizeof(q), key),
+            dry_run);
+    return 0;
+}
+
+int wh_cluster_create_owned(struct wh_cluster *c, const json_t *templates, struct gs_error *err)
+{
+    size_t i;
+    json_t *tpl;
+    json_t *done = json_array(), *prefixes = json_array();
+    int r = 0;
+    json_array_foreach((json_t *)templates, i, tpl)
+    {
+        const char *ns = meta_str(tpl, NULL, "namespace"), *name = meta_str(tpl, NULL, "name");
+        const char *owner = meta_str(tpl, "annotations", WH_ANN_VOLCANO_JOB);
+        if (!ns || !name || !owner) {
+            r = gs_error_set(err, -EINVAL, "job template without namespace, name or owner");
+            break;
+        }
+        json_array_append_new(prefixes, json_string(owner));
+        r = gs_k8s_create(c->client, &gs_k8s_resourceclaimtemplates, ns, tpl, 0, NULL, err);
+        if (r == -EEXIST) {
+            /* A retry of the same job: ours, for this task, with this spec. */
+            json_t *have = NULL;
+            gs_error_clear(err);
+            r = gs_k8s_get(c->client, &gs_k8s_resourceclaimtemplates, ns, name, &have, err);
+            const char *o = r == 0 ? meta_str(have, "annotations", WH_ANN_VOLCANO_JOB) : NULL;
+            const char *h = r == 0 ? meta_str(have, "annotations", WH_ANN_SPEC_HASH) : NULL;
+            const char *want = meta_str(tpl, "annotations", WH_ANN_SPEC_HASH);
+            bool same = o && h && want && strcmp(o, owner) == 0 && strcmp(h, want) == 0;
+            json_decref(have);
+            if (r == 0 && !same)
+                r = gs_error_set(err, -EEXIST,
+                                 "ResourceClaimTemplate %s/%s exists and was not made by "
+                                 "gpuslice-webhook for this job and claim shape; delete it or "
+                                 "rename the job",
+                                 ns, name);
+            else if (r < 0)
+                gs_error_prefix(err, "ResourceClaimTemplate %s/%s exists but cannot be read: ", ns,
+                                name);
+            if (r == 0)
+                atomic_fetch_add(&c->existing, 1);
+        } else if (r == 0) {
+            atomic_fetch_add(&c->created, 1);
+            json_array_append(done, tpl);
+        } else {
+            atomic_fetch_add(&c->api_errors, 1);
+            gs_error_prefix(err, "cannot create ResourceClaimTemplate %s/%s: ", ns, name);
+        }
+        if (r < 0)
+            break;
+    }
+    if (r < 0) {
+        /* HAMi-DRA deleteResourceClaimTemplates: what this admission created goes again. */
+        json_array_foreach(done, i, tpl)
+        {
+            struct gs_error derr = {0};
+            char q[GS_ERROR_MSG_MAX + 8];
+            if (delete_owned(c, meta_str(tpl, NULL, "namespace"), meta_str(tpl, NULL, "name"),
+                             prefixes, false, &derr) < 0)
+                gs_warn("claim template left behind", "error=%s",
+                        gs_log_quote(q, sizeof(q), derr.msg));
+        }
+    }
+    json_decref(done);
+    json_decref(prefixes);
+    return r;
+}
+
+int wh_cluster_delete_owned(struct wh_cluster *c, const char *ns, const json_t *names,
+                            const json_t *prefixes, bool dry_run, json_t *warnings)
+{
+    size_t i;
+    json_t *n;
+    int failed = 0;
+    json_array_foreach((json_t *)names, i, n)
+    {
+        struct gs_error err = {0};
+        if (delete_owned(c, ns, json_string_value(n), prefixes, dry_run, &err) < 0) {
+            failed++;
+            wh_utf8_sanitize(err.msg);
+            json_array_append_new(warnings, json_string(err.msg));
+        }
+    }
+    return failed ? -EIO : 0;
+}

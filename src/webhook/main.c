@@ -43,6 +43,17 @@ static int fail(const char *what, const struct gs_error *err)
     return 1;
 }
 
+static int create_owned(void *user, const json_t *templates, struct gs_error *err)
+{
+    return wh_cluster_create_owned(user, templates, err);
+}
+
+static int delete_owned(void *user, const char *ns, const json_t *names, const json_t *prefixes,
+                        bool dry_run, json_t *warnings)
+{
+    return wh_cluster_delete_owned(user, ns, names, prefixes, dry_run, warnings);
+}
+
 static int serve(const struct wh_options *opts)
 {
     const struct wh_options o = *opts;
@@ -120,6 +131,8 @@ static int serve(const struct wh_options *opts)
         .ops = &ops,
         .ensure_templates = ensure_templates,
         .ensure_user = cluster,
+        .create_owned = create_owned,
+        .delete_owned = delete_owned,
         .timeout_ms = (uint64_t)(o.admission_timeout_ns / 1000000),
         .metrics = &metrics,
     };
