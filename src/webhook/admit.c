@@ -101,7 +101,7 @@ void wh_admit_by(const struct wh_admit_ctx *ctx, const char *body, size_t len, u
         if (wh_job_owned_templates(old, rv.namespace, &names, &prefixes) == 0 &&
             json_array_size(names) && ctx->delete_owned)
             ctx->delete_owned(ctx->ensure_user, rv.namespace, names, prefixes, rv.dry_run,
-                              tr.warnings);
+                              deadline_ms, tr.warnings);
         snprintf(msg, sizeof(msg), "volcano job deleted, %zu claim template(s)%s",
                  json_array_size(names), rv.dry_run ? ", dry run" : "");
         if (json_array_size(names))
@@ -132,7 +132,7 @@ void wh_admit_by(const struct wh_admit_ctx *ctx, const char *body, size_t len, u
             r = wh_translate_pod(ctx->names, ctx->ops ? &ops : NULL, ns, rv.object, &tr, &err);
         if (r == 0 && tr.patch && !rv.dry_run && json_array_size(tr.templates)) {
             if (job)
-                r = ctx->create_owned(ctx->ensure_user, tr.templates, &err);
+                r = ctx->create_owned(ctx->ensure_user, tr.templates, deadline_ms, &err);
             else if (ctx->ensure_templates)
                 r = ctx->ensure_templates(ctx->ensure_user, tr.templates, deadline_ms, &err);
         }

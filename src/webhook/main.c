@@ -43,15 +43,16 @@ static int fail(const char *what, const struct gs_error *err)
     return 1;
 }
 
-static int create_owned(void *user, const json_t *templates, struct gs_error *err)
+static int create_owned(void *user, const json_t *templates, uint64_t deadline_ms,
+                        struct gs_error *err)
 {
-    return wh_cluster_create_owned(user, templates, err);
+    return wh_cluster_create_owned(user, templates, deadline_ms, err);
 }
 
 static int delete_owned(void *user, const char *ns, const json_t *names, const json_t *prefixes,
-                        bool dry_run, json_t *warnings)
+                        bool dry_run, uint64_t deadline_ms, json_t *warnings)
 {
-    return wh_cluster_delete_owned(user, ns, names, prefixes, dry_run, warnings);
+    return wh_cluster_delete_owned(user, ns, names, prefixes, dry_run, deadline_ms, warnings);
 }
 
 static int serve(const struct wh_options *opts)
