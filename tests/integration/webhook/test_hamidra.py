@@ -393,7 +393,7 @@ def ctr(name, limits, requests=None):
     return {'name': name, 'image': 'busybox:latest', 'resources': res}
 
 
-def check_volcano(t, wh, api, validator):
+def check_volcano(t, wh, api, validator, binary, cfg, tmp):
     tpl_names = lambda: sorted(tp['metadata']['name'] for tp in api.list('resourceclaimtemplates')
                                if tp['metadata'].get('labels', {}).get('hami.io/dra'))
     # volcano/mutating_test.go quickstart-job (vcjob-quickstart.yaml).
@@ -422,6 +422,19 @@ def check_volcano(t, wh, api, validator):
     t.ok(stored is not None, 'quickstart-job: template created in the API')
     if stored and validator:
         t.valid(validator, stored, 'quickstart-job: template validates (strict schema)')
+    # The same job through `translate`: the same template, the same task template.
+    with open(f'{tmp}/quick.json', 'w') as f:
+        json.dump(quick, f)
+    r = subprocess.run([binary, 'translate', '--device-config-file', cfg, f'{tmp}/quick.json'],
+                       capture_output=True, text=True, timeout=60)
+    items = json.loads(r.stdout)['items'] if r.returncode == 0 else []
+    t.is_eq([(i['kind'], i['metadata']['name']) for i in items],
+            [('ResourceClaimTemplate', name), ('Job', 'quickstart-job')],
+            'quickstart-job via translate: the job\'s template, then the job')
+    if len(items) == 2 and stored:
+        t.is_eq(items[0]['spec'], stored['spec'], 'translate: the same template spec as /mutate')
+        t.is_eq(items[1]['spec']['tasks'][0]['template'], tmpl,
+                'translate: the same task template as /mutate')
     # A pod Volcano creates from the translated task is left alone by the pod path.
     vpod = {'apiVersion': 'v1', 'kind': 'Pod',
             'metadata': {'name': 'quickstart-job-completion-task-0', 'namespace': NS,
@@ -521,7 +534,7 @@ def main():
         try:
             t.run('pods', check_pods, t, wh, api, binary, cfg, tmp, validator)
             t.run('small semantics', check_small, t, wh, api, binary, cfg, tmp)
-            t.run('volcano', check_volcano, t, wh, api, validator)
+            t.run('volcano', check_volcano, t, wh, api, validator, binary, cfg, tmp)
             t.run('extended resources', check_extended, t, wh, api)
         finally:
             t.is_eq(wh.stop(), 0, 'webhook exits cleanly')
