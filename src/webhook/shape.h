@@ -53,6 +53,9 @@ struct wh_names {
                             * defaultGPUNum); 0 = such a container is left as it is (HAMi-DRA) */
     const struct wh_vendors *vendors; /* other vendors (webhook/vendor.h); NULL = NVIDIA only */
     const char *runtime_class;        /* runtimeClassName given to translated NVIDIA pods */
+    /* Memory without gpucores: false = cores "0" (legacy HAMi's default gpucores 0: shared, no
+     * SM limit; the extender), true = no cores request (HAMi-DRA; the webhook's DRA path). */
+    bool cores_only_when_named;
 };
 
 /* wh_names with every default. */

@@ -536,8 +536,11 @@ static int container_claims(struct target *t, const struct legacy_ctr *lc, json_
     int r = 0;
     if (lc->nv) {
         json_t *cspec = NULL;
-        r = wh_claim_spec_build(&lc->l, names, t->selectors, t->topology, t->sizes, t->n_sizes,
-                                what, &cspec, err);
+        /* The DRA path asks cores only when the container names them (HAMi-DRA). */
+        struct wh_names dra = *names;
+        dra.cores_only_when_named = true;
+        r = wh_claim_spec_build(&lc->l, &dra, t->selectors, t->topology, t->sizes, t->n_sizes, what,
+                                &cspec, err);
         if (r < 0)
             return r;
         if (t->topology != WH_TOPOLOGY_NONE && lc->l.count < 2)
