@@ -391,8 +391,12 @@ static int left_alone(struct target *t, struct gs_error *err)
     }
     const char *dra =
         json_string_value(json_object_get(json_object_get(t->meta, "labels"), "hami.io/dra"));
-    if (dra && strcmp(dra, "true") == 0)
+    if (dra && strcmp(dra, "true") == 0) {
+        add_warning(t->out,
+                    "pod carries hami.io/dra=true (translated before, or made from a translated "
+                    "Volcano job): its remaining legacy resources were left as they are");
         return 1;
+    }
     bool whole_only = true;
     for (size_t k = 0; k < t->n_legacy && whole_only; k++) {
         const struct legacy_ctr *lc = &t->ctrs[k];

@@ -314,8 +314,10 @@ def check_pods(t, wh, api, binary, cfg, tmp, validator):
     """HAMi-DRA's cases with HAMi-DRA's exact type match (--gpu-type-match exact)."""
     for c in pod_cases():
         check_result(t, '/mutate', c, mutate_case(t, wh, api, c, validator))
-        check_result(t, 'translate', c,
-                     translate_case(binary, cfg, tmp, c, ['--gpu-type-match', 'exact']))
+        res = translate_case(binary, cfg, tmp, c, ['--gpu-type-match', 'exact'])
+        for tp in res[3] if validator else []:
+            t.valid(validator, tp, f"{c.name}: translate template validates (strict schema)")
+        check_result(t, 'translate', c, res)
 
 
 def check_small(t, wh, api, binary, cfg, tmp):
