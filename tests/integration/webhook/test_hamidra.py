@@ -355,6 +355,38 @@ def check_small(t, wh, api, binary, cfg, tmp):
             (False, DRIVER, 'productName', ['A100']), 'type match: --gpu-type-match exact')
 
 
+def check_config_file(t, binary, kubeconfig, tmp):
+    """The device config file as HAMi-DRA's chart writes it: its nvidia names apply where our
+    options are left at their defaults; what cannot be read stops the webhook, naming it."""
+    custom = f'{tmp}/custom.yaml'
+    with open(custom, 'w') as f:
+        f.write(DEVICE_CONFIG.replace('resourceCountName: nvidia.com/gpu',
+                                      'resourceCountName: example.com/vgpu'))
+    p = pod({'example.com/vgpu': '2'})
+    ok, err, after, tpls, _ = translate_case(binary, custom, tmp, Case('custom', '', p, {}), [])
+    t.ok(ok and len(tpls) == 1 and request_of(tpls[0]['spec']['spec'])['exactly']['count'] == 2,
+         'nvidia.resourceCountName from the file: example.com/vgpu translated', diag=err)
+    ok, err, after, tpls, _ = translate_case(binary, custom, tmp, Case('custom2', '', p, {}),
+                                             ['--resource-name', 'other.com/gpu'])
+    t.ok(ok and tpls == [], 'an option set explicitly wins over the file', diag=err)
+    for name, text, want in [
+            ('missing', None, 'No such file or directory'),
+            ('removed-vendor', 'vendor: nvidia\n', 'field vendor was removed'),
+            ('unknown-vendor', 'vendors: [nvidia, cambricon]\n', '"cambricon" is not supported'),
+            ('bad-type', 'hygon:\n  referenceComputeUnits: lots\nvendors: [hygon]\n',
+             'hygon.referenceComputeUnits must be an integer')]:
+        path = f'{tmp}/{name}.yaml'
+        if text is not None:
+            with open(path, 'w') as f:
+                f.write(text)
+        r = subprocess.run([binary, '--device-config-file', path, '--kubeconfig', kubeconfig,
+                            '--health-listen', '', '--listen', '127.0.0.1:1'],
+                           capture_output=True, text=True, timeout=60)
+        t.ok(r.returncode == 1 and want in r.stderr and path in r.stderr,
+             f'device config {name}: the webhook refuses to start, naming file and problem',
+             diag=r.stderr)
+
+
 def check_extended(t, wh, api):
     """ExtendedResourceWarnings + issue 25: with a DeviceClass mapping nvidia.com/gpu, a pod
     asking whole GPUs only is left to the scheduler; one with gpumem is still translated."""
@@ -541,6 +573,7 @@ def main():
         finally:
             t.is_eq(wh.stop(), 0, 'webhook exits cleanly')
         t.run('tls', check_tls, t, binary, cert, key, kubeconfig, tmp)
+        t.run('config file', check_config_file, t, binary, kubeconfig, tmp)
     sys.exit(t.done())
 
 
