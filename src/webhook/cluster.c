@@ -710,16 +710,16 @@ static int delete_owned(struct wh_cluster *c, const char *ns, const char *name,
                             "this job (annotation %s); kept",
                             ns, name, WH_ANN_VOLCANO_JOB);
     }
-    _cleanup_free_ char *uid = NULL;
+    char uid[128] = "";
     const char *u = meta_str(have, NULL, "uid");
-    uid = u ? strdup(u) : NULL;
+    snprintf(uid, sizeof(uid), "%s", u ? u : "");
     json_decref(have);
     r = gs_k8s_path(path, sizeof(path), &gs_k8s_resourceclaimtemplates, ns, name, NULL, err);
     if (r == 0 && dry_run)
         strncat(path, "?dryRun=All", sizeof(path) - strlen(path) - 1);
-    json_t *opts = uid ? json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "DeleteOptions",
-                                   "preconditions", "uid", uid)
-                       : NULL;
+    json_t *opts = uid[0] ? json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind",
+                                      "DeleteOptions", "preconditions", "uid", uid)
+                          : NULL;
     if (r == 0)
         r = gs_k8s_request_with(c->client, "DELETE", path, opts, &o, NULL, NULL, err);
     json_decref(opts);
