@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "common/error.h"
+#include "base/error.h"
 #include "webhook/legacy.h"
 #include "webhook/metrics.h"
 #include "webhook/shape.h"

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "common/clock.h"
+#include "base/clock.h"
 
 void wh_call_opts(const struct gs_k8s_client *c, uint64_t deadline_ms, struct gs_k8s_call_opts *o)
 {

@@ -19,8 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/error.h"
-#include "common/k8s.h"
+#include "base/error.h"
+#include "kube/k8s.h"
 
 /* The client's call options for an admission deadline on the gs_now_ms() clock (0 = none): the
  * same instant on the client's clock. A deadline already passed stays passed. */

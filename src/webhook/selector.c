@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/macros.h"
-#include "common/quantity.h"
+#include "base/macros.h"
+#include "config/quantity.h"
 
 static int append(char *buf, size_t cap, const char *s, size_t len)
 {

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/macros.h"
+#include "base/macros.h"
 #include "webhook/selector.h"
 #include "webhook/vendor.h"
 
@@ -789,7 +789,7 @@ int wh_translate_target(const struct wh_names *names, const struct wh_cluster_op
     bool any_pct;
     int r = read_containers(&t, &any_pct, err);
     if (r < 0 || t.n_legacy == 0)
-        /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): ctrs is _cleanup_ (common.md Lint) */
+        /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): ctrs is _cleanup_ (layers.md Lint) */
         return r;
     if ((r = left_alone(&t, err)) != 0)
         return r < 0 ? r : 0;

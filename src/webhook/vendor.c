@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/fs.h"
-#include "common/macros.h"
-#include "common/quantity.h"
-#include "common/yaml.h"
+#include "base/fs.h"
+#include "base/macros.h"
+#include "config/quantity.h"
+#include "config/yaml.h"
 #include "webhook/selector.h"
 #include "webhook/shape.h"
 #include "webhook/translate.h"

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "base/error.h"
 
 #define WH_VENDORS_MAX 32
 #define WH_VNAME_MAX   128

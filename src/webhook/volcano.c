@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "common/macros.h"
+#include "base/macros.h"
 
 #define VOLCANO_GROUP "batch.volcano.sh"
 

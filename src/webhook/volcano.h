@@ -14,7 +14,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "common/error.h"
+#include "base/error.h"
 #include "webhook/review.h"
 #include "webhook/shape.h"
 #include "webhook/translate.h"

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/json.h"
+#include "config/json.h"
 #include "webhook/fastjson.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

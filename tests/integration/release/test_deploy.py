@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import jsonschema
 import yaml
@@ -201,6 +202,113 @@ def check_plugin(t, rel, objs, plugin_bin):
              f'{rel}: driver from the host library path (no --driver-root)')
 
 
+NODE_TERMS = [('feature.node.kubernetes.io/pci-10de.present', 'true'),
+              ('feature.node.kubernetes.io/cpu-model.vendor_id', 'NVIDIA'),
+              ('nvidia.com/gpu.present', 'true')]
+
+
+def node_terms(spec):
+    """The (key, value) of each required node-affinity term (one In expression each), plus the
+    nodeSelector's pairs."""
+    terms = (spec.get('affinity', {}).get('nodeAffinity', {})
+             .get('requiredDuringSchedulingIgnoredDuringExecution', {}).get('nodeSelectorTerms', []))
+    out = []
+    for term in terms:
+        for e in term.get('matchExpressions', []):
+            out.append((e['key'], tuple(e.get('values', []))))
+    out += [(k, (v,)) for k, v in spec.get('nodeSelector', {}).items()]
+    return out
+
+
+def render_overlay(kubectl, deploy, work, name, body):
+    """Render an overlay written in work/name whose paths are relative to deploy/."""
+    d = os.path.join(work, name)
+    os.makedirs(d, exist_ok=True)
+    rel = os.path.relpath(deploy, d)
+    with open(os.path.join(d, 'kustomization.yaml'), 'w') as f:
+        f.write(body.replace('@DEPLOY@', rel))
+    return render(kubectl, d)
+
+
+def check_node_selection(t, kubectl, deploy, work, rendered):
+    """Which nodes the node daemons land on (issue 26 #1): by default any NVIDIA node (NFD's PCI
+    or CPU vendor label, or gpu.present), narrowed or replaced by one component."""
+    daemons = [(rel, o) for rel in ('overlays/standard', 'overlays/gpu-operator', 'monitoring')
+               for o in rendered.get(rel, []) if o['kind'] == 'DaemonSet']
+    t.ok(len(daemons) >= 3, 'the plugin overlays and the monitor render DaemonSets',
+         diag=[(r, o['metadata']['name']) for r, o in daemons])
+    for rel, o in daemons:
+        got = node_terms(pod_spec(o))
+        want = [(k, (v,)) for k, v in NODE_TERMS]
+        t.is_eq(got, want, f"{rel}: {o['metadata']['name']} selects NVIDIA nodes by NFD's "
+                'vendor labels or nvidia.com/gpu.present (any of them)')
+    cases = [('node-selection-gpu-present', [('nvidia.com/gpu.present', ('true',))], None),
+             ('node-selection-label', [('gpuslice.io/gpu-node', ('true',))], None),
+             ('tolerate-all', None, [{'operator': 'Exists'}])]
+    for comp, terms, tolerations in cases:
+        objs, err = render_overlay(kubectl, deploy, work, comp, f"""\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [@DEPLOY@/overlays/standard, @DEPLOY@/monitoring]
+components: [@DEPLOY@/components/{comp}]
+""")
+        if not t.ok(objs is not None, f'an overlay with components/{comp} renders', diag=err):
+            continue
+        for o in (o for o in objs if o['kind'] == 'DaemonSet'):
+            spec = pod_spec(o)
+            if terms is not None:
+                t.is_eq(node_terms(spec), terms,
+                        f"components/{comp}: {o['metadata']['name']} node selection")
+            if tolerations is not None:
+                t.is_eq(spec.get('tolerations'), tolerations,
+                        f"components/{comp}: {o['metadata']['name']} tolerates every taint")
+
+
+def check_legacy_scheduler(t, kubectl, deploy, work, rendered):
+    """hami-scheduler can lead (issue 26 #2): a Role grants the lease its configuration names,
+    and the kube-scheduler image follows an `images:` override to the cluster's version."""
+    objs = rendered.get('legacy', [])
+    cms = [o for o in objs if o['kind'] == 'ConfigMap' and o['metadata']['name'] ==
+           'hami-scheduler-config']
+    if not t.ok(cms, 'deploy/legacy renders the scheduler configuration'):
+        return
+    cfg = yaml.safe_load(cms[0]['data']['config.yaml'])
+    le = cfg.get('leaderElection', {})
+    lease_ns, lease = le.get('resourceNamespace'), le.get('resourceName')
+    sa = [pod_spec(o)['serviceAccountName'] for o in objs
+          if o['kind'] == 'Deployment' and o['metadata']['name'] == 'hami-scheduler']
+    roles = {o['metadata']['name']: o for o in objs if o['kind'] == 'Role'
+             and o['metadata'].get('namespace') == lease_ns}
+    granted = set()
+    for b in (o for o in objs if o['kind'] == 'RoleBinding'
+              and o['metadata'].get('namespace') == lease_ns):
+        if not any(s.get('kind') == 'ServiceAccount' and s.get('name') in sa
+                   for s in b.get('subjects', [])):
+            continue
+        for rule in roles.get(b['roleRef']['name'], {}).get('rules', []):
+            if 'coordination.k8s.io' in rule.get('apiGroups', []) and \
+                    'leases' in rule.get('resources', []):
+                names = rule.get('resourceNames') or ['*']
+                for v in rule.get('verbs', []):
+                    for n in names:
+                        granted.add((v, n))
+    need = {('create', '*'), ('get', lease), ('update', lease)}
+    t.ok(need <= granted, f'hami-scheduler may create, get and update lease {lease_ns}/{lease}',
+         diag=sorted(granted))
+    objs2, err = render_overlay(kubectl, deploy, work, 'legacy-scheduler-version', """\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [@DEPLOY@/legacy]
+images: [{name: registry.k8s.io/kube-scheduler, newTag: v1.30.4}]
+""")
+    if t.ok(objs2 is not None, 'deploy/legacy with a kube-scheduler version override renders',
+            diag=err):
+        imgs = [c['image'] for o in objs2 if o['kind'] == 'Deployment'
+                for c in pod_spec(o)['containers'] if 'kube-scheduler' in c['image']]
+        t.is_eq(imgs, ['registry.k8s.io/kube-scheduler:v1.30.4'],
+                "hami-scheduler runs the cluster's kube-scheduler version when overridden")
+
+
 def main():
     t = Tap()
     p = env_paths()
@@ -316,6 +424,12 @@ def main():
                         t.is_eq(a, '--vgpu-lib=/usr/lib/gpuslice/libvgpu.so',
                                 f"{rel}: libvgpu.so at the image's path")
 
+    work = tempfile.mkdtemp(prefix='deploy-', dir=p['GS_BUILD_ROOT'])
+    try:
+        check_node_selection(t, kubectl, deploy, work, rendered)
+        check_legacy_scheduler(t, kubectl, deploy, work, rendered)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     check_schemas(t, rendered)
     return t.done()
 

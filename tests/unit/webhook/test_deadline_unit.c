@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/clock.h"
-#include "common/kubeconfig.h"
+#include "base/clock.h"
+#include "kube/kubeconfig.h"
 #include "tap.h"
 #include "webhook/deadline.h"
 
