@@ -369,6 +369,24 @@ def check_config_file(t, binary, kubeconfig, tmp):
     ok, err, after, tpls, _ = translate_case(binary, custom, tmp, Case('custom2', '', p, {}),
                                              ['--resource-name', 'other.com/gpu'])
     t.ok(ok and tpls == [], 'an option set explicitly wins over the file', diag=err)
+    # The runtime class of the devices used (the ascend section's runtimeClassName), set when
+    # the pod names none; a pod naming another keeps it, with a warning.
+    rc = f'{tmp}/runtime.yaml'
+    with open(rc, 'w') as f:
+        f.write(DEVICE_CONFIG.replace('  requestName: npu\n',
+                                      '  requestName: npu\n  runtimeClassName: ascend\n'))
+    npu = pod({'huawei.com/Ascend310P': '1'})
+    ok, err, after, _, _ = translate_case(binary, rc, tmp, Case('rc', '', npu, {}), [])
+    t.is_eq(after['spec'].get('runtimeClassName') if ok else err, 'ascend',
+            'ascend runtimeClassName from the file set on the pod')
+    npu['spec']['runtimeClassName'] = 'mine'
+    ok, err, after, _, _ = translate_case(binary, rc, tmp, Case('rc2', '', npu, {}), [])
+    t.ok(ok and after['spec']['runtimeClassName'] == 'mine' and 'kept as it is' in err,
+         'a pod naming another runtime class keeps it, with a warning', diag=err)
+    gpu_only = pod({'nvidia.com/gpu': '1'})
+    ok, err, after, _, _ = translate_case(binary, rc, tmp, Case('rc3', '', gpu_only, {}), [])
+    t.ok(ok and 'runtimeClassName' not in after['spec'],
+         'an NVIDIA-only pod gets no Ascend runtime class')
     for name, text, want in [
             ('missing', None, 'No such file or directory'),
             ('removed-vendor', 'vendor: nvidia\n', 'field vendor was removed'),
