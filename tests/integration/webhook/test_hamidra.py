@@ -528,6 +528,13 @@ def check_volcano(t, wh, api, validator, binary, cfg, tmp):
     t.ok(api.get('resourceclaimtemplates', NS, foreign) is not None,
          'leak: the foreign template is kept')
 
+    # validating.go Handle: a job without the hami.io/dra label owns nothing.
+    unlabelled = json.loads(json.dumps(q))
+    del unlabelled['metadata']['labels']['hami.io/dra']
+    _, resp = wh.mutate(review(None, 'job-del-unlabelled', op='DELETE', kind=JOB_KIND,
+                               resource='jobs', old=unlabelled))
+    t.ok(resp['response']['allowed'] and api.get('resourceclaimtemplates', NS, name),
+         'delete of a job without hami.io/dra: allowed, nothing deleted')
     # Deleting a job: TestValidatingHandleDryRunKeepsTemplates, then for real.
     _, resp = wh.mutate(review(None, 'job-del-dry', op='DELETE', kind=JOB_KIND, resource='jobs',
                                dry=True, old=m))
