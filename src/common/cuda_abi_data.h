@@ -208,6 +208,21 @@ typedef struct CUDA_RESOURCE_VIEW_DESC_st {
     unsigned int reserved[16];
 } CUDA_RESOURCE_VIEW_DESC;
 
+typedef enum CUfunc_cache_enum {
+    CU_FUNC_CACHE_PREFER_NONE = 0x00,
+    CU_FUNC_CACHE_PREFER_SHARED = 0x01,
+    CU_FUNC_CACHE_PREFER_L1 = 0x02,
+    CU_FUNC_CACHE_PREFER_EQUAL = 0x03,
+} CUfunc_cache;
+
+typedef enum CUsharedconfig_enum {
+    CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE = 0x00,
+    CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE = 0x01,
+    CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE = 0x02,
+} CUsharedconfig;
+
+typedef size_t (*CUoccupancyB2DSize)(int blockSize);
+
 typedef unsigned long long CUtexObject;
 typedef unsigned long long CUsurfObject;
 

@@ -45,7 +45,7 @@ static uint64_t page_size(void)
 }
 
 /* Region and offset of a synthetic device address; false for an address outside them. */
-static bool region_of(uint64_t a, int *region, uint64_t *off)
+bool cu_region_of(uint64_t a, int *region, uint64_t *off)
 {
     if (a >= CU_VA_LOW_BASE && a < CU_VA_LOW_END) {
         *region = CU_VA_SLOT_LOW;
@@ -65,21 +65,21 @@ static bool region_of(uint64_t a, int *region, uint64_t *off)
 /* /dev/shm/gpusim-<hash of the state path>.mem.<slot>.<region> (tmpfs: pages written are memory,
  * never written back to a disk); next to the state file where /dev/shm is missing. Every process
  * of one gpusim state computes the same names. */
-static void backing_path(char *buf, size_t len, int slot, int region)
+void cu_backing_path(char *buf, size_t len, int slot, const char *kind, int region)
 {
     uint64_t h = 1469598103934665603ull; /* FNV-1a of the state path */
     for (const char *c = cu_g.st->path; *c; c++)
         h = (h ^ (uint8_t)*c) * 1099511628211ull;
     if (access("/dev/shm", W_OK) == 0)
-        snprintf(buf, len, "/dev/shm/gpusim-%016llx.mem.%d.%d", (unsigned long long)h, slot,
+        snprintf(buf, len, "/dev/shm/gpusim-%016llx.%s.%d.%d", (unsigned long long)h, kind, slot,
                  region);
     else
-        snprintf(buf, len, "%s.mem.%d.%d", cu_g.st->path, slot, region);
+        snprintf(buf, len, "%s.%s.%d.%d", cu_g.st->path, kind, slot, region);
 }
 
 /* The region's file, created on first use (mem_lock held); -1 on failure. A file left by a dead
  * process that had our slot is unlinked first (whoever still maps it keeps its pages). */
-static int backing_fd_locked(int region)
+int cu_backing_fd_locked(int region)
 {
     if (bk.fd1[region] && bk.slot == cu_g.st->slot)
         return bk.fd1[region] - 1;
@@ -93,7 +93,7 @@ static int backing_fd_locked(int region)
     if (cu_g.st->slot < 0)
         return -1;
     char path[PATH_MAX + 32];
-    backing_path(path, sizeof(path), cu_g.st->slot, region);
+    cu_backing_path(path, sizeof(path), cu_g.st->slot, "mem", region);
     unlink(path);
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0)
@@ -110,19 +110,22 @@ uint8_t *cu_backing_map_locked(struct sim_map_entry *e)
         return e->host;
     int region;
     uint64_t off;
-    if (e->kind == CU_ALLOC_RESERVE || !region_of(e->key, &region, &off))
+    if (e->kind == CU_ALLOC_RESERVE || !cu_region_of(e->key, &region, &off))
         return NULL;
-    int fd = backing_fd_locked(region);
+    int fd = cu_backing_fd_locked(region);
     if (fd < 0)
         return NULL;
     uint64_t ps = page_size(), start = off - off % ps;
     uint64_t end = gs_sat_add_u64(off, e->size ? e->size : 1);
     end = gs_sat_add_u64(end, ps - 1);
     end -= end % ps;
-    if (end > bk.len[region]) {
-        if (ftruncate(fd, (off_t)end) < 0)
+    if (end > bk.len[region]) { /* grow only: an IPC opener may have grown it already */
+        struct stat sb;
+        if (fstat(fd, &sb) < 0)
             return NULL;
-        bk.len[region] = end;
+        if ((uint64_t)sb.st_size < end && ftruncate(fd, (off_t)end) < 0)
+            return NULL;
+        bk.len[region] = GS_MAX(end, (uint64_t)sb.st_size);
     }
     void *m = mmap(NULL, end - start, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd,
                    (off_t)start);
@@ -153,7 +156,7 @@ static void backing_release_locked(const struct sim_map_entry *e)
     int region;
     uint64_t off;
     if (e->kind == CU_ALLOC_MANAGED || e->kind == CU_ALLOC_IPC ||
-        !region_of(e->key, &region, &off) || !bk.fd1[region])
+        !cu_region_of(e->key, &region, &off) || !bk.fd1[region])
         return;
     uint64_t a = gs_sat_add_u64(off, ps - 1), b = off + e->size;
     a -= a % ps;
@@ -183,7 +186,7 @@ void cu_backing_exit(void)
         if (!bk.fd1[i])
             continue;
         char path[PATH_MAX + 32];
-        backing_path(path, sizeof(path), bk.slot, i);
+        cu_backing_path(path, sizeof(path), bk.slot, "mem", i);
         unlink(path); /* mappings (ours, IPC openers') keep their pages */
     }
 }
@@ -295,7 +298,7 @@ static CUresult resolve_unified(uint64_t a, uint64_t n, struct span *out)
         return r;
     int region;
     uint64_t off;
-    if (!a || region_of(a, &region, &off))
+    if (!a || cu_region_of(a, &region, &off))
         return CUDA_ERROR_INVALID_VALUE;
     /* NOLINTNEXTLINE(performance-no-int-to-ptr): unified addressing, a host pointer */
     *out = (struct span){(uint8_t *)(uintptr_t)a, -1, UINT64_MAX};

@@ -196,6 +196,7 @@ __attribute__((destructor)) static void cu_unload(void)
 {
     if (__atomic_load_n(&cu_g.init_state, __ATOMIC_ACQUIRE) > 0 && cu_g.st) {
         cu_backing_exit();
+        cu_ipc_exit();
         sim_state_exit(cu_g.st);
     }
 }
