@@ -117,7 +117,8 @@ struct sim_func {
     struct cu_obj h;
     struct sim_module *mod;
     struct sim_func *next;
-    uint64_t cost_ns; /* atomic */
+    uint64_t cost_ns; /* atomic; per wave (cuda-launch.c) */
+    bool cost_pinned; /* gpusimSetKernelCost: the launch's whole duration, whatever the grid */
     int max_dynamic_smem, carveout, cluster[3], non_portable_cluster, cluster_policy;
     int cache_config, smem_config; /* cuFuncSetCacheConfig / cuFuncSetSharedMemConfig */
     char name[256];

@@ -58,6 +58,7 @@ static bool owner_live(int slot, uint32_t pid, uint64_t start)
     if (slot < 0 || slot >= SIM_MAX_PROCS)
         return false;
     sim_lock(cu_g.st);
+    sim_sweep_locked(cu_g.st, false); /* a process that died (SIGKILL, _exit) is not live */
     const struct sim_proc *p = &cu_g.st->sh->procs[slot];
     bool ok = p->state == SIM_PROC_LIVE && p->pid == pid && p->start_time == start;
     sim_unlock(cu_g.st);

@@ -86,6 +86,7 @@ CU_API CUresult gpusimSetKernelCost(CUfunction f, unsigned long long usec)
     if (!fn || usec > 3600ull * 1000000ull)
         return CUDA_ERROR_INVALID_VALUE;
     __atomic_store_n(&fn->cost_ns, (uint64_t)usec * 1000ull, __ATOMIC_RELAXED);
+    __atomic_store_n(&fn->cost_pinned, true, __ATOMIC_RELAXED);
     return CUDA_SUCCESS;
 }
 
@@ -103,16 +104,21 @@ CU_API CUresult gpusimGetKernelCost(CUfunction f, unsigned long long *usec)
  * A launch runs in waves: the device holds sm_count x (blocks per SM) blocks at once (the
  * occupancy model: threads, registers, shared memory), so a grid of B blocks takes
  * ceil(B / that) waves, each costing the kernel's cost (sim_busy_<us>: microseconds per wave).
- * A grid that fits in one wave costs the kernel's cost, as before.
+ * A grid that fits in one wave costs the kernel's cost, as before. A cost set with
+ * gpusimSetKernelCost is the launch's whole duration whatever the grid (tests pin durations
+ * with it).
  */
 uint64_t cu_launch_cost(const struct sim_func *fn, int dev, uint64_t blocks, unsigned int block,
                         size_t smem)
 {
+    uint64_t cost = __atomic_load_n(&fn->cost_ns, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&fn->cost_pinned, __ATOMIC_RELAXED))
+        return cost;
     const struct sim_device_cfg *d = &cu_g.cfg.dev[dev];
     int per_sm = cu_blocks_per_sm(d, (int)block, smem);
     uint64_t slots = (uint64_t)GS_MAX(per_sm, 1) * (uint64_t)GS_MAX(d->sm_count, 1);
     uint64_t waves = blocks / slots + (blocks % slots != 0);
-    return gs_sat_mul_u64(__atomic_load_n(&fn->cost_ns, __ATOMIC_RELAXED), GS_MAX(waves, 1));
+    return gs_sat_mul_u64(cost, GS_MAX(waves, 1));
 }
 
 static CUresult launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
