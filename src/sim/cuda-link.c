@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/cuda_array.h"
+#include "abi/cuda_array.h"
 #include "sim/cuda-internal.h"
 
 struct link_state {

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common/cuda_abi_data.h"
+#include "abi/cuda_abi_data.h"
 #include "simtest.h"
 #include "tap.h"
 
