@@ -16,7 +16,9 @@
  * device pointer (host-visible, as with the driver's unified memory). Arrays keep their texels
  * in a private mapping, rows packed (pitch = width x texel size).
  */
+#include <dirent.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -65,11 +67,17 @@ bool cu_region_of(uint64_t a, int *region, uint64_t *off)
 /* /dev/shm/gpusim-<hash of the state path>.mem.<slot>.<region> (tmpfs: pages written are memory,
  * never written back to a disk); next to the state file where /dev/shm is missing. Every process
  * of one gpusim state computes the same names. */
-void cu_backing_path(char *buf, size_t len, int slot, const char *kind, int region)
+static uint64_t path_hash(void)
 {
     uint64_t h = 1469598103934665603ull; /* FNV-1a of the state path */
     for (const char *c = cu_g.st->path; *c; c++)
         h = (h ^ (uint8_t)*c) * 1099511628211ull;
+    return h;
+}
+
+void cu_backing_path(char *buf, size_t len, int slot, const char *kind, int region)
+{
+    uint64_t h = path_hash();
     if (access("/dev/shm", W_OK) == 0)
         snprintf(buf, len, "/dev/shm/gpusim-%016llx.%s.%d.%d", (unsigned long long)h, kind, slot,
                  region);
@@ -176,6 +184,46 @@ int cu_alloc_del_locked(uint64_t key, struct sim_map_entry *out)
     if (out)
         *out = e;
     return 0;
+}
+
+/* Unlink the backing and event files of slots no live process holds (processes that were
+ * killed, or exited without running destructors): called at cuInit, after registering. Files
+ * an IPC opener still maps keep their pages until it unmaps them. */
+void cu_backing_sweep(void)
+{
+    char dir[PATH_MAX], prefix[64];
+    bool shm = access("/dev/shm", W_OK) == 0;
+    if (shm) {
+        snprintf(dir, sizeof(dir), "/dev/shm");
+        snprintf(prefix, sizeof(prefix), "gpusim-%016llx.", (unsigned long long)path_hash());
+    } else {
+        const char *slash = strrchr(cu_g.st->path, '/');
+        size_t n = slash ? (size_t)(slash - cu_g.st->path) : 1;
+        snprintf(dir, sizeof(dir), "%.*s", (int)n, slash ? cu_g.st->path : ".");
+        snprintf(prefix, sizeof(prefix), "%.48s.", slash ? slash + 1 : cu_g.st->path);
+    }
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    size_t plen = strlen(prefix);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strncmp(de->d_name, prefix, plen) != 0)
+            continue;
+        const char *rest = de->d_name + plen; /* "mem.<slot>.<region>" or "ev.<slot>.0" */
+        const char *dot = strchr(rest, '.');
+        if (!dot || (strncmp(rest, "mem.", 4) != 0 && strncmp(rest, "ev.", 3) != 0))
+            continue;
+        int slot = atoi(dot + 1);
+        if (slot < 0 || slot >= SIM_MAX_PROCS || slot == cu_g.st->slot)
+            continue;
+        sim_lock(cu_g.st);
+        bool live = cu_g.st->sh->procs[slot].state == SIM_PROC_LIVE;
+        sim_unlock(cu_g.st);
+        if (!live)
+            (void)unlinkat(dirfd(d), de->d_name, 0);
+    }
+    closedir(d);
 }
 
 void cu_backing_exit(void)

@@ -143,6 +143,7 @@ static void do_init(void)
         cu_g.init_error = CUDA_ERROR_OPERATING_SYSTEM;
         goto fail;
     }
+    cu_backing_sweep();
     parse_visible();
     if (cu_g.nvis == 0) {
         cu_g.init_error = CUDA_ERROR_NO_DEVICE;

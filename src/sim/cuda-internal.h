@@ -332,6 +332,8 @@ void cu_backing_path(char *buf, size_t len, int slot, const char *kind, int regi
 bool cu_region_of(uint64_t a, int *region, uint64_t *off);
 /* This process's backing file of a region, created on first use (mem_lock held); -1. */
 int cu_backing_fd_locked(int region);
+/* Unlink the backing/event files of slots no live process holds (at cuInit). */
+void cu_backing_sweep(void);
 /* Unlink this process's backing files (process exit). */
 void cu_backing_exit(void);
 /* The texels of an array, mapped on first use; NULL on failure. */
