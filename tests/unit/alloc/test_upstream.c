@@ -201,6 +201,15 @@ static void test_all_with_capacity(void)
            "none has no cores)");
     is_str(consumed(o.allocation, 0, "cores"), "30", "consumes 30 cores");
     outcome_fini(&o);
+    is_int(claim_on(st,
+                    CLAIM_HEAD("all2") "    requests:\n    - name: r\n      exactly:\n"
+                                       "        deviceClassName: gpu\n        allocationMode: "
+                                       "All\n        capacity: {requests: {cores: '90'}}\n",
+                    "n1", ALLOC_POLICY_FIRST_FIT, &o),
+           ALLOC_UNSCHEDULABLE, "All with 90 cores: no device has room, nothing to allocate");
+    like_str(o.why, "InsufficientDevices: asks for all devices, but none of 5 matches",
+             "explained: none of the devices has room");
+    outcome_fini(&o);
     alloc_state_free(st);
 }
 
