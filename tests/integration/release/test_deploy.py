@@ -343,7 +343,7 @@ def check_installs(t, kubectl, deploy, work, rendered, p):
     do what the knob says (issue 26 one-command install)."""
     ident_of = lambda objs: {ident(o) for o in objs}
     knobs = {'dra': ['image', 'gpu-operator', 'no-webhook', 'no-monitoring', 'network-policies',
-                     'node-selection-gpu-present', 'tolerate-all'],
+                     'node-selection-gpu-present', 'tolerate-all', 'extended-resource'],
              'legacy': ['image', 'no-monitoring', 'network-policies', 'tolerate-all']}
     for mode, comps in knobs.items():
         base = rendered.get(mode)
@@ -363,6 +363,10 @@ def check_installs(t, kubectl, deploy, work, rendered, p):
             if 'no-webhook' in combo:
                 t.is_eq(sorted(ids & ident_of(rendered.get('webhook', []))), [],
                         f'{name}: no object of deploy/webhook is left')
+            if 'extended-resource' in combo:
+                dcs = [o for o in objs if o['kind'] == 'DeviceClass']
+                t.is_eq([o['spec'].get('extendedResourceName') for o in dcs], ['nvidia.com/gpu'],
+                        f'{name}: the DeviceClass serves nvidia.com/gpu as an extended resource')
             if 'no-monitoring' in combo:
                 t.is_eq(sorted(ids & ident_of(rendered.get('monitoring', []))), [],
                         f'{name}: no object of deploy/monitoring is left')
