@@ -350,6 +350,19 @@ def check_installs(t, kubectl, deploy, work, rendered, p):
         if not t.ok(base is not None, f'deploy/{mode} (the whole {mode} install) renders'):
             continue
         check_flags(t, f'deploy/{mode}', base, p)
+        # Each PodMonitor scrapes a pod of the install by a port that pod names.
+        pods = {o['spec']['template']['metadata'].get('labels', {}).get('app.kubernetes.io/name'):
+                o for o in base if pod_spec(o)}
+        for pm in (o for o in base if o['kind'] == 'PodMonitor'):
+            want = pm['spec']['selector']['matchLabels'].get('app.kubernetes.io/name')
+            if want not in pods:
+                continue  # the other mode's daemon
+            ports = {pt.get('name') for c in pod_spec(pods[want])['containers']
+                     for pt in c.get('ports', [])}
+            eps = [e.get('port') for e in pm['spec']['podMetricsEndpoints']]
+            t.ok(eps and set(eps) <= ports,
+                 f"deploy/{mode}: PodMonitor {pm['metadata']['name']} scrapes ports {want} names",
+                 diag=f'{eps} not in {sorted(ports - {None})}')
         for combo in [[c] for c in comps] + [[c for c in comps if c != 'gpu-operator']]:
             name = f'{mode}+' + '+'.join(combo)
             body = ('apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n'
