@@ -28,7 +28,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "vgpu/hami-region.h"
 #include "vgpu/limiter.h"
+#include "vgpu/qos.h"
 #include "vgpu/vgpu-internal.h"
 
 #define EST_SLOTS       1024 /* estimates per process (direct-mapped, replaced on collision) */
@@ -43,6 +45,7 @@
 #define STAMP_EVERY_NS  1000000ULL /* last_kernel_ns is refreshed at most once per ms */
 #define FLUSH_EVERY_NS  1000000ULL /* a thread publishes its counters every ms (or clock tick) */
 #define REFILL_EVERY_NS 50000ULL   /* a bucket with budget left is refilled at most every 50 us */
+#define HOLD_POLL_NS    1000000LL  /* a launch blocked by HAMi's monitor looks again every ms */
 
 /* key, ns, samples and taken are written under lim_lock with atomic stores and read without it
  * by the fast path (a launch of a known kernel that is not measured takes no lock). */
@@ -498,6 +501,7 @@ static uint64_t gate(struct gs_region_device *rd, uint32_t cores)
         int64_t wait = (-b) * 100 / cores + WAIT_MIN_NS;
         if (wait > WAIT_MAX_NS)
             wait = WAIT_MAX_NS;
+        vgpu_qos_pending(rd, now); /* still has work pending while it waits */
         ops->sleep_ns(wait);
         atomic_fetch_add_explicit(&rd->throttled_ns, (uint64_t)wait, memory_order_relaxed);
         if (pthread_mutex_trylock(&lim_lock) == 0) {
@@ -505,6 +509,48 @@ static uint64_t gate(struct gs_region_device *rd, uint32_t cores)
             pthread_mutex_unlock(&lim_lock);
         }
     }
+}
+
+/* HAMi's vGPU monitor blocks launches (recent_kernel < 0, HAMi-core's rate_limiter): wait until
+ * it lifts the block, looking every millisecond (HAMi-core sleeps a second at a time). */
+static void hami_wait(struct gs_region_device *rd)
+{
+    if (GS_LIKELY(!vgpu_hami_blocked()))
+        return;
+    uint64_t t0 = ops->now_ns();
+    while (vgpu_hami_blocked()) {
+        vgpu_qos_pending(rd, ops->now_ns());
+        ops->sleep_ns(HOLD_POLL_NS);
+    }
+    atomic_fetch_add_explicit(&rd->held_ns, ops->now_ns() - t0, memory_order_relaxed);
+}
+
+/* The QoS verdict (qos.c), then the bucket at the cap it says: none (alone under
+ * work-conserving, disabled), the claim's cap, or the hold floor while a higher priority has
+ * work pending. Returns the monotonic time the launch may go. */
+static uint64_t qos_gate(struct gs_region_device *rd, int dev, uint32_t cores)
+{
+    hami_wait(rd);
+    uint64_t now = ops->coarse_ns ? ops->coarse_ns() : ops->now_ns();
+    struct vgpu_qos_verdict v = vgpu_qos_verdict(dev, rd, cores, now);
+    if (v.cores == 0) {
+        /* free: keep the bucket refilled and out of debt, so a cap that applies again later
+         * starts from at most a burst, never from the debt of the free run */
+        refill(rd, cores, now, false);
+        if (atomic_load_explicit(&rd->budget_ns, memory_order_relaxed) < 0)
+            atomic_store_explicit(&rd->budget_ns, 0, memory_order_relaxed);
+        return now;
+    }
+    if (v.state != GS_REGION_QOS_STATE_HELD)
+        return gate(rd, v.cores);
+    /* held: at most the floor's burst, then the floor's rate */
+    int64_t cap = GS_REGION_BURST_NS * (int64_t)v.cores / 100;
+    if (atomic_load_explicit(&rd->budget_ns, memory_order_relaxed) > cap)
+        atomic_store_explicit(&rd->budget_ns, cap, memory_order_relaxed);
+    uint64_t t = gate(rd, v.cores);
+    if (t > now)
+        atomic_fetch_add_explicit(&rd->held_ns, t - now, memory_order_relaxed);
+    return t;
 }
 
 static void stamp(struct gs_region_device *rd, int dev, uint64_t now)
@@ -515,6 +561,7 @@ static void stamp(struct gs_region_device *rd, int dev, uint64_t now)
                                                  memory_order_relaxed))
         return;
     atomic_store_explicit(&rd->last_kernel_ns, ops->wall_ns(), memory_order_relaxed);
+    vgpu_hami_launched();
 }
 
 /* ------------------------------------------------------------------ launches */
@@ -529,7 +576,7 @@ void vgpu_limiter_begin(struct vgpu_launch *l, struct gs_region_device *rd, int 
     l->key = mix_key(key, dev);
 
     /* Wait for budget first: the measurement must not include our own throttling. */
-    uint64_t now = gate(rd, cores);
+    uint64_t now = qos_gate(rd, dev, cores);
     stamp(rd, dev, now);
     struct counters *c = counters_for(rd);
     c->now_ns = now;
@@ -701,6 +748,14 @@ void vgpu_limiter_before(struct vgpu_launch *l, uint64_t key, CUstream stream)
     int dev = vgpu_device_index(d);
     if (dev < 0 || dev >= GS_REGION_MAX_DEVICES)
         return;
+    if (GS_UNLIKELY(!vgpu_qos_configured(dev))) {
+        struct vgpu_qos_self self = {.policy = d->cfg.policy,
+                                     .priority = d->cfg.priority,
+                                     .claim = d->cfg.claim,
+                                     .peers_dir = d->cfg.peers_dir,
+                                     .uuid = d->uuid};
+        vgpu_qos_configure(dev, &self);
+    }
     vgpu_limiter_begin(l, vgpu_region_dev(d->region, d->slot), dev, d->cfg.cores, key, stream);
 }
 

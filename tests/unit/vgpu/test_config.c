@@ -131,11 +131,13 @@ int main(void)
                "env only, no SHARED_CACHE: the container's default region " GS_REGION_PATH_DEFAULT);
     }
     {
-        const char *env[] = {envdir, "CUDA_DEVICE_MEMORY_LIMIT=1g",
-                             "CUDA_DEVICE_MEMORY_SHARED_CACHE=/tmp/x.cache",
+        char cache[512], want[512];
+        snprintf(cache, sizeof(cache), "CUDA_DEVICE_MEMORY_SHARED_CACHE=%s/x.cache", dir);
+        snprintf(want, sizeof(want), "%s/x.cache.gpuslice", dir);
+        const char *env[] = {envdir, "CUDA_DEVICE_MEMORY_LIMIT=1g", cache,
                              "GPUSLICE_CONTEXT_OVERHEAD=300m", NULL};
-        is_int(scenario_region(env, UUID0, "/tmp/x.cache", 300 * MiB, dir), 0,
-               "env only: CUDA_DEVICE_MEMORY_SHARED_CACHE names the region; "
+        is_int(scenario_region(env, UUID0, want, 300 * MiB, dir), 0,
+               "env only: our region next to HAMi-core's at CUDA_DEVICE_MEMORY_SHARED_CACHE; "
                "GPUSLICE_CONTEXT_OVERHEAD=300m");
     }
     {
