@@ -676,6 +676,29 @@ void vgpu_limiter_end(struct vgpu_launch *l, CUresult launched)
     counters_maybe_flush(c);
 }
 
+/* A context is about to go: its measurements in flight would die with their events (a fresh
+ * context per kernel, destroyed at once, was never measured and ran uncapped: issue 21 item 5).
+ * Wait for them now — the driver's destroy waits for the context's work anyway — and consume
+ * them measured, oldest first (measurements are consumed in launch order). */
+void vgpu_limiter_ctx_going(void *ctx)
+{
+    if (!ctx || !atomic_load_explicit(&n_in_flight, memory_order_relaxed))
+        return;
+    pthread_mutex_lock(&lim_lock);
+    for (;;) {
+        bool any = false;
+        for (unsigned k = fifo_head; k != fifo_tail && !any; k++)
+            any = recs[fifo[k % REC_MAX]].ctx == ctx;
+        if (!any)
+            break;
+        unsigned before = fifo_head;
+        wait_record_locked(fifo[fifo_head % REC_MAX]);
+        if (fifo_head == before)
+            break; /* the oldest cannot complete (driver error): leave the rest to ctx_gone */
+    }
+    pthread_mutex_unlock(&lim_lock);
+}
+
 void vgpu_limiter_ctx_gone(void *ctx)
 {
     if (!ctx)

@@ -594,6 +594,36 @@ static void test_context_gone(void)
     ok(st.samples > 0, "measuring goes on in the new context (%u measurements)", st.samples);
 }
 
+/* Issue 21 item 5: a fresh context per 5 ms kernel, destroyed at once (a new module, so a new
+ * function and key each time): the measurements must outlive the contexts. Without
+ * vgpu_limiter_ctx_going the share read 95 % at a 30 % cap. */
+static void test_context_per_kernel(void)
+{
+    reset_world();
+    static int ctxs[4096];
+    uint64_t t0 = f_now(), b0 = fk_busy, end = t0 + 20ULL * 1000 * MS;
+    for (int i = 0; f_now() < end; i++) {
+        void *ctx = &ctxs[i % 4096];
+        pthread_mutex_lock(&fk_lock);
+        fk_ctx = ctx;
+        pthread_mutex_unlock(&fk_lock);
+        launch(0x500000 + (uint64_t)i, NULL, 5 * MS);
+        vgpu_limiter_ctx_going(ctx); /* cuCtxDestroy's hook, before the driver */
+        fake_ctx_destroy(ctx);
+        vgpu_limiter_ctx_gone(ctx);
+        fake_sync_all();
+    }
+    double share = 100.0 * (double)(fk_busy - b0) / (double)(f_now() - t0);
+    ok(share >= 27.0 && share <= 33.0,
+       "a context per 5 ms kernel, destroyed at once: %.2f %% (30 +-3): measurements outlive "
+       "their contexts",
+       share);
+    is_int(fk_use_after_destroy, 0, "no event of a destroyed context touched");
+    pthread_mutex_lock(&fk_lock);
+    fk_ctx = &fk_ctx_a;
+    pthread_mutex_unlock(&fk_lock);
+}
+
 static void *three_launches(void *arg)
 {
     (void)arg;
@@ -879,6 +909,7 @@ int main(void)
     test_monitor_fields();
     test_counters_published();
     test_context_gone();
+    test_context_per_kernel();
     test_pool_never_drops();
     test_event_destroy_race();
     test_adversarial();
