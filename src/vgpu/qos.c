@@ -221,14 +221,23 @@ static void scan_locked(struct qos_dev *q)
             continue;
         char path[GS_LIMITS_PATH_MAX + 2 * 256];
         struct gs_error err = {0};
+        struct stat st;
+        /* the kubelet plugin's layout (<claim>/<claim>.limits, <claim>/region/region) or
+         * `gpuslice run`'s (<claim>/limits/<claim>.limits, <claim>/region) */
         snprintf(path, sizeof(path), "%s/%s/%s%s", q->peers_dir, de->d_name, de->d_name,
                  GS_LIMITS_SUFFIX);
+        if (stat(path, &st) != 0)
+            snprintf(path, sizeof(path), "%s/%s/limits/%s%s", q->peers_dir, de->d_name,
+                     de->d_name, GS_LIMITS_SUFFIX);
         if (gs_limits_read(path, lim, &err) < 0 || strcmp(lim->claim, q->claim) == 0)
             continue; /* a broken peer file: it gets the safe reading, we ignore it */
         const struct gs_limits_device *ld = gs_limits_find(lim, q->uuid);
         if (!ld || ld->cores == 0 || ld->cores >= 100 || lim->policy == GS_POLICY_DISABLED)
             continue; /* not on our GPU, or never publishes pending work */
-        snprintf(path, sizeof(path), "%s/%s/" GS_PEERS_REGION_SUBPATH, q->peers_dir, de->d_name);
+        snprintf(path, sizeof(path), "%s/%s/region", q->peers_dir, de->d_name);
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+            snprintf(path, sizeof(path), "%s/%s/" GS_PEERS_REGION_SUBPATH, q->peers_dir,
+                     de->d_name);
         void *base = NULL;
         const struct gs_region_device *rd = map_peer(path, q->uuid, &base);
         if (!rd)
