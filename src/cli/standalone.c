@@ -248,9 +248,9 @@ int sa_build_claim(const struct sa_request *r, json_t **claim, struct gs_error *
             json_object_set_new(params, "computePolicy", json_string(r->compute_policy));
         if (r->priority >= 0)
             json_object_set_new(params, "priority", json_integer(r->priority));
-        json_object_set_new(json_object_get(json_object_get(*claim, "spec"), "devices"), "config",
-                            json_pack("[{s:{s:s, s:o}}]", "opaque", "driver", SA_DRIVER,
-                                      "parameters", params));
+        json_object_set_new(
+            json_object_get(json_object_get(*claim, "spec"), "devices"), "config",
+            json_pack("[{s:{s:s, s:o}}]", "opaque", "driver", SA_DRIVER, "parameters", params));
     }
     return 0;
 }

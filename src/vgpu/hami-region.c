@@ -72,6 +72,15 @@ static void claim_slot(struct gs_hami_region *r, pid_t pid)
     atomic_store(&my_slot->pid, pid);
 }
 
+/* A forked child is another process: a slot of its own (HAMi-core's child_reinit_flag). */
+static void hami_atfork_child(void)
+{
+    my_slot = NULL;
+    my_pid = getpid();
+    if (hr)
+        claim_slot(hr, my_pid);
+}
+
 int vgpu_hami_open(const char *path, int priority)
 {
     if (hr)
@@ -123,6 +132,8 @@ int vgpu_hami_open(const char *path, int priority)
         return r;
     }
     __atomic_store_n(&hr, (struct gs_hami_region *)m, __ATOMIC_RELEASE);
+    vgpu_region_set_usage_hook(vgpu_hami_note_used);
+    pthread_atfork(NULL, NULL, hami_atfork_child);
     return 0;
 }
 

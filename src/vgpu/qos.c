@@ -227,8 +227,8 @@ static void scan_locked(struct qos_dev *q)
         snprintf(path, sizeof(path), "%s/%s/%s%s", q->peers_dir, de->d_name, de->d_name,
                  GS_LIMITS_SUFFIX);
         if (stat(path, &st) != 0)
-            snprintf(path, sizeof(path), "%s/%s/limits/%s%s", q->peers_dir, de->d_name,
-                     de->d_name, GS_LIMITS_SUFFIX);
+            snprintf(path, sizeof(path), "%s/%s/limits/%s%s", q->peers_dir, de->d_name, de->d_name,
+                     GS_LIMITS_SUFFIX);
         if (gs_limits_read(path, lim, &err) < 0 || strcmp(lim->claim, q->claim) == 0)
             continue; /* a broken peer file: it gets the safe reading, we ignore it */
         const struct gs_limits_device *ld = gs_limits_find(lim, q->uuid);

@@ -128,6 +128,10 @@ int vgpu_region_sweep(struct vgpu_region *r, enum vgpu_sweep_mode mode);
  * judgement alone decides), another negative errno when the driver could not answer now (every
  * charge is kept until a later sweep). */
 typedef int (*vgpu_driver_holds_fn)(const int *pids, bool *holds, int n);
+/* Observer of this process's charge per device (uuid, bytes), called after every reservation and
+ * release (HAMi-core's region mirror). */
+typedef void (*vgpu_usage_hook_fn)(const char *uuid, uint64_t used);
+void vgpu_region_set_usage_hook(vgpu_usage_hook_fn fn);
 void vgpu_region_set_driver_check(vgpu_driver_holds_fn fn);
 /* Forget the mappings after fork() in the child (the child registers its own slot). */
 void vgpu_region_atfork_child(void);

@@ -10,6 +10,12 @@
 #include "tap.h"
 #include "vgpu/vgpu-internal.h"
 
+/* hami-region.c registers its usage mirror with region.c (not compiled into this test) */
+void vgpu_region_set_usage_hook(vgpu_usage_hook_fn fn)
+{
+    (void)fn;
+}
+
 #define MiB   (1ULL << 20)
 #define UUID0 "GPU-aaaaaaaa-0000-0000-0000-000000000000"
 #define UUID1 "GPU-aaaaaaaa-0000-0000-0000-000000000001"

@@ -28,6 +28,12 @@
 #include "vgpu/qos.h"
 #include "vgpu/vgpu-internal.h"
 
+/* hami-region.c registers its usage mirror with region.c (not compiled into this test) */
+void vgpu_region_set_usage_hook(vgpu_usage_hook_fn fn)
+{
+    (void)fn;
+}
+
 /* libvgpu symbols limiter.c refers to outside its core (only used by vgpu_limiter_before). */
 struct gs_real_cuda gs_real_cu;
 struct vgpu_device *vgpu_device_current(void)
