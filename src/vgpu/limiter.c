@@ -633,6 +633,7 @@ charge:
     l->precharged = pre;
     atomic_fetch_sub_explicit(&rd->budget_ns, pre, memory_order_relaxed);
     c->busy += pre;
+    vgpu_qos_queued(dev, rd, now, pre);
 }
 
 void vgpu_limiter_end(struct vgpu_launch *l, CUresult launched)

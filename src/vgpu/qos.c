@@ -62,6 +62,8 @@ struct qos_dev {
 static struct qos_dev qs[GS_REGION_MAX_DEVICES] = {
     [0 ... GS_REGION_MAX_DEVICES - 1] = {.lock = PTHREAD_MUTEX_INITIALIZER}};
 
+static _Atomic uint64_t queue_tail[GS_REGION_MAX_DEVICES]; /* see vgpu_qos_queued */
+
 static bool pending(const struct gs_region_device *d, uint64_t now)
 {
     uint64_t p = atomic_load_explicit(&d->pending_ns, memory_order_relaxed);
@@ -166,6 +168,7 @@ void vgpu_qos_reset(void)
         atomic_store(&q->decided_ns, 0);
         atomic_store(&q->verdict, 0);
         atomic_store(&q->stamped_ns, 0);
+        atomic_store(&queue_tail[i], 0);
         pthread_mutex_unlock(&q->lock);
     }
 }
@@ -257,7 +260,31 @@ static void scan_locked(struct qos_dev *q)
 
 void vgpu_qos_pending(struct gs_region_device *rd, uint64_t now)
 {
-    atomic_store_explicit(&rd->pending_ns, now, memory_order_relaxed);
+    /* never move a published stamp back (queued work may have put it ahead of now) */
+    uint64_t p = atomic_load_explicit(&rd->pending_ns, memory_order_relaxed);
+    if ((int64_t)(now - p) > 0)
+        atomic_store_explicit(&rd->pending_ns, now, memory_order_relaxed);
+}
+
+/* Work queued on the GPU is pending too: a process that queues 16 kernels and then waits in a
+ * synchronisation launches nothing for a while, yet its work is not done. Each process keeps the
+ * time its known queue would drain if it had the GPU alone (the sum of its estimates; sharing
+ * makes it drain later, which the pending window covers), at most VGPU_QOS_QUEUE_MAX_NS ahead,
+ * and publishes it at most once per millisecond of change. */
+void vgpu_qos_queued(int dev, struct gs_region_device *rd, uint64_t now, int64_t gpu_ns)
+{
+    if (dev < 0 || dev >= GS_REGION_MAX_DEVICES || gpu_ns <= 0)
+        return;
+    uint64_t t = atomic_load_explicit(&queue_tail[dev], memory_order_relaxed), n;
+    do {
+        n = ((int64_t)(t - now) > 0 ? t : now) + (uint64_t)gpu_ns;
+        if ((int64_t)(n - now) > (int64_t)VGPU_QOS_QUEUE_MAX_NS)
+            n = now + VGPU_QOS_QUEUE_MAX_NS;
+    } while (!atomic_compare_exchange_weak_explicit(&queue_tail[dev], &t, n, memory_order_relaxed,
+                                                    memory_order_relaxed));
+    uint64_t p = atomic_load_explicit(&rd->pending_ns, memory_order_relaxed);
+    if ((int64_t)(n - p) >= (int64_t)VGPU_QOS_DECIDE_NS)
+        atomic_store_explicit(&rd->pending_ns, n, memory_order_relaxed);
 }
 
 static void publish(struct gs_region_device *rd, const struct qos_dev *q, uint32_t state)

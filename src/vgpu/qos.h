@@ -57,6 +57,9 @@ struct vgpu_qos_verdict vgpu_qos_verdict(int dev, struct gs_region_device *rd, u
                                          uint64_t now);
 /* Waiting (budget, hold): keep pending_ns fresh. */
 void vgpu_qos_pending(struct gs_region_device *rd, uint64_t now);
+/* A launch of (estimated) `gpu_ns` was queued at `now`: the claim has work pending until the
+ * queue it knows of drains (pending_ns may lie in the future by the queued work). */
+void vgpu_qos_queued(int dev, struct gs_region_device *rd, uint64_t now, int64_t gpu_ns);
 
 /* Tests: replace the peers of a device by a fixed list (NULL/0: scan the directory again). */
 void vgpu_qos_set_peers(int dev, const struct vgpu_qos_peer *peers, int n);
@@ -64,6 +67,7 @@ void vgpu_qos_set_peers(int dev, const struct vgpu_qos_peer *peers, int n);
 void vgpu_qos_reset(void);
 
 #define VGPU_QOS_DECIDE_NS 1000000ULL   /* a verdict is reused for 1 ms */
-#define VGPU_QOS_SCAN_NS   500000000ULL /* the peers directory is re-read every 500 ms */
+#define VGPU_QOS_QUEUE_MAX_NS 1000000000ULL /* pending_ns at most 1 s ahead of now */
+#define VGPU_QOS_SCAN_NS   100000000ULL /* the peers directory is re-read every 100 ms */
 
 #endif /* GS_VGPU_QOS_H */
