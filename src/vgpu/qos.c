@@ -269,8 +269,9 @@ void vgpu_qos_pending(struct gs_region_device *rd, uint64_t now)
 /* Work queued on the GPU is pending too: a process that queues 16 kernels and then waits in a
  * synchronisation launches nothing for a while, yet its work is not done. Each process keeps the
  * time its known queue would drain if it had the GPU alone (the sum of its estimates; sharing
- * makes it drain later, which the pending window covers), at most VGPU_QOS_QUEUE_MAX_NS ahead,
- * and publishes it at most once per millisecond of change. */
+ * makes it drain later, which the pending window covers), at most VGPU_QOS_QUEUE_MAX_NS ahead
+ * (estimates measured under contention run long: a larger lead would outlive the work), and
+ * publishes it at most once per millisecond of change. */
 void vgpu_qos_queued(int dev, struct gs_region_device *rd, uint64_t now, int64_t gpu_ns)
 {
     if (dev < 0 || dev >= GS_REGION_MAX_DEVICES || gpu_ns <= 0)

@@ -66,8 +66,8 @@ void vgpu_qos_set_peers(int dev, const struct vgpu_qos_peer *peers, int n);
 /* Tests: forget all configuration and cached verdicts. */
 void vgpu_qos_reset(void);
 
-#define VGPU_QOS_DECIDE_NS 1000000ULL   /* a verdict is reused for 1 ms */
-#define VGPU_QOS_QUEUE_MAX_NS 1000000000ULL /* pending_ns at most 1 s ahead of now */
-#define VGPU_QOS_SCAN_NS   100000000ULL /* the peers directory is re-read every 100 ms */
+#define VGPU_QOS_DECIDE_NS    1000000ULL   /* a verdict is reused for 1 ms */
+#define VGPU_QOS_QUEUE_MAX_NS 100000000ULL /* pending_ns at most 100 ms ahead of now */
+#define VGPU_QOS_SCAN_NS      100000000ULL /* the peers directory is re-read every 100 ms */
 
 #endif /* GS_VGPU_QOS_H */
