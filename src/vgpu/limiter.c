@@ -426,6 +426,13 @@ static void wait_record_locked(int32_t i)
 static int32_t rec_take_locked(void)
 {
     recs_init_locked();
+    /* every record in flight: first take back those already completed (a loop of empty kernels
+     * completes them as fast as it launches; waiting on one would block the thread and cost a
+     * context switch per launch, issue 24) */
+    for (unsigned before = fifo_head + 1; n_free == 0 && fifo_head != before;) {
+        before = fifo_head;
+        poll_locked();
+    }
     while (n_free == 0 && fifo_head != fifo_tail) {
         /* every record in flight: wait for the oldest rather than leave this launch unmeasured */
         unsigned before = fifo_head;
@@ -582,8 +589,12 @@ void vgpu_limiter_begin(struct vgpu_launch *l, struct gs_region_device *rd, int 
     c->now_ns = now;
 
     /* Consume completed measurements every POLL_EVERY_NS (whoever gets the mutex). */
-    if (atomic_load_explicit(&n_in_flight, memory_order_relaxed) &&
-        now - atomic_load_explicit(&last_poll_ns, memory_order_relaxed) >= POLL_EVERY_NS &&
+    /* (the coarse clock ticks every 1-4 ms: a fast loop also polls when half the records are
+     * in flight, so it never runs out of them and has to wait) */
+    uint32_t inflight = atomic_load_explicit(&n_in_flight, memory_order_relaxed);
+    if (inflight &&
+        (now - atomic_load_explicit(&last_poll_ns, memory_order_relaxed) >= POLL_EVERY_NS ||
+         inflight >= REC_MAX / 2) &&
         pthread_mutex_trylock(&lim_lock) == 0) {
         atomic_store_explicit(&last_poll_ns, now, memory_order_relaxed);
         poll_locked();
