@@ -75,8 +75,7 @@ static void bench_launches(const char *op, CUfunction f, long n)
     printf("op=%s ns=%.1f\n", op, per[BATCHES / 2]);
     /* voluntary context switches per batch of n launches (the pauses count BATCHES): a launch
      * that has to wait (sleep, a blocking event wait) shows here (issue 24) */
-    printf("op=%s_vcsw ns=%.1f\n", op,
-           (double)(ru1.ru_nvcsw - ru0.ru_nvcsw - BATCHES) / BATCHES);
+    printf("op=%s_vcsw ns=%.1f\n", op, (double)(ru1.ru_nvcsw - ru0.ru_nvcsw - BATCHES) / BATCHES);
 }
 
 int main(int argc, char **argv)

@@ -71,6 +71,7 @@ struct record {
     uint64_t key;
     struct gs_region_device *rd;
     int64_t charged; /* charged up front */
+    int64_t idle_ns; /* host time of the launch call when the device was idle (not GPU time) */
     int32_t dev;
     uint32_t refs; /* threads waiting on `end` without the mutex */
     uint32_t state;
@@ -369,6 +370,9 @@ static void consume_locked(struct record *p, CUresult q)
         atomic_fetch_add_explicit(&rd->gpu_busy_ns, (uint64_t)p->charged, memory_order_relaxed);
         return;
     }
+    /* The start event ran at once (the stream was idle): the events also span the host's
+     * launch call, time the GPU spent waiting for the kernel, not running it. */
+    ns = ns > p->idle_ns ? ns - p->idle_ns : 0;
     int64_t delta = ns - p->charged;
     struct estimate *e = est_slot(p->key);
     atomic_fetch_sub_explicit(&rd->budget_ns, delta, memory_order_relaxed);
@@ -629,9 +633,11 @@ void vgpu_limiter_begin(struct vgpu_launch *l, struct gs_region_device *rd, int 
         e = est_slot(l->key);
         if (i >= 0) {
             struct record *p = &recs[i];
+            uint64_t t0 = ops->now_ns();
             if (p->start && ops->event_record(p->start, stream) == CUDA_SUCCESS) {
                 STORE(e->taken, e->taken + 1);
                 l->rec = i;
+                l->rec_ns = t0;
             } else {
                 p->drop = 1;
                 rec_free_locked(i);
@@ -671,6 +677,16 @@ void vgpu_limiter_end(struct vgpu_launch *l, CUresult launched)
     pthread_mutex_lock(&lim_lock);
     struct record *p = &recs[l->rec];
     if (p->end && ops->event_record(p->end, l->stream) == CUDA_SUCCESS) {
+        /* Had the start event completed once the end was recorded? Then the stream was idle and
+         * the host's launch call (from before the start record to after the end record) lies
+         * between the events: time the GPU waited for the kernel, not ran it (issue 24: an
+         * empty kernel costs no GPU time, or a loop of them is throttled and sleeps). With work
+         * queued ahead the start event is still pending: no correction. */
+        p->idle_ns = 0;
+        if (ops->event_query(p->start) == CUDA_SUCCESS) {
+            uint64_t t = ops->now_ns();
+            p->idle_ns = t > l->rec_ns ? (int64_t)(t - l->rec_ns) : 0;
+        }
         p->key = l->key;
         p->rd = rd;
         p->dev = l->dev;

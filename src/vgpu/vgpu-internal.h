@@ -327,6 +327,7 @@ struct vgpu_launch {
     int32_t rec;        /* measurement record index, -1 when this launch is not measured */
     int32_t dev;        /* vgpu device index */
     int64_t precharged; /* GPU time charged up front (ns) */
+    uint64_t rec_ns;    /* measured launches: host time the start event was recorded */
 };
 void vgpu_limiter_before(struct vgpu_launch *l, uint64_t key, CUstream stream);
 void vgpu_limiter_after(struct vgpu_launch *l, CUresult launched);
