@@ -132,6 +132,9 @@ def priority(t, ten, uuid):
     h_both = share(hb, hs, hs + 300000, h_end - 100000)
     l_both = share(lb, ls, hs + 300000, h_end - 100000)
     l_after = share(lb, ls, h_end + 200000, ls + 5900000)
+    i_end = max(0, (h_end - ls) // 100000)
+    t.diag('low tenant per 100 ms around the high one\'s end: ' +
+           ','.join(str(x // 1000) for x in lb[max(0, i_end - 3):i_end + 12]))
     keep = h_both / h_alone if h_alone else 0
     report(t, 'prio_high_keeps', f'{h_both:.1f} % of {h_alone:.1f} % alone = {100 * keep:.1f} %',
            keep >= 0.90, 'priority: the high tenant keeps >= 90 % of its alone throughput')
