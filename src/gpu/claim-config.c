@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "gpu/claim.h"
-#include "common/limits.h"
+#include "config/limits.h"
 
 void claim_qos_init(struct claim_qos *q)
 {

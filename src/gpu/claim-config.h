@@ -21,7 +21,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "base/error.h"
 
 #define CLAIM_CONFIG_API_VERSION "gpuslice.io/v1alpha1"
 #define CLAIM_CONFIG_KIND        "GpuSliceConfig"

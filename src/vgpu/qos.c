@@ -33,7 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/limits.h"
+#include "config/limits.h"
 #include "vgpu/hami-region.h"
 #include "vgpu/vgpu-internal.h"
 

@@ -2,7 +2,7 @@
 /* claim_plan_build: what kubelet's claim turns into (limits per device, results, errors). */
 #include <string.h>
 
-#include "common/limits.h"
+#include "config/limits.h"
 #include "gpu/claim.h"
 #include "plugin-fixtures.h"
 #include "tap.h"

@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/limits.h"
+#include "config/limits.h"
 #include "tap.h"
 #include "vgpu/limiter.h"
 #include "vgpu/qos.h"
