@@ -45,8 +45,9 @@
  *  - `peers PATH`: absolute path, as seen inside the container, of the read-only directory that
  *    holds every claim of the node, one subdirectory per claim: `<claim>/<claim>.limits` and the
  *    claim's region at `<claim>/region/region` (the kubelet plugin's layout), or
- *    `<claim>/limits/<claim>.limits` and `<claim>/region` (`gpuslice run`'s slices). libvgpu reads its co-tenants' priority, policy
- *    and caps from their limits files and their pending work from their regions, read-only.
+ *    `<claim>/limits/<claim>.limits` and `<claim>/region` (`gpuslice run`'s slices). libvgpu reads
+ * its co-tenants' priority, policy and caps from their limits files and their pending work from
+ * their regions, read-only.
  *
  * Malformed files: the parser reports the first error (line number, field and value) and leaves the
  * SAFEST reading in its output: every device it could name gets memory GS_LIMITS_MEMORY_REFUSE
