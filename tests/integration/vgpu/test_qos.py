@@ -139,8 +139,12 @@ def priority(t, ten, uuid):
     report(t, 'prio_high_keeps', f'{h_both:.1f} % of {h_alone:.1f} % alone = {100 * keep:.1f} %',
            keep >= 0.90, 'priority: the high tenant keeps >= 90 % of its alone throughput')
     t.diag(f'low tenant while held: {l_both:.1f} % (the floor is 5 %)')
-    report(t, 'prio_low_after_pct', f'{l_after:.1f} %', l_after >= 90,
-           'the high one idles: the low one gets >= 90 % from 200 ms after')
+    # (the same workload alone, h_alone, is this program's ceiling on this machine: batches of
+    # 16 x 1 ms complete 5 or 6 per 100 ms)
+    report(t, 'prio_low_after_pct', f'{l_after:.1f} % ({l_after / h_alone:.3f} of the same '
+           'workload alone)', l_after >= 90 or l_after >= 0.95 * h_alone,
+           'the high one idles: the low one gets >= 90 % (or of what it reaches alone) from '
+           '200 ms after')
 
 
 def hard_windows(t, ten, uuid, hogs=0):
