@@ -50,9 +50,15 @@ struct run_config {
     bool sim;
     bool quiet;
     char *state_dir;
+    int compute_policy;
+    int priority;
 };
 
 static const char *const policies[] = {"binpack", "first-fit", "spread", "topology", NULL};
+/* index 0 = not given: the default policy (work-conserving) / priority (low) */
+static const char *const compute_policies[] = {"default", "hard", "work-conserving", "disabled",
+                                               NULL};
+static const char *const priorities[] = {"default", "high", "low", NULL};
 
 static const struct gs_option run_options[] = {
     {.name = "memory",
@@ -117,6 +123,23 @@ static const struct gs_option run_options[] = {
      .def = "false",
      .help = "do not print the slice summary line",
      .offset = offsetof(struct run_config, quiet)},
+    {.name = "compute-policy",
+     .env = "GPUSLICE_COMPUTE_POLICY",
+     .type = GS_OPT_ENUM,
+     .choices = compute_policies,
+     .def = "default",
+     .help = "hard: the compute share is a ceiling; work-conserving (the default, HAMi's): the "
+             "share applies only while another slice of the GPU with the same or a higher "
+             "priority has work pending; disabled: no compute cap",
+     .offset = offsetof(struct run_config, compute_policy)},
+    {.name = "priority",
+     .env = "GPUSLICE_PRIORITY",
+     .type = GS_OPT_ENUM,
+     .choices = priorities,
+     .def = "default",
+     .help = "high (HAMi's CUDA_TASK_PRIORITY 0) or low (1, the default): while a high-priority "
+             "slice has work pending, low-priority slices of its GPU get at most 5 % of it",
+     .offset = offsetof(struct run_config, priority)},
     {.name = "state-dir",
      .env = "GPUSLICE_STATE_DIR",
      .type = GS_OPT_STRING,
@@ -274,6 +297,8 @@ static int parse_request(const struct run_config *cfg, struct sa_request *r, str
     r->gpus = cfg->gpus;
     r->gpu_type = cfg->gpu_type;
     r->name = cfg->name;
+    r->compute_policy = cfg->compute_policy > 0 ? compute_policies[cfg->compute_policy] : NULL;
+    r->priority = cfg->priority == 1 ? 0 : cfg->priority == 2 ? 1 : -1;
     if (cfg->memory) {
         struct gs_quantity q;
         struct gs_error qe = {0};

@@ -10,6 +10,7 @@
 #include "base/clock.h"
 #include "base/macros.h"
 #include "base/version.h"
+#include "config/limits.h"
 
 enum fam {
     /* HAMi vGPU monitor: device and per-container usage */
@@ -34,6 +35,9 @@ enum fam {
     F_CLAIM_CORES,
     F_CLAIM_OOM,
     F_CLAIM_THROTTLED,
+    F_CLAIM_QOS,
+    F_CLAIM_QOS_STATE,
+    F_CLAIM_HELD,
     F_CLAIM_BUSY,
     F_CLAIM_LAUNCHES,
     F_CLAIM_LAST_KERNEL,
@@ -96,6 +100,15 @@ static const struct mon_family_def defs[F_N] = {
                      "Allocations libvgpu refused at the claim's memory limit"},
     [F_CLAIM_THROTTLED] = {"gpuslice_claim_throttled_seconds", MON_COUNTER, MON_MERGE_NONE,
                            "Time kernel launches waited for the claim's compute budget"},
+    [F_CLAIM_QOS] = {"gpuslice_claim_compute_qos_info", MON_GAUGE, MON_MERGE_NONE,
+                     "1, labelled with the compute policy and priority libvgpu applies to the "
+                     "claim"},
+    [F_CLAIM_QOS_STATE] = {"gpuslice_claim_compute_state", MON_GAUGE, MON_MERGE_NONE,
+                           "What the claim's launches obey now: 0 free (no cap applies), 1 "
+                           "capped, 2 held by a higher priority, 3 blocked by HAMi's monitor"},
+    [F_CLAIM_HELD] = {"gpuslice_claim_held_seconds", MON_COUNTER, MON_MERGE_NONE,
+                      "Time kernel launches waited while a higher-priority tenant had work "
+                      "pending"},
     [F_CLAIM_BUSY] = {"gpuslice_claim_gpu_busy_seconds", MON_COUNTER, MON_MERGE_NONE,
                       "Busy GPU time of the claim's kernels (devices with a compute cap)"},
     [F_CLAIM_LAUNCHES] = {"gpuslice_claim_launches", MON_COUNTER, MON_MERGE_NONE,
@@ -155,6 +168,9 @@ const char *const mon_exported_names[] = {
     "gpuslice_claim_oom_refusals_total",
     "gpuslice_claim_throttled_seconds_total",
     "gpuslice_claim_gpu_busy_seconds_total",
+    "gpuslice_claim_compute_qos_info",
+    "gpuslice_claim_compute_state",
+    "gpuslice_claim_held_seconds_total",
     "gpuslice_claim_launches_total",
     "gpuslice_claim_last_kernel_timestamp_seconds",
     "gpuslice_claim_region_healthy",
@@ -328,6 +344,15 @@ static void collect_claim(struct scrape *s, struct mon_claim *m, uint64_t real_n
             add(s, F_CLAIM_LAUNCHES, &l, (double)rd->launches);
             if (rd->has_v2)
                 add(s, F_CLAIM_BUSY, &l, (double)rd->gpu_busy_ns / 1e9);
+            if (rd->has_qos) {
+                add(s, F_CLAIM_QOS_STATE, &l, (double)GS_REGION_QOS_STATE(rd->qos));
+                add(s, F_CLAIM_HELD, &l, (double)rd->held_ns / 1e9);
+                struct mon_labels ql = l;
+                const char *pol = gs_compute_policy_name((int)GS_REGION_QOS_POLICY(rd->qos));
+                mon_labels_add(&ql, "policy", pol ? pol : "unknown");
+                mon_labels_add_u(&ql, "priority", (unsigned)GS_REGION_QOS_PRIORITY(rd->qos));
+                add(s, F_CLAIM_QOS, &ql, 1);
+            }
         }
         add(s, F_CLAIM_LAST_KERNEL, &l, last_ts);
 

@@ -184,6 +184,10 @@ static void copy_region(const struct gs_region *g, struct header *h, struct mon_
             o->has_v2 ? atomic_load_explicit(&d->gpu_busy_ns, memory_order_acquire) : 0;
         o->last_kernel_ns =
             o->has_v2 ? atomic_load_explicit(&d->last_kernel_ns, memory_order_acquire) : 0;
+        /* v3: the QoS libvgpu applies (published with its first capped launch) */
+        o->qos = h->version >= 3 ? atomic_load_explicit(&d->qos, memory_order_acquire) : 0;
+        o->has_qos = o->has_v2 && GS_REGION_QOS_POLICY(o->qos) != 0;
+        o->held_ns = o->has_qos ? atomic_load_explicit(&d->held_ns, memory_order_acquire) : 0;
         (*n)++;
     }
 }

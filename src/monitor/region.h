@@ -48,6 +48,9 @@ struct mon_region_device {
     bool has_v2;             /* gpu_busy_ns / last_kernel_ns are meaningful (v2, capped device) */
     uint64_t gpu_busy_ns;    /* v2 */
     uint64_t last_kernel_ns; /* v2: CLOCK_REALTIME ns, 0 = none */
+    bool has_qos;            /* v3: qos word published (policy, priority, state) */
+    uint32_t qos;            /* GS_REGION_QOS_* (include/gpuslice/shared_region.h) */
+    uint64_t held_ns;        /* v3: time launches were held by a higher priority */
 };
 
 struct mon_region {

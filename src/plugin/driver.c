@@ -145,6 +145,12 @@ int driver_write_claim_files(struct driver *d, const struct claim_plan *p, bool 
     snprintf(lim->claim, sizeof(lim->claim), "%s", p->uid);
     snprintf(lim->region_path, sizeof(lim->region_path), "%s/%s/region", CDI_CONTAINER_REGION_DIR,
              p->uid);
+    /* compute QoS (limits v2): the claim's opaque config, and the claims of the node read-only
+     * so that libvgpu sees its co-tenants (docs/internals/vgpu.md, "Compute QoS") */
+    lim->policy = p->qos.policy;
+    lim->priority = p->qos.priority;
+    lim->log_level = p->qos.log_level;
+    snprintf(lim->peers_dir, sizeof(lim->peers_dir), "%s", CDI_CONTAINER_PEERS_DIR);
     for (size_t i = 0; i < p->n_devices && r == 0; i++)
         r = gs_limits_add_device(lim, p->devices[i].uuid, p->devices[i].memory_limit,
                                  p->devices[i].cores, err);
