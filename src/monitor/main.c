@@ -131,6 +131,9 @@ static int serve(const struct mon_options *o)
     struct mon_server_config sc = {
         .listen = o->listen,
         .connection_limit = (unsigned)o->max_connections,
+        .per_client_limit = (unsigned)o->max_connections_per_client,
+        .idle_timeout_s = (unsigned)(o->idle_timeout_ns / 1000000000LL),
+        .probe_listen = o->probe_listen,
         .tls = tls,
         .catalog = &cat,
         .collect = {.node = node, .version = gs_version(), .legacy = o->legacy_metrics},

@@ -27,6 +27,7 @@ struct mon_options {
     char *standalone_state_dir; /* `gpuslice run`'s; NULL = the standalone mode's default */
     char *tls_cert_file;
     char *tls_key_file;
+    char *probe_listen;
     bool legacy_metrics;
     bool kubernetes;
     bool list_metrics;
@@ -36,6 +37,8 @@ struct mon_options {
     int64_t api_timeout_ns;
     int64_t cert_check_interval_ns;
     int64_t max_connections;
+    int64_t max_connections_per_client;
+    int64_t idle_timeout_ns;
 };
 
 /* Parse argv + environment (+ config file) into *o. Returns 0 to run, GS_CONFIG_EXIT when

@@ -2,7 +2,9 @@
 /*
  * Read-only view of one claim's shared region (include/gpuslice/shared_region.h).
  *
- * The file is opened O_RDONLY and its header + device array mapped PROT_READ once; every read
+ * The file is opened O_RDONLY | O_NOFOLLOW (a symlink is refused: the folder is writable by the
+ * container), its header + device array mapped PROT_READ once and the descriptor closed (10,000
+ * claims hold no descriptors); every read
  * checks the magic, version and size fields and init_state, then copies the device fields with
  * acquire loads. A file truncated under the mapping (the containers mount it read-write) makes a
  * read fault: the read runs under a SIGBUS guard (mon_region_guard) and reports the region
@@ -52,7 +54,6 @@ struct mon_region_device {
 
 struct mon_region {
     char path[4096];
-    int fd;
     const struct gs_region *map; /* header + devices only */
     size_t map_len;
     dev_t dev;
