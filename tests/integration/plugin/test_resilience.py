@@ -141,6 +141,31 @@ def test_single_instance(t, env):
         t.ok(False, 'single instance: the first plugin still answers', diag=e.code())
 
 
+def test_shared_dirs(t, env):
+    """A second instance with its own state directory but the same socket and CDI directories
+    (issue 21) must refuse to start: it used to delete the first's CDI specs at start and both
+    sockets at exit."""
+    import tempfile
+    other = tempfile.mkdtemp(prefix='gs-plugin-state2-')
+    args = env.args()
+    args[args.index('--state-dir') + 1] = other
+    cdi = sorted(os.listdir(env.dirs['cdi']))
+    socks = sorted(os.listdir(env.dirs['plugin'])) + sorted(os.listdir(env.dirs['registrar']))
+    r = subprocess.run(args, capture_output=True, text=True, env=env.env(), timeout=60)
+    t.ok(r.returncode != 0 and 'refusing to start a second one' in r.stderr,
+         'shared dirs: a second plugin with its own state dir but the same socket and CDI dirs '
+         'refuses to start', diag=r.stderr[-600:])
+    t.like(r.stderr, str(env.proc.pid), 'shared dirs: naming the running pid')
+    t.is_eq(sorted(os.listdir(env.dirs['cdi'])), cdi, "shared dirs: the first's CDI specs stay")
+    t.is_eq(sorted(os.listdir(env.dirs['plugin'])) + sorted(os.listdir(env.dirs['registrar'])),
+            socks, "shared dirs: the first's sockets stay")
+    try:
+        env.kubelet.get_info(env.kubelet.wait_socket(5), timeout=5)
+        t.ok(True, 'shared dirs: the first plugin still answers')
+    except grpc.RpcError as e:
+        t.ok(False, 'shared dirs: the first plugin still answers', diag=e.code())
+
+
 def test_socket_ownership(t, env):
     dra = os.path.join(env.dirs['plugin'], 'dra.sock')
     t.ok(os.path.exists(dra), 'sockets: the DRA socket exists')
@@ -238,6 +263,7 @@ def main():
         t.run('hostile strings', test_hostile_strings, t, env)
         t.run('client cancel', test_client_cancel, t, env)
         t.run('single instance', test_single_instance, t, env)
+        t.run('shared dirs', test_shared_dirs, t, env)
         t.run('socket ownership', test_socket_ownership, t, env)
         t.run('temporaries', test_temporaries, t, env)
         t.run('huge checkpoint', test_huge_checkpoint, t, env)
