@@ -632,6 +632,8 @@ void mon_catalog_refresh(struct mon_catalog *c)
     pthread_mutex_unlock(&c->lock);
     free(standalone.v);
     sample_gpus(c, rs);
+    if (c->cfg.sample_gpus)
+        mon_audit_run(c, rs->nv_open ? &rs->nv : NULL);
     resolve_pods(c, rs);
     atomic_store(&c->ready, true);
 }

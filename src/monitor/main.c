@@ -121,6 +121,7 @@ static int serve(const struct mon_options *o)
         .refresh_ns = (uint64_t)o->refresh_interval_ns,
         .resync_ns = (uint64_t)o->resync_interval_ns,
         .sample_gpus = true,
+        .audit_kill = o->audit_kill,
     };
     int rc = 0;
     if (mon_catalog_init(&cat, &cc, &err) < 0) {

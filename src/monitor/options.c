@@ -77,6 +77,13 @@ static const struct gs_option options[] = {
      .offset = OFF(standalone_state_dir),
      .help = "state dir of `gpuslice run` (ledger.db); unset = the standalone mode's default "
              "(/var/lib/gpuslice as root, else ~/.local/state/gpuslice)"},
+    {.name = "audit-kill",
+     .env = "GPUSLICE_MONITOR_AUDIT_KILL",
+     .type = GS_OPT_BOOL,
+     .def = "false",
+     .offset = OFF(audit_kill),
+     .help = "the auditor kills (SIGKILL) a process that holds more physical GPU memory than its "
+             "claim's limit (HAMi's ACTIVE_OOM_KILLER); off: it only reports"},
     {.name = "legacy-metrics",
      .env = "GPUSLICE_MONITOR_LEGACY_METRICS",
      .type = GS_OPT_BOOL,

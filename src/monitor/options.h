@@ -31,6 +31,7 @@ struct mon_options {
     bool legacy_metrics;
     bool kubernetes;
     bool list_metrics;
+    bool audit_kill;
     int log_level; /* index: error, warn, info, debug */
     int64_t refresh_interval_ns;
     int64_t resync_interval_ns;

@@ -17,7 +17,7 @@
 #include "common/macros.h"
 
 /* Only the header and the device array are read; process slots are libvgpu's business. */
-#define MAP_BYTES offsetof(struct gs_region, procs)
+#define MAP_BYTES sizeof(struct gs_region) /* the process slots too (the auditor) */
 
 static const char *const status_names[MON_REGION_N_STATUS] = {
     [MON_REGION_OK] = "ok",
@@ -248,4 +248,33 @@ const struct mon_region_device *mon_region_find(const struct mon_region_device *
         if (strcmp(devs[i].uuid, uuid) == 0)
             return &devs[i];
     return NULL;
+}
+
+uint32_t mon_region_procs(struct mon_region *r, struct mon_region_proc *out, uint32_t max)
+{
+    if (!r->map)
+        return 0;
+    uint32_t n = 0;
+    sigjmp_buf jb;
+    if (sigsetjmp(jb, 0)) {
+        bus_jmp = NULL;
+        unmap(r);
+        return 0;
+    }
+    bus_jmp = &jb;
+    const struct gs_region *g = r->map;
+    uint32_t hint = atomic_load_explicit(&g->n_procs_hint, memory_order_acquire);
+    if (hint > GS_REGION_MAX_PROCS)
+        hint = GS_REGION_MAX_PROCS;
+    for (uint32_t i = 0; i < hint && n < max; i++) {
+        int32_t pid = atomic_load_explicit(&g->procs[i].pid, memory_order_acquire);
+        if (pid <= 0)
+            continue;
+        out[n].pid = pid;
+        out[n].start_time = atomic_load_explicit(&g->procs[i].start_time, memory_order_relaxed);
+        out[n].pidns = atomic_load_explicit(&g->procs[i].pidns, memory_order_relaxed);
+        n++;
+    }
+    bus_jmp = NULL;
+    return n;
 }
