@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/json.h"
-#include "common/macros.h"
+#include "config/json.h"
+#include "base/macros.h"
 #include "extender/hami.h"
 
 bool ext_uid_valid(const char *uid)

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "base/error.h"
 
 #define EXT_ASSIGN_PREFIX "gpuslice.io/assign-"
 #define EXT_UID_LEN       36

@@ -14,11 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/json.h"
-#include "common/k8s.h"
-#include "common/log.h"
-#include "common/macros.h"
-#include "common/proc.h"
+#include "config/json.h"
+#include "kube/k8s.h"
+#include "base/log.h"
+#include "base/macros.h"
+#include "base/proc.h"
 #include "gpu/nvml.h"
 #include "monitor/catalog.h"
 

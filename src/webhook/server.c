@@ -20,9 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/clock.h"
-#include "common/log.h"
-#include "common/macros.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/macros.h"
 #include "webhook/review.h"
 
 struct probe_srv;
