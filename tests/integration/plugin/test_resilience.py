@@ -128,6 +128,37 @@ def test_client_cancel(t, env):
     env.api.clear_faults()
 
 
+def test_slow_api(t, env):
+    """Issue 21: every claim GET takes 2 s, kubelet's deadline is 5 s, 20 claims. The caller's
+    deadline (not the API cut-off half a second before it) decides: what was fetched in time is
+    prepared, and retries converge (each finds more claims prepared)."""
+    cs = [env.api.put(pl.claim(f'slow-{i}', results=[('r', 'hami-gpu-0', 1, '100Mi')]))
+          for i in range(20)]
+    env.api.delay_next(100000, 2, match='/resourceclaims/slow-')
+    refs = [pl.ref(c) for c in cs]
+    done, rounds = set(), []
+    try:
+        for _ in range(6):
+            try:
+                resp = env.kubelet.prepare('v1', refs, timeout=5)
+            except grpc.RpcError as e:
+                rounds.append(str(e.code()))
+                continue
+            ok = {u for u, r in resp.claims.items() if not r.error}
+            rounds.append(len(ok))
+            done |= ok
+            if len(done) == len(cs):
+                break
+    finally:
+        env.api.clear_faults()
+    t.ok(isinstance(rounds[0], int) and rounds[0] > 0, 'slow API: the first call prepares the '
+         'claims it fetched in time', diag=rounds)
+    t.is_eq(len(done), len(cs), 'slow API: retries converge: all 20 claims prepared',
+            )
+    t.diag(f'prepared per call: {rounds}')
+    env.kubelet.unprepare('v1', refs, timeout=30)
+
+
 def test_single_instance(t, env):
     r = subprocess.run(env.args(), capture_output=True, text=True, env=env.env(), timeout=60)
     t.ok(r.returncode != 0, 'single instance: a second plugin on the same state dir exits',
@@ -262,6 +293,7 @@ def main():
         t.run('starvation', test_starvation, t, env)
         t.run('hostile strings', test_hostile_strings, t, env)
         t.run('client cancel', test_client_cancel, t, env)
+        t.run('slow api', test_slow_api, t, env)
         t.run('single instance', test_single_instance, t, env)
         t.run('shared dirs', test_shared_dirs, t, env)
         t.run('socket ownership', test_socket_ownership, t, env)
