@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gpuslice-extender: options, wiring, signals (see docs/internals/legacy.md). */
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -194,6 +195,8 @@ int main(int argc, char **argv)
         gs_config_free(&spec, &o);
         return 2;
     }
+    /* Connection threads must not each grow an arena of their own (as the other daemons). */
+    mallopt(M_ARENA_MAX, 2);
     sigset_t sigs;
     gs_daemon_block_signals(&sigs, 0);
 

@@ -87,6 +87,29 @@ static enum MHD_Result metrics(struct ext_server *s, struct MHD_Connection *c)
     return gs_httpd_reply(c, 200, "text/plain; version=0.0.4", out, (size_t)n, true);
 }
 
+/* JSON values in `s` (a count of ',', '[' and '{' outside strings, plus one): what decoding it
+ * would allocate is proportional to this, not to the byte count ("[0,0,...]" of 60 MiB is 30
+ * million values, over a gigabyte as a tree). */
+static size_t json_values(const char *s, size_t n)
+{
+    size_t v = 1;
+    bool in_str = false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (in_str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = false;
+        } else if (c == '"') {
+            in_str = true;
+        } else if (c == ',' || c == '[' || c == '{') {
+            v++;
+        }
+    }
+    return v;
+}
+
 static bool reserve(struct ext_server *s, struct body *b, size_t want)
 {
     if (want <= b->reserved)
@@ -266,6 +289,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         return gs_httpd_text(c, 405, "POST only\n");
     /* One body decoded and served at a time (the verbs are serialised anyway): the JSON tree of
      * a large body is several times its size, and concurrent ones would add up. */
+    if (b->len && json_values(b->buf, b->len) > EXT_MAX_JSON_VALUES) {
+        body_free(s, b);
+        return gs_httpd_text(c, 413, "request body has more than 4,000,000 JSON values\n");
+    }
     pthread_mutex_lock(&s->parse_lock);
     size_t blen = b->len;
     bool large = blen > (1u << 20);

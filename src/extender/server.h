@@ -10,7 +10,8 @@
  *    (ext_server_check_exposure refuses the configuration otherwise); with a token every verb
  *    and /metrics want "Authorization: Bearer <token>" (401 otherwise; /healthz stays open);
  *  - at most EXT_MAX_CONNECTIONS connections, each idle at most EXT_IDLE_TIMEOUT_S;
- *  - a body over EXT_MAX_BODY gets 413 (at the headers when Content-Length says so);
+ *  - a body over EXT_MAX_BODY gets 413 (at the headers when Content-Length says so), and so
+ *    does one of more than EXT_MAX_JSON_VALUES values (its tree would be many times its size);
  *  - bodies being received hold at most EXT_BODY_BUDGET bytes together: a request that would
  *    pass it gets 503 (kube-scheduler retries), and one body at a time is decoded into JSON.
  * A body that is not the JSON expected gets 400 with the reason.
@@ -29,6 +30,8 @@
 #define EXT_BODY_BUDGET     (2u * EXT_MAX_BODY)
 #define EXT_MAX_CONNECTIONS 32u
 #define EXT_IDLE_TIMEOUT_S  30u
+/* JSON values one body may hold (10,000 full Nodes are about 1.5 million). */
+#define EXT_MAX_JSON_VALUES 4000000u
 
 struct ext_server;
 struct wh_tls;

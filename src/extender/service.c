@@ -205,6 +205,14 @@ static void pass_fini(struct pass *p)
     json_decref(p->nodes);
 }
 
+/* Whether the inventory of this call may stay cached for the next. Node names (kube-scheduler's
+ * nodeCacheCapable, as deployed): yes, it is what the next filter needs. Full Node objects in the
+ * body: only for small lists — an inventory of 10,000 Nodes is about 330 MiB and would stay. */
+static bool cacheable(const json_t *nodes, bool by_name)
+{
+    return by_name || json_array_size(nodes) <= EXT_CACHE_MAX_FULL_NODES;
+}
+
 static int run_pass(struct ext_service *s, const json_t *pod, json_t *nodes, bool use_cache,
                     struct pass *p, struct gs_error *err)
 {
@@ -279,7 +287,7 @@ json_t *ext_filter(struct ext_service *s, const json_t *args, struct gs_error *e
     json_t *out = NULL;
     int r = candidates(s, args, &nodes, &by_name, &e);
     if (r == 0)
-        r = run_pass(s, pod, nodes, true, &p, &e);
+        r = run_pass(s, pod, nodes, cacheable(nodes, by_name), &p, &e);
     else
         json_decref(nodes);
     if (r < 0) {
@@ -338,7 +346,7 @@ json_t *ext_prioritize(struct ext_service *s, const json_t *args, struct gs_erro
     json_t *out = json_array();
     int r = candidates(s, args, &nodes, &by_name, &e);
     if (r == 0)
-        r = run_pass(s, pod, nodes, true, &p, &e);
+        r = run_pass(s, pod, nodes, cacheable(nodes, by_name), &p, &e);
     else
         json_decref(nodes);
     for (size_t i = 0; r == 0 && i < p.n; i++) {

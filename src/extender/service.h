@@ -26,6 +26,9 @@
 
 /* A node lock older than this is taken over (HAMi: 5 minutes). */
 #define EXT_LOCK_EXPIRY_S 300
+/* Full Node lists (nodeCacheCapable false) up to this size keep their inventory cached. */
+#define EXT_CACHE_MAX_FULL_NODES 1000
+
 /* A lock dated more than this in the future is invalid (taken over at once). */
 #define EXT_LOCK_MAX_SKEW_S 60
 
