@@ -565,16 +565,6 @@ static void stop_health(struct probe_srv *ps)
     free(ps);
 }
 
-unsigned wh_server_health_port(const struct wh_server *s)
-{
-    struct sockaddr_storage a;
-    socklen_t l = sizeof(a);
-    if (!s->health || getsockname(s->health->lfd, (struct sockaddr *)&a, &l) != 0)
-        return 0;
-    return ntohs(a.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&a)->sin6_port
-                                         : ((struct sockaddr_in *)&a)->sin_port);
-}
-
 struct wh_server *wh_server_start(const struct wh_server_config *cfg, struct gs_error *err)
 {
     struct sockaddr_storage addr;

@@ -60,7 +60,5 @@ struct wh_server *wh_server_start(const struct wh_server_config *cfg, struct gs_
 /* Keep serving, but answer /readyz with 500 so endpoints drop this replica before it stops. */
 void wh_server_drain(struct wh_server *s);
 void wh_server_stop(struct wh_server *s);
-/* The probe listener's port (for --health-listen :0), 0 without one. */
-unsigned wh_server_health_port(const struct wh_server *s);
 
 #endif /* GS_WEBHOOK_SERVER_H */
