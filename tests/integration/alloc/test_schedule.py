@@ -206,6 +206,10 @@ def main():
     t.is_eq([c['source'] for c in pair['config']], ['FromClass', 'FromClaim'],
             'config: the class\'s, then the claim\'s for the selected subrequest')
     t.is_eq(pair['config'][1]['requests'], ['gpus/two'], 'claim config keeps its requests')
+    t.is_eq(pair['config'][0].get('requests'), ['gpus/two'],
+            'class config names the subrequest that used the class (kube-scheduler Allocate)')
+    t.is_eq([r.get('tolerations') for r in pair['results']], [None, None],
+            'results without tolerations carry none')
     net = got['net']
     t.is_eq(net['devices']['results'][0]['consumedCapacity'], {'bandwidth': '25G'},
             '20G rounds up to the smallest valid value, 25G')

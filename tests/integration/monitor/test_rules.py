@@ -37,6 +37,23 @@ def main():
                      if m.startswith(('gpuslice_', 'hami_')) or m == 'up'}
     t.ok(used and used <= known, 'every metric the alerts read is exported by the monitor',
          diag=sorted(used - known))
+    # Dashboard: a panel drawn in seconds plots durations only; another quantity on it has an
+    # override with its own unit (panel 14 drew a count of claims in seconds).
+    import json
+    with open(os.path.join(src, 'deploy', 'monitoring', 'dashboard.json')) as f:
+        dash = json.load(f)
+    bad = []
+    for pn in dash.get('panels', []):
+        if pn.get('fieldConfig', {}).get('defaults', {}).get('unit') != 's':
+            continue
+        own = {o['matcher'].get('options') for o in pn['fieldConfig'].get('overrides', [])
+               if o.get('matcher', {}).get('id') == 'byFrameRefID' and
+               any(pr.get('id') == 'unit' for pr in o.get('properties', []))}
+        for tg in pn.get('targets', []):
+            if 'seconds' not in tg.get('expr', '') and tg.get('refId') not in own:
+                bad.append(f"panel {pn.get('id')} {pn.get('title')}: {tg.get('expr')}")
+    t.ok(not bad, 'dashboard: panels in seconds plot durations (others have a unit override)',
+         diag=bad)
     if not shutil.which('promtool'):
         if os.environ.get('CI') == 'true':
             t.ok(False, 'promtool is installed (tools/deps.txt: prometheus)')

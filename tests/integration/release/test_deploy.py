@@ -343,13 +343,26 @@ def check_installs(t, kubectl, deploy, work, rendered, p):
     do what the knob says (issue 26 one-command install)."""
     ident_of = lambda objs: {ident(o) for o in objs}
     knobs = {'dra': ['image', 'gpu-operator', 'no-webhook', 'no-monitoring', 'network-policies',
-                     'node-selection-gpu-present', 'tolerate-all'],
+                     'node-selection-gpu-present', 'tolerate-all', 'extended-resource'],
              'legacy': ['image', 'no-monitoring', 'network-policies', 'tolerate-all']}
     for mode, comps in knobs.items():
         base = rendered.get(mode)
         if not t.ok(base is not None, f'deploy/{mode} (the whole {mode} install) renders'):
             continue
         check_flags(t, f'deploy/{mode}', base, p)
+        # Each PodMonitor scrapes a pod of the install by a port that pod names.
+        pods = {o['spec']['template']['metadata'].get('labels', {}).get('app.kubernetes.io/name'):
+                o for o in base if pod_spec(o)}
+        for pm in (o for o in base if o['kind'] == 'PodMonitor'):
+            want = pm['spec']['selector']['matchLabels'].get('app.kubernetes.io/name')
+            if want not in pods:
+                continue  # the other mode's daemon
+            ports = {pt.get('name') for c in pod_spec(pods[want])['containers']
+                     for pt in c.get('ports', [])}
+            eps = [e.get('port') for e in pm['spec']['podMetricsEndpoints']]
+            t.ok(eps and set(eps) <= ports,
+                 f"deploy/{mode}: PodMonitor {pm['metadata']['name']} scrapes ports {want} names",
+                 diag=f'{eps} not in {sorted(ports - {None})}')
         for combo in [[c] for c in comps] + [[c for c in comps if c != 'gpu-operator']]:
             name = f'{mode}+' + '+'.join(combo)
             body = ('apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n'
@@ -363,6 +376,10 @@ def check_installs(t, kubectl, deploy, work, rendered, p):
             if 'no-webhook' in combo:
                 t.is_eq(sorted(ids & ident_of(rendered.get('webhook', []))), [],
                         f'{name}: no object of deploy/webhook is left')
+            if 'extended-resource' in combo:
+                dcs = [o for o in objs if o['kind'] == 'DeviceClass']
+                t.is_eq([o['spec'].get('extendedResourceName') for o in dcs], ['nvidia.com/gpu'],
+                        f'{name}: the DeviceClass serves nvidia.com/gpu as an extended resource')
             if 'no-monitoring' in combo:
                 t.is_eq(sorted(ids & ident_of(rendered.get('monitoring', []))), [],
                         f'{name}: no object of deploy/monitoring is left')
