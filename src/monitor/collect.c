@@ -46,6 +46,10 @@ enum fam {
     F_SKIPPED,
     F_SCRAPE,
     F_BUILD,
+    F_AUDIT_AVAILABLE,
+    F_AUDIT_BREACH,
+    F_AUDIT_BREACHES,
+    F_AUDIT_KILLS,
     /* --legacy-metrics */
     F_L_HOST_MEM,
     F_L_HOST_CORE,
@@ -121,6 +125,15 @@ static const struct mon_family_def defs[F_N] = {
                           "1 when the claim's shared region was read, 0 when it was skipped"},
     [F_CLAIMS] = {"gpuslice_monitor_claims", MON_GAUGE, MON_MERGE_NONE,
                   "Claims and standalone slices the monitor reports, by source"},
+    [F_AUDIT_AVAILABLE] = {"gpuslice_audit_available", MON_GAUGE, MON_MERGE_NONE,
+                           "1 when NVML reported per-process memory on every GPU at the last "
+                           "audit"},
+    [F_AUDIT_BREACH] = {"gpuslice_audit_process_memory_bytes", MON_GAUGE, MON_MERGE_NONE,
+                        "Physical device memory of a process over its claim's limit (NVML)"},
+    [F_AUDIT_BREACHES] = {"gpuslice_audit_breaches", MON_COUNTER, MON_MERGE_NONE,
+                          "Processes found over their claim's memory limit"},
+    [F_AUDIT_KILLS] = {"gpuslice_audit_kills", MON_COUNTER, MON_MERGE_NONE,
+                       "Processes killed for a breach (--audit-kill)"},
     [F_SKIPPED] = {"gpuslice_monitor_skipped", MON_COUNTER, MON_MERGE_NONE,
                    "Objects skipped because their data was bad, dead or unreachable, by cause"},
     [F_SCRAPE] = {"gpuslice_monitor_scrape_duration_seconds", MON_HISTOGRAM, MON_MERGE_NONE,
@@ -175,6 +188,10 @@ const char *const mon_exported_names[] = {
     "gpuslice_claim_last_kernel_timestamp_seconds",
     "gpuslice_claim_region_healthy",
     "gpuslice_monitor_claims",
+    "gpuslice_audit_available",
+    "gpuslice_audit_process_memory_bytes",
+    "gpuslice_audit_breaches_total",
+    "gpuslice_audit_kills_total",
     "gpuslice_monitor_skipped_total",
     "gpuslice_monitor_scrape_duration_seconds_bucket",
     "gpuslice_monitor_scrape_duration_seconds_count",
@@ -408,6 +425,22 @@ static void collect_monitor(struct scrape *s, struct mon_catalog *c, size_t by_s
         mon_labels_add(&l, "source", mon_source_name((enum mon_source)src));
         add(s, F_CLAIMS, &l, (double)by_source[src]);
     }
+    pthread_mutex_lock(&c->lock);
+    mon_labels_init(&l);
+    add(s, F_AUDIT_AVAILABLE, &l, c->audit.available ? 1 : 0);
+    add(s, F_AUDIT_BREACHES, &l, (double)c->audit.breaches_total);
+    add(s, F_AUDIT_KILLS, &l, (double)c->audit.kills_total);
+    for (size_t i = 0; i < c->audit.n; i++) {
+        const struct mon_breach *b = &c->audit.b[i];
+        mon_labels_init(&l);
+        mon_labels_add(&l, "claim_namespace", b->claim_ns);
+        mon_labels_add(&l, "claim", b->claim_name);
+        mon_labels_add(&l, "claim_uid", b->claim_uid);
+        mon_labels_add_u(&l, "pid", (unsigned)b->pid);
+        mon_labels_add(&l, "device_uuid", b->uuid);
+        add(s, F_AUDIT_BREACH, &l, (double)b->used);
+    }
+    pthread_mutex_unlock(&c->lock);
     for (int k = 0; k < MON_CAUSE_N; k++) {
         mon_labels_init(&l);
         mon_labels_add(&l, "cause", mon_cause_name((enum mon_cause)k));

@@ -375,8 +375,12 @@ void driver_prepare(struct driver *d, size_t n, const struct claim_ref *refs, ui
     uint64_t t_locked = now_ns();
     struct gs_error err = {0};
     size_t fresh = 0;
-    /* Past the deadline nobody waits for the answer: prepare nothing new (kubelet retries). */
-    if (t_locked / 1000000u >= job.bounds.deadline_ms) {
+    /* Past the caller's deadline nobody waits for the answer: prepare nothing new (kubelet
+     * retries). The API requests were cut earlier (job.bounds: the answer margin before it);
+     * what was fetched by then is prepared while the caller still waits, so each retry finds
+     * more claims prepared and converges. */
+    uint64_t caller_ms = deadline_ms ? deadline_ms : job.bounds.deadline_ms;
+    if (t_locked / 1000000u >= caller_ms) {
         for (size_t i = 0; i < n; i++)
             if (out[i].plan && !cached[i])
                 set_error(&out[i],
