@@ -238,6 +238,18 @@ size_t vgpu_table_remove_if(bool (*match)(const struct vgpu_alloc *a, void *arg)
     return n;
 }
 
+void vgpu_table_retag_ctx(const void *ctx, uint32_t from, uint32_t to)
+{
+    for (int k = 0; k < SHARDS; k++) {
+        struct shard *s = &shards[k];
+        shard_lock(s);
+        for (size_t i = 0; i < s->cap; i++)
+            if (!empty(&s->slots[i]) && s->slots[i].ctx == ctx && s->slots[i].ctx_id == from)
+                s->slots[i].ctx_id = to;
+        shard_unlock(s);
+    }
+}
+
 size_t vgpu_table_count(void)
 {
     size_t n = 0;

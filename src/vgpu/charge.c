@@ -88,6 +88,7 @@ CUresult vgpu_alloc_charged(const struct vgpu_alloc_req *req, vgpu_driver_alloc_
                            .size = size,
                            .pool = req->pool,
                            .ctx = req->ctx_known ? req->ctx : current_ctx(),
+                           .ctx_id = req->ctx_known ? req->ctx_id : 0,
                            .dev = vgpu_device_index(d),
                            .kind = req->kind,
                            .refs = 1};

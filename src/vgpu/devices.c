@@ -217,16 +217,16 @@ struct vgpu_device *vgpu_device_of(CUdevice dev)
 
 struct vgpu_device *vgpu_device_current(void)
 {
-    return vgpu_device_current_ctx(NULL);
+    return vgpu_device_current_ctx(NULL, NULL);
 }
 
-struct vgpu_device *vgpu_device_current_ctx(void **ctx_out)
+struct vgpu_device *vgpu_device_current_ctx(void **ctx_out, uint32_t *ctx_id)
 {
     /* The current context is looked at first: this may be the first libvgpu sees of it (the
      * CUDA runtime retains the primary context out of sight), and its overhead is charged
      * before anything is allocated in it. */
     struct vgpu_device *d = NULL;
-    void *ctx = vgpu_ctx_current(&d);
+    void *ctx = vgpu_ctx_current(&d, ctx_id);
     if (ctx_out)
         *ctx_out = ctx;
     /* One visible device (the usual container): every context is on it. If there is no current

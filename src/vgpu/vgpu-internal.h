@@ -132,17 +132,18 @@ enum vgpu_alloc_kind {
 
 /* One tracked allocation. Every allocation path records it through vgpu_alloc_charged(). */
 struct vgpu_alloc {
-    uint64_t key;  /* device pointer, handle, or mapped virtual address */
-    uint64_t size; /* bytes charged (0 for pool allocations: the pool is charged; mapping: bytes
-                    * mapped) */
-    uint64_t aux;  /* MAPPING: the VMM handle it maps */
-    void *pool;    /* CUmemoryPool for stream-ordered allocations, else NULL */
-    void *ctx;     /* CUcontext current when the allocation was made (NULL if none) */
-    int32_t dev;   /* vgpu device index */
-    uint32_t kind; /* enum vgpu_alloc_kind */
-    uint32_t refs; /* VMM: references the driver holds (handle until released + mappings +
-                    * retains); the charge goes back when it reaches 0 */
-    uint32_t reserved;
+    uint64_t key;    /* device pointer, handle, or mapped virtual address */
+    uint64_t size;   /* bytes charged (0 for pool allocations: the pool is charged; mapping: bytes
+                      * mapped) */
+    uint64_t aux;    /* MAPPING: the VMM handle it maps */
+    void *pool;      /* CUmemoryPool for stream-ordered allocations, else NULL */
+    void *ctx;       /* CUcontext current when the allocation was made (NULL if none) */
+    int32_t dev;     /* vgpu device index */
+    uint32_t kind;   /* enum vgpu_alloc_kind */
+    uint32_t refs;   /* VMM: references the driver holds (handle until released + mappings +
+                      * retains); the charge goes back when it reaches 0 */
+    uint32_t ctx_id; /* which context behind the handle `ctx` (a destroyed context's handle can
+                      * be handed out again): vgpu_ctx_id(); 0 = none known */
 };
 
 /* 0 = inserted, 1 = replaced an entry with the same key (copied to *replaced), -1 = no memory. */
@@ -158,6 +159,8 @@ int vgpu_table_add_refs(uint64_t key, uint32_t kind, int32_t delta, struct vgpu_
  * what a destroyed/reset context owned (match on ->ctx). */
 size_t vgpu_table_remove_if(bool (*match)(const struct vgpu_alloc *a, void *arg),
                             void (*removed)(const struct vgpu_alloc *a, void *arg), void *arg);
+/* Records of context ctx with identity `from` take identity `to`. */
+void vgpu_table_retag_ctx(const void *ctx, uint32_t from, uint32_t to);
 size_t vgpu_table_count(void);
 void vgpu_table_reset(void);
 
@@ -178,6 +181,7 @@ struct vgpu_alloc_req {
     uint64_t reserve;        /* worst-case bytes, reserved before the driver call */
     void *pool;              /* stream-ordered allocation from this pool, else NULL */
     void *ctx;               /* the context current at the call, recorded with the allocation */
+    uint32_t ctx_id;         /* and its identity (vgpu_ctx_id) */
     bool ctx_known;          /* ctx was looked up by the hook (else the helper asks the driver) */
 };
 /* The driver call: writes the new key and the bytes actually taken (set *taken = reserve when
@@ -221,7 +225,7 @@ struct vgpu_device *vgpu_device_of(CUdevice dev);
 struct vgpu_device *vgpu_device_current(void);
 /* The same, also giving the current context (NULL when none): one driver query serves the
  * device lookup and the allocation's record. */
-struct vgpu_device *vgpu_device_current_ctx(void **ctx);
+struct vgpu_device *vgpu_device_current_ctx(void **ctx, uint32_t *ctx_id);
 /* Same, but always asks the driver (NULL without a current context). */
 struct vgpu_device *vgpu_device_current_strict(void);
 /* The one device this process sees (every context is on it), NULL when it sees several. */
@@ -251,7 +255,14 @@ void vgpu_uncharge(struct vgpu_device *d, uint64_t size);
 /* The calling thread's current context (NULL when none; *dev its device, may be NULL). The first
  * time a context is seen (created out of sight, e.g. the runtime's primary context) its state
  * is created and its fixed overhead charged. Cheap when already seen. */
-void *vgpu_ctx_current(struct vgpu_device **dev);
+void *vgpu_ctx_current(struct vgpu_device **dev, uint32_t *ctx_id);
+/* The identity of the context behind handle ctx as libvgpu knows it now (0: not known). A
+ * handle the driver hands out again after a destruction gets a new identity, so what the
+ * destroyed context owned is never confused with what the new one allocates. */
+uint32_t vgpu_ctx_id(const void *ctx);
+/* The device of context ctx (any context, current or not; first sight charges its overhead).
+ * NULL when the driver cannot tell (destroyed or invalid handle). */
+struct vgpu_device *vgpu_ctx_device(void *ctx);
 /* Contexts this process knows (for tests and logs). */
 size_t vgpu_ctx_count(void);
 void vgpu_ctx_atfork_child(void);
@@ -280,6 +291,11 @@ void vgpu_pool_freed(void *pool, struct vgpu_device *d);
  * synchronisation after it). */
 void vgpu_pool_destroyed(void *pool);
 void *vgpu_pool_of_device(CUdevice dev);
+/* cuMemPoolCreate made pool on device d (its location). */
+void vgpu_pool_created(void *pool, struct vgpu_device *d);
+/* The device a pool allocates on: its location (recorded at cuMemPoolCreate), or the device whose
+ * default/current pool it is; NULL when unknown. */
+struct vgpu_device *vgpu_pool_device(void *pool);
 extern atomic_bool vgpu_any_pool;
 
 /* ---- graph memory (graphs.c) ---- */

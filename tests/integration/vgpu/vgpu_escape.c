@@ -13,12 +13,17 @@
  * cuMemAlloc/cuMemAllocPitch/cuMemGetInfo vgpu_escape host <MiB> cuMemHostAlloc/cuMemHostRegister
  * (host memory) vgpu_escape dev <ordinal> <count> <MiB>  cuMemAlloc_v2 on one device until refused
  *   vgpu_escape graph <n> <MiB>             n graphs with one allocation node each, launched
+ *   vgpu_escape asyncdev stream|nocur|pool <count> <MiB>  stream-ordered allocation on device 1
+ *                                          while device 0 (or no context) is current
+ *   vgpu_escape ctxchurn <iters> <MiB>     contexts created and destroyed by two threads while
+ *                                          a third keeps an allocation in each context it makes
  *   vgpu_escape phys [dev]                 only the physical figures
  * Output: key=value lines. Exit 2 on a setup failure, 3 when the driver lacks an entry point.
  */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -404,6 +409,113 @@ static int cmd_graph(long graphs, unsigned long long mib)
     return 0;
 }
 
+/* Stream-ordered allocation on another device than the current one (issue 21, item 1):
+ *   stream: a stream of device 1 while device 0's context is current
+ *   nocur:  the same stream with no current context
+ *   pool:   a pool located on device 1, a stream of device 0, device 0 current
+ * The driver allocates on the stream's (pool's) device: that device's limit must hold. */
+static int cmd_asyncdev(const char *mode, long count, unsigned long long mib)
+{
+    CUresult r = FN(cuInit)(0);
+    if (r)
+        die("cuInit", r);
+    CUcontext c0, c1;
+    if ((r = FN(cuDevicePrimaryCtxRetain)(&c0, 0)) || (r = FN(cuDevicePrimaryCtxRetain)(&c1, 1)))
+        die("cuDevicePrimaryCtxRetain", r);
+    CUstream s;
+    CUmemoryPool pool = NULL;
+    if (strcmp(mode, "pool") == 0) {
+        FN(cuCtxSetCurrent)(c0);
+        if ((r = FN(cuStreamCreate)(&s, 0)))
+            die("cuStreamCreate", r);
+        CUmemPoolProps props;
+        memset(&props, 0, sizeof(props));
+        props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+        props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        props.location.id = 1;
+        if ((r = FN(cuMemPoolCreate)(&pool, &props)))
+            die("cuMemPoolCreate", r);
+    } else {
+        FN(cuCtxSetCurrent)(c1);
+        if ((r = FN(cuStreamCreate)(&s, 0)))
+            die("cuStreamCreate", r);
+        FN(cuCtxSetCurrent)(strcmp(mode, "nocur") == 0 ? NULL : c0);
+    }
+    long ok = 0;
+    CUresult first_fail = CUDA_SUCCESS;
+    for (long i = 0; i < count; i++) {
+        CUdeviceptr p;
+        r = pool ? FN(cuMemAllocFromPoolAsync)(&p, mib * MiB, pool, s)
+                 : FN(cuMemAllocAsync)(&p, mib * MiB, s);
+        if (r != CUDA_SUCCESS) {
+            first_fail = r;
+            break;
+        }
+        ok++;
+    }
+    printf("ok=%ld first_fail=%d\n", ok, (int)first_fail);
+    print_phys(1);
+    return 0;
+}
+
+/* Context churn (issue 21, item 3): one thread creates and destroys contexts as fast as it can
+ * while another creates contexts, allocates <MiB> in each and keeps it. A handle the driver
+ * hands out again must not lose the new context's allocations when the old one's destruction
+ * is booked. */
+struct churn {
+    long iters;
+    unsigned long long mib;
+    atomic_int done;
+    long held, refused;
+};
+
+static void *churn_destroyer(void *arg)
+{
+    struct churn *a = arg;
+    GS_CU_PFN(cuCtxCreate_v2) create = FN(cuCtxCreate_v2);
+    GS_CU_PFN(cuCtxDestroy_v2) destroy = FN(cuCtxDestroy_v2);
+    while (!atomic_load(&a->done)) {
+        CUcontext c;
+        if (create(&c, 0, 0) == CUDA_SUCCESS)
+            destroy(c);
+    }
+    return NULL;
+}
+
+static int cmd_ctxchurn(long iters, unsigned long long mib)
+{
+    CUresult r = FN(cuInit)(0);
+    if (r)
+        die("cuInit", r);
+    GS_CU_PFN(cuCtxCreate_v2) create = FN(cuCtxCreate_v2);
+    GS_CU_PFN(cuCtxDestroy_v2) destroy = FN(cuCtxDestroy_v2);
+    GS_CU_PFN(cuCtxPopCurrent_v2) pop = FN(cuCtxPopCurrent_v2);
+    GS_CU_PFN(cuMemAlloc_v2) alloc = FN(cuMemAlloc_v2);
+    struct churn a = {.iters = iters, .mib = mib};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, churn_destroyer, &a);
+    for (long i = 0; i < iters && a.held < 64; i++) {
+        CUcontext c, top;
+        if (create(&c, 0, 0) != CUDA_SUCCESS)
+            continue;
+        CUdeviceptr p;
+        if (alloc(&p, mib * MiB) == CUDA_SUCCESS) {
+            a.held++; /* the context and its allocation stay */
+            pop(&top);
+        } else {
+            a.refused++;
+            destroy(c);
+        }
+    }
+    atomic_store(&a.done, 1);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    printf("held=%ld refused=%ld\n", a.held, a.refused);
+    print_phys(0);
+    return 0;
+}
+
 static int cmd_dev(int ordinal, long count, unsigned long long mib, bool wait)
 {
     setup(ordinal);
@@ -460,6 +572,10 @@ int main(int argc, char **argv)
         return cmd_host(strtoull(argv[2], NULL, 10));
     if (strcmp(argv[1], "graph") == 0 && argc == 4)
         return cmd_graph(atol(argv[2]), strtoull(argv[3], NULL, 10));
+    if (strcmp(argv[1], "ctxchurn") == 0 && argc == 4)
+        return cmd_ctxchurn(atol(argv[2]), strtoull(argv[3], NULL, 10));
+    if (strcmp(argv[1], "asyncdev") == 0 && argc == 5)
+        return cmd_asyncdev(argv[2], atol(argv[3]), strtoull(argv[4], NULL, 10));
     if (strcmp(argv[1], "dev") == 0 && (argc == 5 || argc == 6))
         return cmd_dev(atoi(argv[2]), atol(argv[3]), strtoull(argv[4], NULL, 10),
                        argc == 6 && strcmp(argv[5], "wait") == 0);
