@@ -189,9 +189,15 @@ uint64_t vgpu_pool_plan(void *pool, struct vgpu_device *d, uint64_t size, uint64
     *claimed = 0;
     uint64_t reserved = pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
     uint64_t used = pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT);
-    uint64_t head =
-        reserved != UINT64_MAX && used != UINT64_MAX && reserved > used ? reserved - used : 0;
-    uint64_t grow = size > head ? size - head : 0;
+    /* The pool grows by what used + size exceeds its reservation. Not `size` less the free
+     * blocks: a driver may report used above reserved for a moment (gpusim, when a
+     * synchronisation's trim runs inside another allocation), and the growth is then larger than
+     * `size`. Unreadable attributes: the whole size. */
+    uint64_t grow = size;
+    if (reserved != UINT64_MAX && used != UINT64_MAX) {
+        uint64_t need = gs_sat_add_u64(used, size);
+        grow = need > reserved ? need - reserved : 0;
+    }
     if (!grow)
         return 0;
     /* round up to the granularity the pool grows by (saturating) */

@@ -8,6 +8,8 @@
  *   vgpu_escape vmm_retain <iters> <MiB>   ... + cuMemRetainAllocationHandle + cuMemUnmap
  *   vgpu_escape pooldestroy <iters> <MiB>  cuMemPoolCreate + alloc from it + cuMemPoolDestroy, live
  *   vgpu_escape async <threads> <iters> <max_MiB>  stream-ordered alloc/free storm, one pool
+ *   vgpu_escape poolstorm <threads> <iters> <max_MiB>  the same on the device's default pool
+ *                                          (release threshold 0), cuStreamSynchronize at random
  *   vgpu_escape pitch <threads> <iters> <MiB>      cuMemAllocPitch with 513-byte rows (pitch 1024)
  *   vgpu_escape v1 <MiB>                   the v1 entry points
  * cuMemAlloc/cuMemAllocPitch/cuMemGetInfo vgpu_escape host <MiB> cuMemHostAlloc/cuMemHostRegister
@@ -183,6 +185,7 @@ struct storm {
     unsigned long long max_mib;
     unsigned seed;
     bool pitch;
+    bool random_sync;  /* poolstorm: synchronise at random instead of every 4th free */
     CUmemoryPool pool; /* async: the device's pool, keeping freed blocks (threshold max) */
     long ok, refused;
     pthread_barrier_t *start;
@@ -209,15 +212,17 @@ static void *storm_thread(void *arg)
                 k = (k + 1) % 8;
             do_free = live[k] != 0;
         }
+        if (a->random_sync && rand_r(&a->seed) % 4 == 0)
+            FN(cuStreamSynchronize)(s);
         if (do_free) {
             if (a->pitch)
                 fr2(live[k]);
             else
                 fr(live[k], s);
             live[k] = 0;
-            if (!a->pitch && (i & 3) == 0)
+            if (!a->pitch && !a->random_sync && (i & 3) == 0)
                 FN(cuStreamSynchronize)(s);
-            if (!a->pitch && (i & 15) == 0)
+            if (!a->pitch && !a->random_sync && (i & 15) == 0)
                 FN(cuMemPoolTrimTo)(a->pool, 0); /* the kept free blocks go back now and then */
             continue;
         }
@@ -248,7 +253,8 @@ static void *storm_thread(void *arg)
     return NULL;
 }
 
-static int cmd_storm(int threads, long iters, unsigned long long max_mib, bool pitch)
+static int cmd_storm(int threads, long iters, unsigned long long max_mib, bool pitch,
+                     bool random_sync)
 {
     setup(0);
     if (threads > 32)
@@ -258,7 +264,7 @@ static int cmd_storm(int threads, long iters, unsigned long long max_mib, bool p
     pthread_barrier_t start;
     pthread_barrier_init(&start, NULL, (unsigned)threads);
     CUmemoryPool pool = NULL;
-    if (!pitch) {
+    if (!pitch && !random_sync) {
         /* freed blocks stay in the pool: threads race for its free blocks and its growth */
         FN(cuDeviceGetMemPool)(&pool, 0);
         cuuint64_t thr = UINT64_MAX;
@@ -269,6 +275,7 @@ static int cmd_storm(int threads, long iters, unsigned long long max_mib, bool p
                               .max_mib = max_mib,
                               .seed = (unsigned)getpid() * 131u + (unsigned)i,
                               .pitch = pitch,
+                              .random_sync = random_sync,
                               .pool = pool,
                               .start = &start};
         pthread_create(&t[i], NULL, storm_thread, &a[i]);
@@ -563,9 +570,11 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "pooldestroy") == 0 && argc == 4)
         return cmd_pooldestroy(atol(argv[2]), strtoull(argv[3], NULL, 10));
     if (strcmp(argv[1], "async") == 0 && argc == 5)
-        return cmd_storm(atoi(argv[2]), atol(argv[3]), strtoull(argv[4], NULL, 10), false);
+        return cmd_storm(atoi(argv[2]), atol(argv[3]), strtoull(argv[4], NULL, 10), false, false);
+    if (strcmp(argv[1], "poolstorm") == 0 && argc == 5)
+        return cmd_storm(atoi(argv[2]), atol(argv[3]), strtoull(argv[4], NULL, 10), false, true);
     if (strcmp(argv[1], "pitch") == 0 && argc == 5)
-        return cmd_storm(atoi(argv[2]), atol(argv[3]), strtoull(argv[4], NULL, 10), true);
+        return cmd_storm(atoi(argv[2]), atol(argv[3]), strtoull(argv[4], NULL, 10), true, false);
     if (strcmp(argv[1], "v1") == 0 && argc == 3)
         return cmd_v1(strtoull(argv[2], NULL, 10));
     if (strcmp(argv[1], "host") == 0 && argc == 3)
