@@ -86,9 +86,15 @@ static int driver_holds(const int *pids, bool *holds, int n)
  * empty table and claims its own region slot on its first allocation. */
 static void atfork_child(void)
 {
+    /* Every lock of libvgpu (the limiter resets its own): a thread of the parent may have held
+     * any of them at the fork, several across a driver call. */
     vgpu_region_atfork_child();
     vgpu_table_reset();
     vgpu_ctx_atfork_child();
+    vgpu_pools_atfork_child();
+    vgpu_graphs_atfork_child();
+    vgpu_vmm_atfork_child();
+    vgpu_nvml_atfork_child();
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     devices_lock = fresh;
 }

@@ -478,6 +478,11 @@ GS_EXPORT CUresult cuEventSynchronize(CUevent hEvent)
  */
 static pthread_mutex_t vmm_lock = PTHREAD_MUTEX_INITIALIZER;
 
+void vgpu_vmm_atfork_child(void)
+{
+    pthread_mutex_init(&vmm_lock, NULL); /* held across the driver's map/unmap/release */
+}
+
 struct vmm_call {
     CUmemGenericAllocationHandle *handle;
     size_t size;

@@ -276,6 +276,23 @@ void vgpu_pools_sync(void)
     } while (n == GS_ARRAY_SIZE(snap));
 }
 
+void vgpu_pools_atfork_child(void)
+{
+    /* Pools do not survive fork (the child's driver starts over) and another thread of the
+     * parent may have held any of these locks at the fork, inside a driver call. The tables
+     * are forgotten (their charges are the parent's, in the parent's region slot). */
+    pthread_mutex_init(&pools_lock, NULL);
+    for (int i = 0; i < PLAN_LOCKS; i++)
+        pthread_mutex_init(&plan_locks[i], NULL);
+    free(pools);
+    pools = NULL;
+    n_pools = cap_pools = 0;
+    free(locs);
+    locs = NULL;
+    n_locs = cap_locs = 0;
+    atomic_store(&vgpu_any_pool, false);
+}
+
 void vgpu_pool_destroyed(void *pool)
 {
     pthread_mutex_lock(&pools_lock);

@@ -297,6 +297,8 @@ void vgpu_pool_created(void *pool, struct vgpu_device *d);
  * default/current pool it is; NULL when unknown. */
 struct vgpu_device *vgpu_pool_device(void *pool);
 extern atomic_bool vgpu_any_pool;
+/* After fork() in the child: every pool lock free, no pool known. */
+void vgpu_pools_atfork_child(void);
 
 /* ---- graph memory (graphs.c) ---- */
 /* A memory-allocation node of `bytes` on vgpu device `dev` was added to graph. */
@@ -317,6 +319,12 @@ void vgpu_graph_launch_end(struct vgpu_graph_launch *gl);
 /* Re-read a device's graph memory (after cuDeviceGraphMemTrim / instantiation). */
 void vgpu_graph_mem_sync(int dev_index);
 extern atomic_bool vgpu_any_graph_mem;
+/* After fork() in the child: every graph lock free, no graph known. */
+void vgpu_graphs_atfork_child(void);
+/* After fork() in the child (hooks-cuda.c): the VMM lock free. */
+void vgpu_vmm_atfork_child(void);
+/* After fork() in the child (hooks-nvml.c): the UUID cache lock free. */
+void vgpu_nvml_atfork_child(void);
 
 /* ---- limiter (limiter.c) ---- */
 /* Before a launch on the current context: wait for budget, charge the estimate. Fills a token for

@@ -332,6 +332,23 @@ def pool_storm(t):
             w.close()
 
 
+def fork_storm(t):
+    """Issue 21, item 6: children forked while 12 threads launch kernels and graphs (compute cap
+    30: the limiter), grow pools, map VMM, churn contexts and allocate re-initialise the driver
+    and take each of those paths once. No lock a parent's thread held at the fork may be held
+    in the child: every child finishes (a child left a locked mutex never does; it is killed
+    after 30 s and counted)."""
+    w = Escape()
+    try:
+        os.unlink(os.path.join(w.limits, 'claim-esc.limits'))
+        w.write_limits('claim-fork', [(w.uuid0(), LIMIT * MiB, 30)], region=w.region('fork'))
+        kv = parse(w.run(['forkstorm', 60], timeout=60 * 30 + 120).stdout)
+        t.is_eq((kv.get('forks'), kv.get('hung'), kv.get('failed')), ('60', '0', '0'),
+                'fork storm: 60 children forked during launches and pool growth all finished')
+    finally:
+        w.close()
+
+
 def main():
     t = Tap()
     if not have_sim():
@@ -346,6 +363,7 @@ def main():
     t.run('async_other_device', async_other_device, t)
     t.run('ctx_churn', ctx_churn, t)
     t.run('pool_storm', pool_storm, t)
+    t.run('fork_storm', fork_storm, t)
     return t.done()
 
 

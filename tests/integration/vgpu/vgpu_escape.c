@@ -19,18 +19,22 @@
  *                                          while device 0 (or no context) is current
  *   vgpu_escape ctxchurn <iters> <MiB>     contexts created and destroyed by two threads while
  *                                          a third keeps an allocation in each context it makes
+ *   vgpu_escape forkstorm <forks>          fork while threads launch, grow pools, map VMM,
+ *                                          launch graph memory and churn contexts
  *   vgpu_escape phys [dev]                 only the physical figures
  * Output: key=value lines. Exit 2 on a setup failure, 3 when the driver lacks an entry point.
  */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/cuda_abi.h"
@@ -523,6 +527,162 @@ static int cmd_ctxchurn(long iters, unsigned long long mib)
     return 0;
 }
 
+/* Fork during concurrent launches, pool growth, VMM, graph memory and context churn (issue
+ * 21, item 6): every child re-initialises the driver and goes through each of those paths once;
+ * a lock a parent's thread held at the fork must not be held in the child. Prints the number of
+ * children that did not finish within 30 s (left locked: killed). */
+struct fork_worker {
+    int kind;
+    atomic_int *stop;
+};
+
+static CUfunction load_kernel(void)
+{
+    CUmodule m;
+    CUfunction f = NULL;
+    if (FN(cuModuleLoadData)(&m, "gpusim") == CUDA_SUCCESS)
+        FN(cuModuleGetFunction)(&f, m, "sim_probe_kernel");
+    return f;
+}
+
+static CUgraphExec graph_with_alloc(CUdeviceptr *dptr, size_t bytes)
+{
+    CUgraph g;
+    CUgraphExec x = NULL;
+    if (FN(cuGraphCreate)(&g, 0) != CUDA_SUCCESS)
+        return NULL;
+    CUDA_MEM_ALLOC_NODE_PARAMS np;
+    memset(&np, 0, sizeof(np));
+    np.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    np.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    np.poolProps.location.id = 0;
+    np.bytesize = bytes;
+    CUgraphNode node;
+    if (FN(cuGraphAddMemAllocNode)(&node, g, NULL, 0, &np) == CUDA_SUCCESS &&
+        FN(cuGraphInstantiateWithFlags)(&x, g, 0) != CUDA_SUCCESS)
+        x = NULL;
+    *dptr = np.dptr;
+    return x;
+}
+
+/* One pass over every locked path (parent threads loop over their own; a child does all). */
+static void every_path(int kind, CUstream s, CUfunction f, unsigned *seed)
+{
+    CUdeviceptr p;
+    if (kind < 0 || kind == 0) { /* stream-ordered pool growth */
+        size_t mib = 1 + rand_r(seed) % 8;
+        if (FN(cuMemAllocAsync)(&p, mib * MiB, s) == CUDA_SUCCESS)
+            FN(cuMemFreeAsync)(p, s);
+        FN(cuStreamSynchronize)(s);
+    }
+    if ((kind < 0 || kind == 1) && f) /* launches (compute-capped: the limiter) */
+        FN(cuLaunchKernel)(f, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL);
+    if (kind < 0 || kind == 2) { /* VMM */
+        CUmemAllocationProp ap;
+        memset(&ap, 0, sizeof(ap));
+        ap.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+        ap.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        ap.location.id = 0;
+        CUmemGenericAllocationHandle h;
+        CUdeviceptr va;
+        if (FN(cuMemCreate)(&h, 2 * MiB, &ap, 0) == CUDA_SUCCESS) {
+            if (FN(cuMemAddressReserve)(&va, 2 * MiB, 0, 0, 0) == CUDA_SUCCESS &&
+                FN(cuMemMap)(va, 2 * MiB, 0, h, 0) == CUDA_SUCCESS)
+                FN(cuMemUnmap)(va, 2 * MiB);
+            FN(cuMemRelease)(h);
+        }
+    }
+    if (kind < 0 || kind == 3) { /* graph memory */
+        CUgraphExec x = graph_with_alloc(&p, 2 * MiB);
+        if (x) {
+            if (FN(cuGraphLaunch)(x, s) == CUDA_SUCCESS) {
+                FN(cuStreamSynchronize)(s);
+                FN(cuMemFreeAsync)(p, s);
+                FN(cuStreamSynchronize)(s);
+            }
+            FN(cuGraphExecDestroy)(x);
+            FN(cuDeviceGraphMemTrim)(0);
+        }
+    }
+    if (kind < 0 || kind == 4) { /* contexts */
+        CUcontext c;
+        if (FN(cuCtxCreate_v2)(&c, 0, 0) == CUDA_SUCCESS)
+            FN(cuCtxDestroy_v2)(c);
+        FN(cuCtxSetCurrent)(ctx0);
+    }
+    if (kind < 0 || kind == 5) { /* plain allocations */
+        if (FN(cuMemAlloc_v2)(&p, MiB) == CUDA_SUCCESS)
+            FN(cuMemFree_v2)(p);
+    }
+}
+
+static void *fork_worker(void *arg)
+{
+    struct fork_worker *w = arg;
+    FN(cuCtxSetCurrent)(ctx0);
+    CUstream s;
+    FN(cuStreamCreate)(&s, 0);
+    CUfunction f = w->kind == 1 ? load_kernel() : NULL;
+    unsigned seed = (unsigned)w->kind * 7919u;
+    while (!atomic_load(w->stop))
+        every_path(w->kind, s, f, &seed);
+    return NULL;
+}
+
+static int cmd_forkstorm(int forks)
+{
+    setup(0);
+    atomic_int stop = 0;
+    pthread_t t[12];
+    struct fork_worker w[12];
+    for (int i = 0; i < 12; i++) {
+        w[i] = (struct fork_worker){.kind = i % 6, .stop = &stop};
+        pthread_create(&t[i], NULL, fork_worker, &w[i]);
+    }
+    int hung = 0, failed = 0, forked = 0;
+    for (int i = 0; i < forks; i++) {
+        usleep(1000 + (unsigned)(i * 7919) % 5000);
+        pid_t pid = fork();
+        if (pid == 0) {
+            /* the child: the driver starts over; every hooked path once, then out */
+            alarm(0);
+            if (FN(cuInit)(0) == CUDA_SUCCESS &&
+                FN(cuDevicePrimaryCtxRetain)(&ctx0, 0) == CUDA_SUCCESS &&
+                FN(cuCtxSetCurrent)(ctx0) == CUDA_SUCCESS) {
+                CUstream s;
+                FN(cuStreamCreate)(&s, 0);
+                unsigned seed = 1;
+                every_path(-1, s, load_kernel(), &seed);
+            }
+            _exit(0);
+        }
+        if (pid < 0) {
+            failed++;
+            continue;
+        }
+        forked++;
+        int st = 0;
+        int waited = 0;
+        while (waitpid(pid, &st, WNOHANG) == 0 && waited < 30000) {
+            usleep(1000);
+            waited++;
+        }
+        if (waited >= 30000) {
+            hung++;
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            break; /* one is enough to know */
+        } else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            failed++;
+        }
+    }
+    atomic_store(&stop, 1);
+    for (int i = 0; i < 12; i++)
+        pthread_join(t[i], NULL);
+    printf("forks=%d hung=%d failed=%d\n", forked, hung, failed);
+    return 0;
+}
+
 static int cmd_dev(int ordinal, long count, unsigned long long mib, bool wait)
 {
     setup(ordinal);
@@ -581,6 +741,8 @@ int main(int argc, char **argv)
         return cmd_host(strtoull(argv[2], NULL, 10));
     if (strcmp(argv[1], "graph") == 0 && argc == 4)
         return cmd_graph(atol(argv[2]), strtoull(argv[3], NULL, 10));
+    if (strcmp(argv[1], "forkstorm") == 0 && argc == 3)
+        return cmd_forkstorm(atoi(argv[2]));
     if (strcmp(argv[1], "ctxchurn") == 0 && argc == 4)
         return cmd_ctxchurn(atol(argv[2]), strtoull(argv[3], NULL, 10));
     if (strcmp(argv[1], "asyncdev") == 0 && argc == 5)
