@@ -27,6 +27,11 @@
  *                                before the driver allocates; rolled back if the driver fails
  *   release                    = after the driver freed, subtract from both
  * Readers may see `used` lag the driver by one in-flight call, never exceed the limit.
+ * A lock that is not recoverable (an owner died and the process that inherited it released it
+ * without marking it consistent) is re-initialised under the file's flock(2): the device totals
+ * are recomputed from the live process slots first, then the mutex is initialised again and
+ * `lock_recoveries` (in what version 2 first left reserved: 0 from older writers) is raised, so a
+ * monitor can export it. Any other lock error refuses reservations (fail closed).
  *
  * Process slots: a slot is free when `pid` is 0. `pid` + `start_time` (field 22 of
  * /proc/<pid>/stat, clock ticks after boot) + `pidns` (inode of /proc/self/ns/pid) identify a
@@ -133,9 +138,10 @@ struct gs_region {
     _Atomic uint32_t n_devices;    /* device slots in use (prefix of devices[]) */
     _Atomic uint32_t n_procs_hint; /* highest proc slot index ever used + 1 */
     uint32_t reserved0;
-    _Atomic uint64_t sweep_ns;   /* CLOCK_MONOTONIC of the last sweep */
-    _Atomic uint64_t generation; /* bumped on every slot claim/release (for monitors) */
-    uint64_t reserved1[2];
+    _Atomic uint64_t sweep_ns;        /* CLOCK_MONOTONIC of the last sweep */
+    _Atomic uint64_t generation;      /* bumped on every slot claim/release (for monitors) */
+    _Atomic uint64_t lock_recoveries; /* v2: times `lock` was re-initialised (see above) */
+    uint64_t reserved1;
     pthread_mutex_t lock; /* PTHREAD_PROCESS_SHARED | PTHREAD_MUTEX_ROBUST */
     uint8_t reserved2[64 - sizeof(pthread_mutex_t) % 64];
     struct gs_region_device devices[GS_REGION_MAX_DEVICES];
@@ -154,6 +160,7 @@ static_assert(offsetof(struct gs_region_device, last_kernel_ns) == 176,
               "gs_region_device.last_kernel_ns");
 static_assert(sizeof(struct gs_region_proc) == 24 + 8 * GS_REGION_MAX_DEVICES, "proc slot size");
 static_assert(offsetof(struct gs_region_proc, used) == 24, "gs_region_proc.used");
+static_assert(offsetof(struct gs_region, lock_recoveries) == 48, "gs_region.lock_recoveries");
 static_assert(offsetof(struct gs_region, lock) == 64, "gs_region.lock");
 static_assert(offsetof(struct gs_region, devices) == 128, "gs_region.devices");
 static_assert(offsetof(struct gs_region, procs) == 128 + 200 * GS_REGION_MAX_DEVICES,

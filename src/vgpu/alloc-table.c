@@ -28,6 +28,24 @@ struct shard {
 
 static struct shard shards[SHARDS];
 
+/* Records that could not be put back in their shard (no memory to grow it) after a failed free:
+ * kept here, in memory that needs no allocation, so their charge can still be given back. Looked
+ * at only while it holds something (one relaxed load on a miss otherwise). */
+#define SPARE 64
+static struct {
+    atomic_int lock;
+    atomic_int count;
+    struct vgpu_alloc slots[SPARE];
+} spare;
+
+/* calloc, replaceable by the unit tests (to run out of memory on purpose) */
+static void *(*table_calloc)(size_t, size_t) = calloc;
+
+void vgpu_table_set_calloc(void *(*fn)(size_t, size_t))
+{
+    table_calloc = fn ? fn : calloc;
+}
+
 static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -54,6 +72,40 @@ static inline void shard_unlock(struct shard *s)
     atomic_store_explicit(&s->lock, 0, memory_order_release);
 }
 
+static inline void spare_lock(void)
+{
+    while (atomic_exchange_explicit(&spare.lock, 1, memory_order_acquire))
+        sched_yield();
+}
+
+static inline void spare_unlock(void)
+{
+    atomic_store_explicit(&spare.lock, 0, memory_order_release);
+}
+
+/* Take (key, kind) out of the spare records; false if not there. */
+static bool spare_take(uint64_t key, uint32_t kind, struct vgpu_alloc *out, bool remove)
+{
+    if (GS_LIKELY(atomic_load_explicit(&spare.count, memory_order_relaxed) == 0))
+        return false;
+    bool found = false;
+    spare_lock();
+    int n = atomic_load_explicit(&spare.count, memory_order_relaxed);
+    for (int i = 0; i < n && !found; i++) {
+        if (spare.slots[i].key == key && spare.slots[i].kind == kind) {
+            if (out)
+                *out = spare.slots[i];
+            if (remove) {
+                spare.slots[i] = spare.slots[n - 1];
+                atomic_store_explicit(&spare.count, n - 1, memory_order_relaxed);
+            }
+            found = true;
+        }
+    }
+    spare_unlock();
+    return found;
+}
+
 static inline uint64_t mix(uint64_t key, uint32_t kind)
 {
     uint64_t x = key ^ ((uint64_t)kind << 56);
@@ -73,7 +125,7 @@ static inline bool empty(const struct vgpu_alloc *a)
 static int grow(struct shard *s)
 {
     size_t ncap = s->cap ? s->cap * 2 : MIN_CAP;
-    struct vgpu_alloc *ns = calloc(ncap, sizeof(*ns));
+    struct vgpu_alloc *ns = table_calloc(ncap, sizeof(*ns));
     if (!ns)
         return -1;
     for (size_t i = 0; i < s->cap; i++) {
@@ -115,6 +167,21 @@ int vgpu_table_insert(const struct vgpu_alloc *a, struct vgpu_alloc *replaced)
     s->count++;
     shard_unlock(s);
     return 0;
+}
+
+int vgpu_table_insert_keep(const struct vgpu_alloc *a, struct vgpu_alloc *replaced)
+{
+    int r = vgpu_table_insert(a, replaced);
+    if (r >= 0)
+        return r;
+    spare_lock();
+    int n = atomic_load_explicit(&spare.count, memory_order_relaxed);
+    if (n < SPARE) {
+        spare.slots[n] = *a;
+        atomic_store_explicit(&spare.count, n + 1, memory_order_relaxed);
+    }
+    spare_unlock();
+    return n < SPARE ? 0 : -1;
 }
 
 static ssize_t find(struct shard *s, uint64_t h, uint64_t key, uint32_t kind)
@@ -161,7 +228,7 @@ bool vgpu_table_lookup(uint64_t key, uint32_t kind, struct vgpu_alloc *out)
     if (i >= 0 && out)
         *out = s->slots[i];
     shard_unlock(s);
-    return i >= 0;
+    return i >= 0 || spare_take(key, kind, out, false);
 }
 
 bool vgpu_table_remove(uint64_t key, uint32_t kind, struct vgpu_alloc *out)
@@ -172,7 +239,7 @@ bool vgpu_table_remove(uint64_t key, uint32_t kind, struct vgpu_alloc *out)
     ssize_t found = find(s, h, key, kind);
     if (found < 0) {
         shard_unlock(s);
-        return false;
+        return spare_take(key, kind, out, true);
     }
     if (out)
         *out = s->slots[found];
@@ -235,6 +302,26 @@ size_t vgpu_table_remove_if(bool (*match)(const struct vgpu_alloc *a, void *arg)
                 break;
         }
     }
+    if (atomic_load_explicit(&spare.count, memory_order_relaxed)) {
+        struct vgpu_alloc batch[SPARE];
+        size_t nb = 0;
+        spare_lock();
+        int cnt = atomic_load_explicit(&spare.count, memory_order_relaxed);
+        for (int i = 0; i < cnt;) {
+            if (match(&spare.slots[i], arg)) {
+                batch[nb++] = spare.slots[i];
+                spare.slots[i] = spare.slots[--cnt];
+                continue;
+            }
+            i++;
+        }
+        atomic_store_explicit(&spare.count, cnt, memory_order_relaxed);
+        spare_unlock();
+        for (size_t i = 0; i < nb; i++)
+            if (removed)
+                removed(&batch[i], arg);
+        n += nb;
+    }
     return n;
 }
 
@@ -252,7 +339,7 @@ void vgpu_table_retag_ctx(const void *ctx, uint32_t from, uint32_t to)
 
 size_t vgpu_table_count(void)
 {
-    size_t n = 0;
+    size_t n = (size_t)atomic_load(&spare.count);
     for (int i = 0; i < SHARDS; i++) {
         shard_lock(&shards[i]);
         n += shards[i].count;
@@ -263,6 +350,8 @@ size_t vgpu_table_count(void)
 
 void vgpu_table_reset(void)
 {
+    atomic_store(&spare.lock, 0);
+    atomic_store(&spare.count, 0);
     for (int i = 0; i < SHARDS; i++) {
         atomic_store(&shards[i].lock, 0); /* another thread may have held it at fork() */
         free(shards[i].slots);

@@ -46,18 +46,23 @@ static pid_t self_pid(void)
     return p;
 }
 
+static void init_mutex(pthread_mutex_t *m)
+{
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(m, &a);
+    pthread_mutexattr_destroy(&a);
+}
+
 static void init_header(struct gs_region *r)
 {
     memset(r, 0, sizeof(*r));
     r->magic = GS_REGION_MAGIC;
     r->version = GS_REGION_VERSION;
     r->size = sizeof(*r);
-    pthread_mutexattr_t a;
-    pthread_mutexattr_init(&a);
-    pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
-    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-    pthread_mutex_init(&r->lock, &a);
-    pthread_mutexattr_destroy(&a);
+    init_mutex(&r->lock);
     atomic_store(&r->init_state, GS_REGION_READY);
 }
 
@@ -230,22 +235,86 @@ bool vgpu_region_refuses(const struct vgpu_region *r)
     return !r || r->refuse;
 }
 
-/* Lock; on owner death recompute the device totals from the process slots. Returns 0, or a
- * negative errno when the lock cannot be had (not recoverable, or any error other than
- * EOWNERDEAD): the caller must then not touch the accounting (reservations are refused). */
-static int region_lock(struct gs_region *r)
+/* Every device's total recomputed from the live process slots (the lock is held, or unusable
+ * by anyone). */
+static void recompute_from_slots(struct gs_region *r)
 {
-    int e = pthread_mutex_lock(&r->lock);
-    if (e == EOWNERDEAD) {
-        uint32_t nd = atomic_load(&r->n_devices);
-        uint32_t np = atomic_load(&r->n_procs_hint);
-        for (uint32_t d = 0; d < nd && d < GS_REGION_MAX_DEVICES; d++) {
-            uint64_t sum = 0;
-            for (uint32_t p = 0; p < np && p < GS_REGION_MAX_PROCS; p++)
-                if (atomic_load(&r->procs[p].pid))
-                    sum = gs_sat_add_u64(sum, atomic_load(&r->procs[p].used[d]));
-            atomic_store(&r->devices[d].used, sum);
+    uint32_t nd = atomic_load(&r->n_devices);
+    uint32_t np = atomic_load(&r->n_procs_hint);
+    for (uint32_t d = 0; d < nd && d < GS_REGION_MAX_DEVICES; d++) {
+        uint64_t sum = 0;
+        for (uint32_t p = 0; p < np && p < GS_REGION_MAX_PROCS; p++)
+            if (atomic_load(&r->procs[p].pid))
+                sum = gs_sat_add_u64(sum, atomic_load(&r->procs[p].used[d]));
+        atomic_store(&r->devices[d].used, sum);
+    }
+}
+
+/* The lock is not recoverable (an owner died and whoever inherited it released it without
+ * marking it consistent): every lock attempt fails at once, so nobody can change the books.
+ * Under the file's flock (one recoverer at a time; the initialisation uses the same lock) and
+ * only if it is still not recoverable: recompute the totals from the process slots, initialise
+ * the mutex again, count it. 0 when the lock can be tried again. */
+static int recover_lock(struct vgpu_region *vr)
+{
+    struct gs_region *r = vr->shm;
+    if (!vr->path[0]) {
+        /* a process-private region: nobody else can be using it */
+        recompute_from_slots(r);
+        init_mutex(&r->lock);
+        atomic_fetch_add(&r->lock_recoveries, 1);
+        return 0;
+    }
+    int fd = open(vr->path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -errno;
+    int rc = 0;
+    if (!flock_bounded(fd)) {
+        rc = -ETIMEDOUT;
+    } else {
+        int e = pthread_mutex_trylock(&r->lock);
+        if (e == ENOTRECOVERABLE) {
+            recompute_from_slots(r);
+            init_mutex(&r->lock);
+            atomic_fetch_add(&r->lock_recoveries, 1);
+            VLOG(VGPU_LOG_ERROR,
+                 "region %s: lock was not recoverable; re-initialised, usage recomputed from "
+                 "the process slots",
+                 vr->path);
+        } else if (e == 0 || e == EOWNERDEAD) {
+            /* recovered by another process meanwhile (or its new owner died): let go, and
+             * take it the ordinary way */
+            if (e == EOWNERDEAD) {
+                recompute_from_slots(r);
+                pthread_mutex_consistent(&r->lock);
+            }
+            pthread_mutex_unlock(&r->lock);
         }
+        flock(fd, LOCK_UN);
+    }
+    close(fd);
+    return rc;
+}
+
+/* Lock; on owner death recompute the device totals from the process slots; a lock that is not
+ * recoverable is re-initialised from them (recover_lock). Returns 0, or a negative errno when
+ * the lock cannot be had (any other error: a corrupted lock word): the caller must then not
+ * touch the accounting (reservations are refused). */
+static int region_lock(struct vgpu_region *vr)
+{
+    struct gs_region *r = vr->shm;
+    int e = pthread_mutex_lock(&r->lock);
+    for (int tries = 0; e == ENOTRECOVERABLE && tries < 3; tries++) {
+        int rc = recover_lock(vr);
+        if (rc < 0) {
+            VLOG(VGPU_LOG_ERROR, "region: lock not recoverable and cannot be re-initialised: %s",
+                 strerror(-rc));
+            return -ENOTRECOVERABLE;
+        }
+        e = pthread_mutex_lock(&r->lock);
+    }
+    if (e == EOWNERDEAD) {
+        recompute_from_slots(r);
         if (pthread_mutex_consistent(&r->lock) != 0) {
             pthread_mutex_unlock(&r->lock);
             VLOG(VGPU_LOG_ERROR, "region: lock owner died and the lock cannot be recovered");
@@ -270,7 +339,7 @@ int vgpu_region_device(struct vgpu_region *vr, const char *uuid, uint64_t limit,
 {
     struct gs_region *r = vr->shm;
     int slot = -1;
-    if (vr->refuse || region_lock(r) < 0)
+    if (vr->refuse || region_lock(vr) < 0)
         return -1;
     uint32_t nd = atomic_load(&r->n_devices);
     for (uint32_t d = 0; d < nd && d < GS_REGION_MAX_DEVICES; d++)
@@ -444,7 +513,7 @@ static int sweep_batch(struct vgpu_region *vr, uint32_t *from, uint32_t np)
         }
     }
     int reclaimed = 0;
-    if (region_lock(r) < 0)
+    if (region_lock(vr) < 0)
         return 0;
     uint32_t nd = atomic_load(&r->n_devices);
     for (int i = 0; i < n_dead; i++) {
@@ -500,7 +569,7 @@ int vgpu_region_reserve(struct vgpu_region *vr, int slot, uint64_t size, uint64_
     int rc = 0;
     if (vr->refuse)
         return -EACCES; /* fail closed: this device's region is unusable */
-    if ((rc = region_lock(r)) < 0)
+    if ((rc = region_lock(vr)) < 0)
         return rc;
     int p = own_slot_locked(vr);
     struct gs_region_device *d = &r->devices[slot];
@@ -526,7 +595,7 @@ int vgpu_region_reserve(struct vgpu_region *vr, int slot, uint64_t size, uint64_
 void vgpu_region_release(struct vgpu_region *vr, int slot, uint64_t size)
 {
     struct gs_region *r = vr->shm;
-    if (vr->refuse || region_lock(r) < 0)
+    if (vr->refuse || region_lock(vr) < 0)
         return; /* nothing can be given back: the charge stays (never below the driver) */
     pid_t pid = self_pid();
     if (vr->proc >= 0 && vr->owner_pid == pid && slot_is_ours(r, vr, pid)) {
@@ -569,7 +638,7 @@ __attribute__((destructor)) static void region_exit(void)
         if (vr->refuse || vr->proc < 0 || vr->owner_pid != self_pid())
             continue;
         struct gs_region *r = vr->shm;
-        if (region_lock(r) < 0)
+        if (region_lock(vr) < 0)
             continue;
         bool ours = slot_is_ours(r, vr, self_pid());
         struct gs_region_proc *s = &r->procs[vr->proc];

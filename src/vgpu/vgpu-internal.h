@@ -148,6 +148,12 @@ struct vgpu_alloc {
 
 /* 0 = inserted, 1 = replaced an entry with the same key (copied to *replaced), -1 = no memory. */
 int vgpu_table_insert(const struct vgpu_alloc *a, struct vgpu_alloc *replaced);
+/* Put a record back (a free the driver refused): into its shard, else — no memory to grow it —
+ * into a fixed spare area, so the charge can still be given back later. Returns as
+ * vgpu_table_insert(); -1 only when both are full (the charge then stays: logged by the caller). */
+int vgpu_table_insert_keep(const struct vgpu_alloc *a, struct vgpu_alloc *replaced);
+/* Unit tests: the table's allocator (NULL: calloc). */
+void vgpu_table_set_calloc(void *(*fn)(size_t, size_t));
 /* Remove and return the entry; false if not tracked. */
 bool vgpu_table_remove(uint64_t key, uint32_t kind, struct vgpu_alloc *out);
 bool vgpu_table_lookup(uint64_t key, uint32_t kind, struct vgpu_alloc *out);

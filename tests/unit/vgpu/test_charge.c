@@ -440,6 +440,45 @@ static void test_pool_used_above_reserved(void)
     is_uint(charged, pool_reserved, "used above reserved: the charge is what the pool reserves");
 }
 
+/* Issue 21, item 7: a free the driver refuses puts the record back; when its shard cannot grow
+ * (no memory) the record must not be dropped, or its charge could never be given back. */
+static void *no_calloc(size_t n, size_t size)
+{
+    (void)n, (void)size;
+    return NULL;
+}
+
+static CUresult free_refused_while_table_fills(void *arg, uint64_t key)
+{
+    (void)arg, (void)key;
+    /* meanwhile other threads' allocations fill every shard, and memory runs out */
+    vgpu_table_set_calloc(no_calloc);
+    for (uint64_t k = 1; k <= 20000; k++) {
+        struct vgpu_alloc f = {.key = 0x5000000000ULL + k * 4096, .kind = VGPU_KIND_DPTR};
+        vgpu_table_insert(&f, NULL);
+    }
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+static void test_reinsert_without_memory(void)
+{
+    vgpu_table_reset();
+    charged = 0;
+    struct vgpu_alloc_req req = {.dev = &dev0, .kind = VGPU_KIND_DPTR, .reserve = 5 * MiB};
+    struct call c = {0};
+    is_int(vgpu_alloc_charged(&req, drv_alloc, drv_undo, &c), CUDA_SUCCESS, "reinsert: allocated");
+    is_int(vgpu_free_charged(c.key, VGPU_KIND_DPTR, free_refused_while_table_fills, NULL),
+           CUDA_ERROR_INVALID_VALUE, "reinsert: the driver's refusal comes back");
+    vgpu_table_set_calloc(NULL);
+    ok(vgpu_table_lookup(c.key, VGPU_KIND_DPTR, NULL),
+       "reinsert: the record is kept although its shard could not grow");
+    is_uint(charged, 5 * MiB, "reinsert: still charged");
+    is_int(vgpu_free_charged(c.key, VGPU_KIND_DPTR, drv_free, NULL), CUDA_SUCCESS,
+           "reinsert: a later free succeeds");
+    is_uint(charged, 0, "reinsert: and gives the charge back");
+    vgpu_table_reset();
+}
+
 int main(void)
 {
     tap_plan_auto();
@@ -455,5 +494,6 @@ int main(void)
     test_pools();
     test_pool_race();
     test_pool_used_above_reserved();
+    test_reinsert_without_memory();
     return tap_done();
 }
