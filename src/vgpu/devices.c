@@ -154,7 +154,8 @@ static bool discover(void)
             d->physical_total = total;
         d->slot = -1;
         if (d->cfg.memory_limit || d->cfg.region_path[0]) {
-            d->region = vgpu_region_open(d->cfg.region_path);
+            d->region = d->cfg.region_prepared ? vgpu_region_open_prepared(d->cfg.region_path)
+                                               : vgpu_region_open(d->cfg.region_path);
             if (d->region)
                 d->slot = vgpu_region_device(d->region, d->uuid, d->cfg.memory_limit, d->cfg.cores);
             if (d->slot < 0) {
@@ -352,7 +353,9 @@ struct vgpu_device *vgpu_device_for_view(const char *uuid, int nvml_index)
         vgpu_config_for(d->ordinal, uuid, &d->cfg);
         if (d->cfg.memory_limit || d->cfg.region_path[0]) {
             /* an unshared (process-local) region would show nothing: only a claim's region */
-            d->region = d->cfg.region_path[0] ? vgpu_region_open(d->cfg.region_path) : NULL;
+            d->region = !d->cfg.region_path[0]   ? NULL
+                        : d->cfg.region_prepared ? vgpu_region_open_prepared(d->cfg.region_path)
+                                                 : vgpu_region_open(d->cfg.region_path);
             if (d->region)
                 d->slot = vgpu_region_device(d->region, d->uuid, d->cfg.memory_limit, d->cfg.cores);
             if (d->slot < 0)

@@ -24,10 +24,14 @@
 struct vgpu_region {
     char path[GS_LIMITS_PATH_MAX]; /* "" = process-private */
     struct gs_region *shm;
-    bool refuse;          /* fail closed: the region could not be used; every charge refused */
-    int proc;             /* our slot, -1 until the first charge */
-    pid_t owner_pid;      /* process that claimed `proc` (fork detection) */
-    uint64_t owner_start; /* start time written into the slot with owner_pid */
+    bool refuse;   /* fail closed: the region could not be used; every charge refused */
+    bool prepared; /* a claim's region (limits file): never created or re-initialised
+                    * from nothing by libvgpu, its file identity watched */
+    uint64_t file_dev, file_ino; /* identity of the mapped file (0: private) */
+    uint64_t checked_ns;         /* last identity check */
+    int proc;                    /* our slot, -1 until the first charge */
+    pid_t owner_pid;             /* process that claimed `proc` (fork detection) */
+    uint64_t owner_start;        /* start time written into the slot with owner_pid */
 };
 
 static struct vgpu_region regions[MAX_REGIONS];
@@ -56,9 +60,11 @@ static void init_mutex(pthread_mutex_t *m)
     pthread_mutexattr_destroy(&a);
 }
 
-static void init_header(struct gs_region *r)
+static void init_header(struct gs_region *r, uint64_t dev, uint64_t ino)
 {
     memset(r, 0, sizeof(*r));
+    r->file_dev = dev;
+    r->file_ino = ino;
     r->magic = GS_REGION_MAGIC;
     r->version = GS_REGION_VERSION;
     r->size = sizeof(*r);
@@ -96,11 +102,16 @@ static bool flock_bounded(int fd)
  * initialiser can never wipe accounting that others wrote after it. NULL on any failure (the
  * caller fails closed).
  */
-static struct gs_region *map_file(const char *path)
+static struct gs_region *map_file(const char *path, bool prepared, struct stat *id)
 {
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+    /* A claim's region is created (sized, header marked) by whoever prepared the claim (the
+     * kubelet plugin, `gpuslice run`): missing, it was removed or renamed; size 0, truncated;
+     * zero-filled without the mark, truncated and extended again. Each fails closed: a fresh
+     * region would give the next process the whole limit again. */
+    int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (prepared ? 0 : O_CREAT), 0666);
     if (fd < 0) {
-        VLOG(VGPU_LOG_ERROR, "region %s: cannot open: %s", path, strerror(errno));
+        VLOG(VGPU_LOG_ERROR, "region %s: cannot open: %s%s", path, strerror(errno),
+             prepared && errno == ENOENT ? " (removed or renamed?)" : "");
         return NULL;
     }
     fchmod(fd, 0666); /* processes of other containers/users of the claim share it */
@@ -110,6 +121,11 @@ static struct gs_region *map_file(const char *path)
         return NULL;
     }
     bool locked = false;
+    if (st.st_size == 0 && prepared) {
+        VLOG(VGPU_LOG_ERROR, "region %s: empty (truncated?)", path);
+        close(fd);
+        return NULL;
+    }
     if (st.st_size == 0) {
         /* new file: size it under the flock (two creators must not both initialise) */
         if (!flock_bounded(fd)) {
@@ -151,8 +167,16 @@ static struct gs_region *map_file(const char *path)
         locked = true;
         /* under the flock: READY means someone finished; anything else was cut short by a
          * death (the flock was released) and nobody can have accounted into it yet */
-        if (atomic_load(&r->init_state) != GS_REGION_READY)
-            init_header(r);
+        if (atomic_load(&r->init_state) != GS_REGION_READY) {
+            if (prepared && r->magic != GS_REGION_MAGIC) {
+                VLOG(VGPU_LOG_ERROR, "region %s: not prepared (zero-filled: truncated?)", path);
+                flock(fd, LOCK_UN);
+                munmap(p, sizeof(struct gs_region));
+                close(fd);
+                return NULL;
+            }
+            init_header(r, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+        }
     }
     if (locked)
         flock(fd, LOCK_UN);
@@ -163,6 +187,13 @@ static struct gs_region *map_file(const char *path)
         munmap(p, sizeof(struct gs_region));
         return NULL;
     }
+    /* The file its initialiser mapped, or a copy put in its place (whose books start over)? */
+    if (r->file_ino && (r->file_dev != (uint64_t)st.st_dev || r->file_ino != (uint64_t)st.st_ino)) {
+        VLOG(VGPU_LOG_ERROR, "region %s: not the file it was created as (replaced?)", path);
+        munmap(p, sizeof(struct gs_region));
+        return NULL;
+    }
+    *id = st;
     return r;
 }
 
@@ -172,11 +203,11 @@ static struct gs_region *map_private(void)
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
-    init_header(p);
+    init_header(p, 0, 0);
     return p;
 }
 
-struct vgpu_region *vgpu_region_open(const char *path)
+static struct vgpu_region *region_open(const char *path, bool prepared)
 {
     pthread_mutex_lock(&regions_lock);
     if (!self_start) {
@@ -191,7 +222,8 @@ struct vgpu_region *vgpu_region_open(const char *path)
     }
     struct vgpu_region *res = NULL;
     if (n_regions < MAX_REGIONS) {
-        struct gs_region *shm = path[0] ? map_file(path) : map_private();
+        struct stat id = {0};
+        struct gs_region *shm = path[0] ? map_file(path, prepared, &id) : map_private();
         bool refuse = false;
         if (!shm && path[0]) {
             /* Fail closed: a claim's region that cannot be used refuses every allocation on
@@ -207,10 +239,50 @@ struct vgpu_region *vgpu_region_open(const char *path)
             res->shm = shm;
             res->proc = -1;
             res->refuse = refuse;
+            res->prepared = prepared;
+            res->file_dev = (uint64_t)id.st_dev;
+            res->file_ino = (uint64_t)id.st_ino;
+            res->checked_ns = vgpu_now_ns();
         }
     }
     pthread_mutex_unlock(&regions_lock);
     return res;
+}
+
+struct vgpu_region *vgpu_region_open(const char *path)
+{
+    return region_open(path, false);
+}
+
+struct vgpu_region *vgpu_region_open_prepared(const char *path)
+{
+    return region_open(path, true);
+}
+
+/* A claim's region file must stay the one this process mapped: removed, renamed, replaced or
+ * truncated, the books others read are no longer ours: fail closed (every later charge is
+ * refused). At most once a second per process. */
+static void check_identity(struct vgpu_region *vr)
+{
+    if (!vr->prepared || !vr->path[0] || __atomic_load_n(&vr->refuse, __ATOMIC_RELAXED))
+        return;
+    uint64_t now = vgpu_now_ns();
+    if (now - vr->checked_ns < GS_REGION_SWEEP_INTERVAL_MS * 1000000ULL)
+        return;
+    vr->checked_ns = now;
+    struct stat st;
+    const char *why = NULL;
+    if (stat(vr->path, &st) < 0)
+        why = "removed or renamed";
+    else if ((uint64_t)st.st_dev != vr->file_dev || (uint64_t)st.st_ino != vr->file_ino)
+        why = "replaced";
+    else if (st.st_size != (off_t)sizeof(struct gs_region))
+        why = "truncated";
+    if (why) {
+        VLOG(VGPU_LOG_ERROR, "region %s: %s; allocations on its devices are refused", vr->path,
+             why);
+        __atomic_store_n(&vr->refuse, true, __ATOMIC_RELAXED);
+    }
 }
 
 static struct vgpu_region refusing_region;
@@ -542,6 +614,7 @@ static int sweep_batch(struct vgpu_region *vr, uint32_t *from, uint32_t np)
 int vgpu_region_sweep(struct vgpu_region *vr, enum vgpu_sweep_mode mode)
 {
     struct gs_region *r = vr->shm;
+    check_identity(vr);
     if (vr->refuse)
         return 0;
     uint64_t now = vgpu_now_ns();

@@ -68,6 +68,7 @@ struct vgpu_device_config {
     uint32_t cores;        /* 0 = no cap (100 is normalised to 0) */
     char region_path[GS_LIMITS_PATH_MAX];
     bool from_file;
+    bool region_prepared; /* region_path is a claim's region named by its limits file */
 };
 
 /* Parse env + limits directory once. */
@@ -90,6 +91,10 @@ const char *vgpu_config_dir(void);
 struct vgpu_region;
 /* Map (create if needed) the region at path; NULL on failure (logged). Same path => same map. */
 struct vgpu_region *vgpu_region_open(const char *path);
+/* The same for a claim's region prepared by the plugin or `gpuslice run` (named by a limits
+ * file): never created here, refused when missing, truncated, unprepared or replaced, and
+ * watched for replacement while mapped (see shared_region.h). */
+struct vgpu_region *vgpu_region_open_prepared(const char *path);
 /* The region of a device that must refuse every allocation (fail closed: its claim's region
  * cannot be mapped or locked, or has no slot left for it). Never NULL. */
 struct vgpu_region *vgpu_region_refusing(void);

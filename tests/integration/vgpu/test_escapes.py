@@ -16,7 +16,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gstest import Tap  # noqa: E402
-from vgpulib import MiB, World, have_sim, parse  # noqa: E402
+from vgpulib import REGION_SIZE, MiB, World, have_sim, parse  # noqa: E402
 
 OOM = '2'
 LIMIT = 1024
@@ -349,6 +349,41 @@ def fork_storm(t):
         w.close()
 
 
+def region_replaced(t):
+    """Issue 21, item 4: a process of the claim removes, renames, truncates (or truncates and
+    extends with zeros) the claim's region file while another holds 768 MiB of the 1024; the
+    next process must not start a fresh region (and the whole limit) but refuse (fail closed).
+    In a container the CDI spec bind-mounts the file itself, so unlink and rename fail there;
+    here, on the host, they succeed and libvgpu must notice."""
+    for attack, done in (('remove', 'removed'), ('rename', 'renamed'), ('truncate', 'truncated'),
+                         ('zero', 'truncated and zero-filled')):
+        w = Escape()
+        try:
+            region = w.region('esc')
+            holder = subprocess.Popen([w.probe, 'dev', '0', '12', '64', 'wait'], env=w.env(),
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            first = parse(holder.stdout.readline() + holder.stdout.readline())
+            if attack == 'remove':
+                os.unlink(region)
+            elif attack == 'rename':
+                os.rename(region, region + '.old')
+            else:
+                with open(region, 'r+b') as f:
+                    f.truncate(0)
+                    if attack == 'zero':
+                        f.truncate(REGION_SIZE)
+            p = w.run(['dev', '0', '12', '64'], check=False)
+            kv = parse(p.stdout)
+            holder.stdin.close()
+            holder.wait(timeout=60)
+            t.is_eq((first.get('ok'), kv.get('ok')), ('12', '0'),
+                    f'region {done}: the next process is refused, not given a fresh region')
+            t.ok(int(kv.get('phys_peak', -1)) <= LIMIT * MiB,
+                 f'region {done}: gpusim never held more than the limit', diag=kv)
+        finally:
+            w.close()
+
+
 def main():
     t = Tap()
     if not have_sim():
@@ -364,6 +399,7 @@ def main():
     t.run('ctx_churn', ctx_churn, t)
     t.run('pool_storm', pool_storm, t)
     t.run('fork_storm', fork_storm, t)
+    t.run('region_replaced', region_replaced, t)
     return t.done()
 
 

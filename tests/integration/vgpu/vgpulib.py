@@ -50,6 +50,7 @@ class World:
     def write_limits(self, claim, devices, region=None):
         lines = ['# gpuslice limits v1', 'version 1', f'claim {claim}']
         if region:
+            prepare_region(region)
             lines.append(f'region {region}')
         for uuid, mem, cores in devices:
             lines.append(f'device {uuid} memory={mem} cores={cores}')
@@ -77,6 +78,26 @@ class World:
             if 'dev' in kv:
                 res.append((int(kv['dev']), kv['uuid'], int(kv['cu_total'])))
         return res
+
+
+# include/gpuslice/shared_region.h (version 2): the region of a claim is created by whoever
+# prepares the claim (the kubelet plugin, `gpuslice run`): sized and marked (magic, version,
+# size), init_state 0. libvgpu never creates one named by a limits file.
+REGION_MAGIC = 0x4E4F494745525347
+REGION_VERSION = 2
+REGION_MAX_DEVICES = 32
+REGION_SIZE = 128 + 200 * REGION_MAX_DEVICES + (24 + 8 * REGION_MAX_DEVICES) * 1024
+
+
+def prepare_region(path):
+    """Create the claim's region file as the plugin does (an existing one is kept)."""
+    import struct
+    if os.path.exists(path) or not os.path.isdir(os.path.dirname(path) or '.'):
+        return
+    with open(path, 'wb') as f:
+        f.truncate(REGION_SIZE)
+        f.write(struct.pack('<QII', REGION_MAGIC, REGION_VERSION, REGION_SIZE))
+    os.chmod(path, 0o666)
 
 
 def parse(text):
