@@ -80,24 +80,7 @@ class World:
         return res
 
 
-# include/gpuslice/shared_region.h (version 2): the region of a claim is created by whoever
-# prepares the claim (the kubelet plugin, `gpuslice run`): sized and marked (magic, version,
-# size), init_state 0. libvgpu never creates one named by a limits file.
-REGION_MAGIC = 0x4E4F494745525347
-REGION_VERSION = 2
-REGION_MAX_DEVICES = 32
-REGION_SIZE = 128 + 200 * REGION_MAX_DEVICES + (24 + 8 * REGION_MAX_DEVICES) * 1024
-
-
-def prepare_region(path):
-    """Create the claim's region file as the plugin does (an existing one is kept)."""
-    import struct
-    if os.path.exists(path) or not os.path.isdir(os.path.dirname(path) or '.'):
-        return
-    with open(path, 'wb') as f:
-        f.truncate(REGION_SIZE)
-        f.write(struct.pack('<QII', REGION_MAGIC, REGION_VERSION, REGION_SIZE))
-    os.chmod(path, 0o666)
+from gstest import REGION_SIZE, prepare_region  # noqa: E402,F401 (re-exported)
 
 
 def parse(text):
