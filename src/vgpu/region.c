@@ -704,7 +704,7 @@ void vgpu_region_atfork_child(void)
  * program exits without freeing) is left to the dead-process sweep: the driver frees a
  * process's memory during its teardown, after this destructor, and giving the bytes back
  * before that would let another process be admitted into memory the driver still holds. */
-__attribute__((destructor)) static void region_exit(void)
+__attribute__((destructor(60000))) static void region_exit(void)
 {
     for (int i = 0; i < n_regions; i++) {
         struct vgpu_region *vr = &regions[i];

@@ -138,13 +138,13 @@ enum vgpu_alloc_kind {
 /* One tracked allocation. Every allocation path records it through vgpu_alloc_charged(). */
 struct vgpu_alloc {
     uint64_t key;    /* device pointer, handle, or mapped virtual address */
+    uint32_t kind;   /* enum vgpu_alloc_kind (beside the key: a probe reads one cache line) */
+    int32_t dev;     /* vgpu device index */
     uint64_t size;   /* bytes charged (0 for pool allocations: the pool is charged; mapping: bytes
                       * mapped) */
     uint64_t aux;    /* MAPPING: the VMM handle it maps */
     void *pool;      /* CUmemoryPool for stream-ordered allocations, else NULL */
     void *ctx;       /* CUcontext current when the allocation was made (NULL if none) */
-    int32_t dev;     /* vgpu device index */
-    uint32_t kind;   /* enum vgpu_alloc_kind */
     uint32_t refs;   /* VMM: references the driver holds (handle until released + mappings +
                       * retains); the charge goes back when it reaches 0 */
     uint32_t ctx_id; /* which context behind the handle `ctx` (a destroyed context's handle can
@@ -221,6 +221,12 @@ struct vgpu_device {
     struct vgpu_region *region; /* NULL = untracked (no cap, no region) */
     int slot;                   /* device slot in region */
     uint64_t physical_total;
+    /* Bytes this process has charged in its region slot but no allocation uses (freed since):
+     * the next allocations take them first without the region's lock. Kept under
+     * credit_max (an over-charge of the claim, never an under-charge), flushed back at the
+     * limit, at exit and reset after fork. See vgpu.md, "Overhead". */
+    _Atomic uint64_t credit;
+    uint64_t credit_max;
 };
 
 /* Discover devices once the application has initialised the driver (libvgpu never calls
