@@ -37,7 +37,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common/cuda_abi.h"
+#include "abi/cuda_abi.h"
 #include "sim/sim-state.h"
 
 #define MiB (1ULL << 20)
