@@ -15,7 +15,8 @@ import tempfile
 from gstest import Tap, env_paths, preload_env, prepare_region
 
 # ns over the run without preload; mem_get_info: no slower than the driver
-TARGETS = {'alloc_free_pair': 40.0, 'free_with_50000_live': 60.0, 'mem_get_info': 0.0,
+# (alloc+free and a free among 50,000 live allocations: issue 21's targets)
+TARGETS = {'alloc_free_pair': 90.0, 'free_with_50000_live': 150.0, 'mem_get_info': 0.0,
            'launch_kernel': 5.0, 'ctx_get_current': 10.0, 'ctx_set_current': 10.0}
 
 
