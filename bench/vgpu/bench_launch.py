@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 
-from gstest import Tap, env_paths, preload_env
+from gstest import Tap, env_paths, preload_env, prepare_region
 
 OPS = ('launch_kernel', 'launch_ckernel', 'library_load')
 TARGETS = {('launch_kernel', 'uncapped'): 5.0, ('launch_kernel', 'capped'): 100.0,
@@ -51,6 +51,7 @@ def main():
         for name, cores in (('uncapped', 0), ('capped', 30)):
             lim = os.path.join(d, name)
             os.mkdir(lim)
+            prepare_region(os.path.join(d, f'region-{name}'))
             with open(os.path.join(lim, 'bench.limits'), 'w') as f:
                 f.write(f'version 1\nclaim bench-{name}\nregion {d}/region-{name}\n'
                         f'device {uuid} memory=0 cores={cores}\n')

@@ -12,6 +12,14 @@
  * `magic`, `version` and `size` before trusting anything; a region whose header does not match is
  * refused (libvgpu then refuses every allocation on the devices of that region: fail closed).
  *
+ * A claim's region (named by its limits file) is created by whoever prepares the claim: the
+ * kubelet plugin, `gpuslice run`. They size it and write magic, version and size with init_state
+ * 0 (gs_region_prepare_fd); the CDI spec bind-mounts the FILE into the container, so unlink and
+ * rename of it fail there. libvgpu never creates such a region, and refuses (fails closed) one
+ * that is missing, empty, of another size, zero-filled without the magic (truncated and
+ * extended), or whose file_dev/file_ino are not the file's (a copy put in its place); a running
+ * process re-checks the path's identity and size at most every GS_REGION_SWEEP_INTERVAL_MS.
+ *
  * Initialisation: under an exclusive flock(2) of the file, the first process sizes it
  * (ftruncate to sizeof(struct gs_region)), fills the header and the lock and stores `init_state`
  * 2 (GS_REGION_READY); the kernel drops the flock if it dies half-way, and the next process to
@@ -27,6 +35,11 @@
  *                                before the driver allocates; rolled back if the driver fails
  *   release                    = after the driver freed, subtract from both
  * Readers may see `used` lag the driver by one in-flight call, never exceed the limit.
+ * A lock that is not recoverable (an owner died and the process that inherited it released it
+ * without marking it consistent) is re-initialised under the file's flock(2): the device totals
+ * are recomputed from the live process slots first, then the mutex is initialised again and
+ * `lock_recoveries` (in what version 2 first left reserved: 0 from older writers) is raised, so a
+ * monitor can export it. Any other lock error refuses reservations (fail closed).
  *
  * Process slots: a slot is free when `pid` is 0. `pid` + `start_time` (field 22 of
  * /proc/<pid>/stat, clock ticks after boot) + `pidns` (inode of /proc/self/ns/pid) identify a
@@ -91,6 +104,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <unistd.h>
 
 #include "gpuslice/limits.h"
 
@@ -162,11 +176,14 @@ struct gs_region {
     _Atomic uint32_t n_devices;    /* device slots in use (prefix of devices[]) */
     _Atomic uint32_t n_procs_hint; /* highest proc slot index ever used + 1 */
     uint32_t reserved0;
-    _Atomic uint64_t sweep_ns;   /* CLOCK_MONOTONIC of the last sweep */
-    _Atomic uint64_t generation; /* bumped on every slot claim/release (for monitors) */
-    uint64_t reserved1[2];
+    _Atomic uint64_t sweep_ns;        /* CLOCK_MONOTONIC of the last sweep */
+    _Atomic uint64_t generation;      /* bumped on every slot claim/release (for monitors) */
+    _Atomic uint64_t lock_recoveries; /* v2: times `lock` was re-initialised (see above) */
+    uint64_t reserved1;
     pthread_mutex_t lock; /* PTHREAD_PROCESS_SHARED | PTHREAD_MUTEX_ROBUST */
-    uint8_t reserved2[64 - sizeof(pthread_mutex_t) % 64];
+    uint64_t file_dev;    /* v2: st_dev and st_ino of the file its initialiser mapped (0 = */
+    uint64_t file_ino;    /* unknown): a copy put in its place is refused */
+    uint8_t reserved2[64 - sizeof(pthread_mutex_t) % 64 - 16];
     struct gs_region_device devices[GS_REGION_MAX_DEVICES];
     struct gs_region_proc procs[GS_REGION_MAX_PROCS];
 };
@@ -186,7 +203,9 @@ static_assert(offsetof(struct gs_region_device, pending_ns) == 184, "gs_region_d
 static_assert(offsetof(struct gs_region_device, held_ns) == 192, "gs_region_device.held_ns");
 static_assert(sizeof(struct gs_region_proc) == 24 + 8 * GS_REGION_MAX_DEVICES, "proc slot size");
 static_assert(offsetof(struct gs_region_proc, used) == 24, "gs_region_proc.used");
+static_assert(offsetof(struct gs_region, lock_recoveries) == 48, "gs_region.lock_recoveries");
 static_assert(offsetof(struct gs_region, lock) == 64, "gs_region.lock");
+static_assert(offsetof(struct gs_region, file_dev) == 104, "gs_region.file_dev");
 static_assert(offsetof(struct gs_region, devices) == 128, "gs_region.devices");
 static_assert(offsetof(struct gs_region, procs) == 128 + 200 * GS_REGION_MAX_DEVICES,
               "gs_region.procs");
@@ -194,5 +213,17 @@ static_assert(sizeof(struct gs_region) ==
                   128 + 200 * GS_REGION_MAX_DEVICES +
                       (24 + 8 * GS_REGION_MAX_DEVICES) * GS_REGION_MAX_PROCS,
               "gs_region size");
+
+/* Mark a freshly created, zero-filled region file of the right size as prepared for a claim
+ * (magic, version, size; init_state stays 0: the first libvgpu process initialises it). */
+static inline int gs_region_prepare_fd(int fd)
+{
+    struct {
+        uint64_t magic;
+        uint32_t version, size;
+    } h = {GS_REGION_MAGIC, GS_REGION_VERSION, (uint32_t)sizeof(struct gs_region)};
+    static_assert(sizeof(h) == offsetof(struct gs_region, init_state), "header prefix");
+    return pwrite(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) ? 0 : -1;
+}
 
 #endif /* GS_GPUSLICE_SHARED_REGION_H */

@@ -288,6 +288,25 @@ int sa_write_slice(const struct sa_env *env, const json_t *claim, const struct g
     l->priority = plan->qos.priority;
     l->log_level = plan->qos.log_level;
     snprintf(l->peers_dir, sizeof(l->peers_dir), "%s/slices", env->state_dir);
+    /* The slice's region, created here as the kubelet plugin does (libvgpu never creates a
+     * region a limits file names): sized and marked; an existing one is kept. */
+    int fd = open(l->region_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd >= 0) {
+        int tr = ftruncate(fd, (off_t)sizeof(struct gs_region));
+        if (tr == 0)
+            tr = gs_region_prepare_fd(fd);
+        int e = errno;
+        fchmod(fd, 0666);
+        close(fd);
+        if (tr < 0) {
+            free(l);
+            return gs_error_set(err, -e, "region %s: %s", l->region_path, strerror(e));
+        }
+    } else if (errno != EEXIST) {
+        int e = errno;
+        free(l);
+        return gs_error_set(err, -e, "region %s: %s", l->region_path, strerror(e));
+    }
     for (size_t i = 0; i < plan->n_devices && rc == 0; i++)
         rc = gs_limits_add_device(l, plan->devices[i].uuid, plan->devices[i].memory_limit,
                                   plan->devices[i].cores, err);

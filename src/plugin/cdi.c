@@ -86,8 +86,12 @@ static json_t *device_edits(const struct cdi_config *c, const struct claim_plan 
     cdi_limits_host_path(c, p->uid, path, sizeof(path));
     snprintf(cpath, sizeof(cpath), "%s/%s" GS_LIMITS_SUFFIX, GS_LIMITS_DIR_DEFAULT, p->uid);
     json_array_append_new(mounts, mount(path, cpath, true));
-    cdi_region_host_dir(c, p->uid, path, sizeof(path));
-    snprintf(cpath, sizeof(cpath), "%s/%s", CDI_CONTAINER_REGION_DIR, p->uid);
+    /* The region FILE, not its directory: inside the container unlink and rename of a mount
+     * point fail (EBUSY), so no process can put a fresh region in its place. */
+    char dir[PATH_MAX - 16];
+    cdi_region_host_dir(c, p->uid, dir, sizeof(dir));
+    snprintf(path, sizeof(path), "%s/region", dir);
+    snprintf(cpath, sizeof(cpath), "%s/%s/region", CDI_CONTAINER_REGION_DIR, p->uid);
     json_array_append_new(mounts, mount(path, cpath, false));
     snprintf(path, sizeof(path), "%s/claims", c->host_dir);
     json_array_append_new(mounts, mount(path, CDI_CONTAINER_PEERS_DIR, true));

@@ -10,7 +10,8 @@
  *   mounts <host>/libvgpu.so            -> /usr/local/vgpu/libvgpu.so (ro)
  *          <host>/ld.so.preload         -> /etc/ld.so.preload (ro)
  *          <host>/claims/<uid>/<uid>.limits -> /etc/gpuslice/limits.d/<uid>.limits (ro)
- *          <host>/claims/<uid>/region   -> /var/run/gpuslice/claims/<uid> (rw)
+ *          <host>/claims/<uid>/region/region -> /var/run/gpuslice/claims/<uid>/region (rw; the
+ *          file itself, so that unlink/rename of it fail in the container)
  *   GPU selection: volume-mounts mode: /dev/null -> /var/run/nvidia-container-devices/<UUID>;
  *                  device-nodes mode: /dev/nvidia<minor>, /dev/nvidiactl, /dev/nvidia-uvm,
  *                  /dev/nvidia-uvm-tools.

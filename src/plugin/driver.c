@@ -120,12 +120,15 @@ int driver_write_claim_files(struct driver *d, const struct claim_plan *p, bool 
         return r;
     /* Containers may run as any user: the region directory must be writable by all of them. */
     chmod(region, 0777);
-    /* The shared region itself, zero-filled (init_state 0: the first libvgpu process initialises
-     * it). An existing one is kept: it holds the live accounting of running containers. */
+    /* The shared region itself, zero-filled and marked with magic, version and size (init_state
+     * 0: the first libvgpu process initialises it; libvgpu never creates a claim's region). An
+     * existing one is kept: it holds the live accounting of running containers. */
     snprintf(path, sizeof(path), "%s/region", region);
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
     if (fd >= 0) {
         int tr = ftruncate(fd, (off_t)sizeof(struct gs_region));
+        if (tr == 0)
+            tr = gs_region_prepare_fd(fd); /* marked: libvgpu refuses an unmarked one */
         fchmod(fd, 0666);
         close(fd);
         if (tr < 0)

@@ -2,9 +2,11 @@
 /* gpusim libcuda: primary and created contexts, the per-thread context stack, streams, events
  * and synchronisation (which sleeps until the timeline says the work is done). */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sim/cuda-internal.h"
 
@@ -306,6 +308,16 @@ CU_API CUresult cuCtxDestroy_v2(CUcontext ctx)
             tls_stack[kept++] = tls_stack[i];
     tls_depth = kept;
     cu_obj_del(c);
+    /* Test knob (libvgpu's context-churn test): the handle can be handed out again at once; a
+     * slow return widens the window in which another thread reuses it before the caller has
+     * booked the destruction (a real driver's return can be descheduled as long). */
+    static long delay_us = -1;
+    if (__atomic_load_n(&delay_us, __ATOMIC_RELAXED) < 0) {
+        const char *e = getenv("GPUSIM_CTX_DESTROY_RETURN_DELAY_US");
+        __atomic_store_n(&delay_us, e ? atol(e) : 0, __ATOMIC_RELAXED);
+    }
+    if (delay_us > 0)
+        usleep((useconds_t)delay_us);
     return CUDA_SUCCESS;
 }
 

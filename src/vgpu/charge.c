@@ -88,6 +88,7 @@ CUresult vgpu_alloc_charged(const struct vgpu_alloc_req *req, vgpu_driver_alloc_
                            .size = size,
                            .pool = req->pool,
                            .ctx = req->ctx_known ? req->ctx : current_ctx(),
+                           .ctx_id = req->ctx_known ? req->ctx_id : 0,
                            .dev = vgpu_device_index(d),
                            .kind = req->kind,
                            .refs = 1};
@@ -117,6 +118,21 @@ void vgpu_alloc_uncharge(const struct vgpu_alloc *a)
         vgpu_uncharge(d, a->size);
 }
 
+/* The driver refused to free it: the record goes back (never dropped: its charge could then
+ * never be given back). */
+static void keep_record(const struct vgpu_alloc *a)
+{
+    struct vgpu_alloc old;
+    int r = vgpu_table_insert_keep(a, &old);
+    if (r == 1)
+        vgpu_alloc_uncharge(&old); /* the driver handed the key out again meanwhile */
+    else if (r < 0)
+        VLOG(VGPU_LOG_ERROR,
+             "allocation %#llx: free refused by the driver and no room to keep its record; its "
+             "%llu bytes stay charged",
+             (unsigned long long)a->key, (unsigned long long)a->size);
+}
+
 CUresult vgpu_free_charged(uint64_t key, uint32_t kind, vgpu_driver_free_fn free_fn, void *arg)
 {
     struct vgpu_alloc a;
@@ -128,7 +144,7 @@ CUresult vgpu_free_charged(uint64_t key, uint32_t kind, vgpu_driver_free_fn free
         if (r == CUDA_SUCCESS)
             vgpu_alloc_uncharge(&a);
         else
-            vgpu_table_insert(&a, NULL);
+            keep_record(&a);
     }
     return r;
 }

@@ -510,4 +510,5 @@ void vgpu_config_for(int ordinal, const char *uuid, struct vgpu_device_config *o
      * could give each process a region of its own). */
     const char *region = f && f->region_path[0] ? f->region_path : GS_REGION_PATH_DEFAULT;
     snprintf(out->region_path, sizeof(out->region_path), "%s", region);
+    out->region_prepared = f && f->region_path[0]; /* created by the claim's preparer */
 }

@@ -86,9 +86,17 @@ static int driver_holds(const int *pids, bool *holds, int n)
  * empty table and claims its own region slot on its first allocation. */
 static void atfork_child(void)
 {
+    for (int i = 0; i < VGPU_MAX_DEVICES; i++)
+        atomic_store(&devices[i].credit, 0); /* the parent's, in the parent's region slot */
+    /* Every lock of libvgpu (the limiter resets its own): a thread of the parent may have held
+     * any of them at the fork, several across a driver call. */
     vgpu_region_atfork_child();
     vgpu_table_reset();
     vgpu_ctx_atfork_child();
+    vgpu_pools_atfork_child();
+    vgpu_graphs_atfork_child();
+    vgpu_vmm_atfork_child();
+    vgpu_nvml_atfork_child();
     pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
     devices_lock = fresh;
 }
@@ -147,8 +155,13 @@ static bool discover(void)
             gs_real_cu.cuDeviceTotalMem_v2(&total, dev) == CUDA_SUCCESS)
             d->physical_total = total;
         d->slot = -1;
+        /* at most 1/256 of the limit (16 MiB) parked as credit; none under 64 MiB limits */
+        d->credit_max = d->cfg.memory_limit >= (64ULL << 20)
+                            ? GS_MIN(d->cfg.memory_limit / 256, 16ULL << 20)
+                            : 0;
         if (d->cfg.memory_limit || d->cfg.region_path[0]) {
-            d->region = vgpu_region_open(d->cfg.region_path);
+            d->region = d->cfg.region_prepared ? vgpu_region_open_prepared(d->cfg.region_path)
+                                               : vgpu_region_open(d->cfg.region_path);
             if (d->region)
                 d->slot = vgpu_region_device(d->region, d->uuid, d->cfg.memory_limit, d->cfg.cores);
             if (d->slot < 0) {
@@ -217,16 +230,16 @@ struct vgpu_device *vgpu_device_of(CUdevice dev)
 
 struct vgpu_device *vgpu_device_current(void)
 {
-    return vgpu_device_current_ctx(NULL);
+    return vgpu_device_current_ctx(NULL, NULL);
 }
 
-struct vgpu_device *vgpu_device_current_ctx(void **ctx_out)
+struct vgpu_device *vgpu_device_current_ctx(void **ctx_out, uint32_t *ctx_id)
 {
     /* The current context is looked at first: this may be the first libvgpu sees of it (the
      * CUDA runtime retains the primary context out of sight), and its overhead is charged
      * before anything is allocated in it. */
     struct vgpu_device *d = NULL;
-    void *ctx = vgpu_ctx_current(&d);
+    void *ctx = vgpu_ctx_current(&d, ctx_id);
     if (ctx_out)
         *ctx_out = ctx;
     /* One visible device (the usual container): every context is on it. If there is no current
@@ -279,6 +292,8 @@ void vgpu_memory_view(const struct vgpu_device *d, uint64_t phys_total, uint64_t
     uint64_t total =
         d->cfg.memory_limit ? GS_MIN(d->cfg.memory_limit, phys ? phys : UINT64_MAX) : phys;
     uint64_t used = d->region ? vgpu_region_used(d->region, d->slot) : 0;
+    /* this process's credit is charged but free to it */
+    used = gs_sat_sub_u64(used, atomic_load_explicit(&d->credit, memory_order_relaxed));
     if (used > total)
         used = total;
     v->total = total;
@@ -346,7 +361,9 @@ struct vgpu_device *vgpu_device_for_view(const char *uuid, int nvml_index)
         vgpu_config_for(d->ordinal, uuid, &d->cfg);
         if (d->cfg.memory_limit || d->cfg.region_path[0]) {
             /* an unshared (process-local) region would show nothing: only a claim's region */
-            d->region = d->cfg.region_path[0] ? vgpu_region_open(d->cfg.region_path) : NULL;
+            d->region = !d->cfg.region_path[0]   ? NULL
+                        : d->cfg.region_prepared ? vgpu_region_open_prepared(d->cfg.region_path)
+                                                 : vgpu_region_open(d->cfg.region_path);
             if (d->region)
                 d->slot = vgpu_region_device(d->region, d->uuid, d->cfg.memory_limit, d->cfg.cores);
             if (d->slot < 0)
@@ -360,14 +377,40 @@ struct vgpu_device *vgpu_device_for_view(const char *uuid, int nvml_index)
     return d;
 }
 
+/* Take size bytes of d's credit; false when there is not that much. */
+static inline bool credit_take(struct vgpu_device *d, uint64_t size)
+{
+    uint64_t c = atomic_load_explicit(&d->credit, memory_order_relaxed);
+    while (c >= size)
+        if (atomic_compare_exchange_weak_explicit(&d->credit, &c, c - size, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return true;
+    return false;
+}
+
+/* Give all of d's credit back to the region. */
+static void credit_flush(struct vgpu_device *d)
+{
+    uint64_t c = atomic_exchange_explicit(&d->credit, 0, memory_order_relaxed);
+    if (c)
+        vgpu_region_release(d->region, d->slot, c);
+}
+
 int vgpu_charge(struct vgpu_device *d, uint64_t size)
 {
     if (!d || !d->region)
         return 0;
+    if (GS_LIKELY(size && credit_take(d, size) && !vgpu_region_refuses(d->region)))
+        return 0; /* already charged in our slot: no lock */
     static __attribute__((tls_model("initial-exec"))) _Thread_local unsigned calls;
     if (GS_UNLIKELY((++calls & 1023) == 0))
         vgpu_region_sweep(d->region, VGPU_SWEEP_PERIODIC); /* rate-limited inside */
     int r = vgpu_region_reserve(d->region, d->slot, size, d->cfg.memory_limit);
+    if (r == -ENOMEM && atomic_load_explicit(&d->credit, memory_order_relaxed)) {
+        /* at the limit: what we parked counts as free for us */
+        credit_flush(d);
+        r = vgpu_region_reserve(d->region, d->slot, size, d->cfg.memory_limit);
+    }
     if (r == -ENOMEM || r == -ENOSPC) {
         /* At the limit: reclaim what dead processes still hold, then try once more. */
         if (vgpu_region_sweep(d->region, VGPU_SWEEP_OOM) > 0)
@@ -386,6 +429,33 @@ int vgpu_charge(struct vgpu_device *d, uint64_t size)
 
 void vgpu_uncharge(struct vgpu_device *d, uint64_t size)
 {
-    if (d && d->region && size)
-        vgpu_region_release(d->region, d->slot, size);
+    if (!d || !d->region || !size)
+        return;
+    if (GS_UNLIKELY(vgpu_region_refuses(d->region)))
+        return; /* a region that refuses takes nothing back (the charge stays) */
+    uint64_t c = atomic_load_explicit(&d->credit, memory_order_relaxed);
+    for (;;) {
+        if (size <= d->credit_max && c <= d->credit_max - size) {
+            if (atomic_compare_exchange_weak_explicit(&d->credit, &c, c + size,
+                                                      memory_order_relaxed, memory_order_relaxed))
+                return; /* parked: still charged in our slot, free to our next allocation */
+            continue;
+        }
+        /* full: give back all but half the cap in one region update (many frees, one lock) */
+        uint64_t keep = GS_MIN(c, d->credit_max / 2);
+        if (atomic_compare_exchange_weak_explicit(&d->credit, &c, keep, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+            vgpu_region_release(d->region, d->slot, gs_sat_add_u64(c - keep, size));
+            return;
+        }
+    }
+}
+
+/* Normal exit: parked credit goes back first, so that a slot with nothing else charged is freed
+ * at once (region.c's destructor runs after this one). */
+__attribute__((destructor)) static void credit_at_exit(void)
+{
+    for (int i = 0; i < n_devices; i++)
+        if (devices[i].present && devices[i].region && !vgpu_region_refuses(devices[i].region))
+            credit_flush(&devices[i]);
 }

@@ -78,6 +78,22 @@ static uint64_t round_up(uint64_t v)
     return up == UINT64_MAX ? UINT64_MAX : up / GRAPH_GRANULARITY * GRAPH_GRANULARITY;
 }
 
+void vgpu_graphs_atfork_child(void)
+{
+    /* Graphs and the devices' graph memory do not survive fork; a parent's thread may have held
+     * these locks at the fork (a launch lock is held across the driver's launch). */
+    pthread_mutex_init(&graphs_lock, NULL);
+    for (int i = 0; i < VGPU_MAX_DEVICES; i++)
+        pthread_mutex_init(&launch_lock[i], NULL); /* initialised here if never before */
+    pthread_once_t done = PTHREAD_ONCE_INIT;
+    init_once = done;
+    free(graphs);
+    graphs = NULL;
+    n_graphs = cap_graphs = 0;
+    memset(charged, 0, sizeof(charged));
+    atomic_store(&vgpu_any_graph_mem, false);
+}
+
 int vgpu_graph_add_alloc(const void *graph, int dev, uint64_t bytes)
 {
     pthread_mutex_lock(&graphs_lock);

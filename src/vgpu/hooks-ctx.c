@@ -26,6 +26,7 @@
 struct ctx_state {
     void *ctx;
     int dev;          /* vgpu device index */
+    uint32_t id;      /* this context's identity (the handle may be handed out again) */
     uint64_t charged; /* overhead charged for it */
 };
 
@@ -38,6 +39,18 @@ static atomic_uint ctx_gen = 1;
 static __attribute__((tls_model("initial-exec"))) _Thread_local void *tl_ctx;
 static __attribute__((tls_model("initial-exec"))) _Thread_local unsigned tl_gen;
 static __attribute__((tls_model("initial-exec"))) _Thread_local int tl_dev;
+static __attribute__((tls_model("initial-exec"))) _Thread_local uint32_t tl_id;
+/* Context identities: never 0 (0 = none known). */
+static atomic_uint next_id = 1;
+
+static uint32_t new_id(void)
+{
+    uint32_t id;
+    do
+        id = atomic_fetch_add(&next_id, 1);
+    while (GS_UNLIKELY(id == 0));
+    return id;
+}
 
 /* Per-device overhead amount, probed once (serialised by probe_lock). */
 static struct {
@@ -159,40 +172,70 @@ static bool device_has_context_locked(int dev)
     return false;
 }
 
-/* Remember ctx with its charge. False when it is already known (the caller gives its own charge
- * back) or no memory (then the charge stays: fail closed). */
-static bool remember(void *ctx, int dev, uint64_t charged)
+/* Room for one more state (ctx_lock held). */
+static bool remember_slot_locked(void)
+{
+    if (n_ctxs == cap_ctxs) {
+        size_t ncap = cap_ctxs ? cap_ctxs * 2 : 16;
+        struct ctx_state *n = realloc(ctxs, ncap * sizeof(*n));
+        if (!n)
+            return false;
+        ctxs = n;
+        cap_ctxs = ncap;
+    }
+    return true;
+}
+
+/* Remember ctx with its charge under a new identity (*id_out). `created`: the driver has just
+ * created it, so a state still held for the same handle belongs to a destroyed context whose
+ * destruction is being booked by another thread: it is replaced (its overhead goes back now; its
+ * allocations keep their identity and go back with that booking). Otherwise (first sight) false
+ * when it is already known (the caller gives its own charge back; *id_out is the known one).
+ * No memory for the state: true, the charge stays (fail closed) and *id_out is 0. */
+static bool remember(void *ctx, int dev, uint64_t charged, bool created, uint32_t *id_out)
 {
     bool added = false;
+    uint64_t stale_charge = 0;
+    int stale_dev = -1;
+    uint32_t id = 0;
     pthread_mutex_lock(&ctx_lock);
-    if (!find_locked(ctx)) {
-        if (n_ctxs == cap_ctxs) {
-            size_t ncap = cap_ctxs ? cap_ctxs * 2 : 16;
-            struct ctx_state *n = realloc(ctxs, ncap * sizeof(*n));
-            if (n) {
-                ctxs = n;
-                cap_ctxs = ncap;
-            }
-        }
-        if (n_ctxs < cap_ctxs) {
-            ctxs[n_ctxs++] = (struct ctx_state){.ctx = ctx, .dev = dev, .charged = charged};
-            added = true;
+    struct ctx_state *s = find_locked(ctx);
+    if (s && created) {
+        stale_charge = s->charged;
+        stale_dev = s->dev;
+        *s = ctxs[--n_ctxs];
+        s = NULL;
+    }
+    if (!s) {
+        if (remember_slot_locked()) {
+            id = new_id();
+            ctxs[n_ctxs++] =
+                (struct ctx_state){.ctx = ctx, .dev = dev, .id = id, .charged = charged};
         } else {
             VLOG(VGPU_LOG_ERROR, "context %p: no memory to track it; its overhead stays charged",
                  ctx);
-            added = true; /* the charge is kept (never given back): fail closed */
         }
+        added = true; /* without memory the charge is kept (never given back): fail closed */
+    } else {
+        id = s->id;
     }
     pthread_mutex_unlock(&ctx_lock);
+    if (stale_dev >= 0) {
+        atomic_fetch_add(&ctx_gen, 1);
+        vgpu_uncharge(vgpu_device_at(stale_dev), stale_charge);
+    }
+    if (id_out)
+        *id_out = id;
     return added;
 }
 
-static bool known(const void *ctx)
+uint32_t vgpu_ctx_id(const void *ctx)
 {
     pthread_mutex_lock(&ctx_lock);
-    bool k = find_locked(ctx) != NULL;
+    struct ctx_state *s = find_locked(ctx);
+    uint32_t id = s ? s->id : 0;
     pthread_mutex_unlock(&ctx_lock);
-    return k;
+    return id;
 }
 
 /* The overhead amount of device d, probing it now if unknown: `usage_before` is this process's
@@ -224,11 +267,12 @@ static uint64_t probe(const struct vgpu_device *d, uint64_t usage_before, bool b
 /* A context we did not see being created (first sight): remember it and charge its overhead.
  * It already holds its memory, so the charge is recorded even past the limit (the region must
  * tell the truth; the next allocation is then refused). */
-static void sighted(void *ctx, struct vgpu_device *d)
+static uint32_t sighted(void *ctx, struct vgpu_device *d)
 {
     int idx = vgpu_device_index(d);
-    if (known(ctx))
-        return;
+    uint32_t id = vgpu_ctx_id(ctx);
+    if (id)
+        return id;
     uint64_t amount;
     if (!atomic_load(&overhead[idx].known)) {
         pthread_mutex_lock(&probe_lock);
@@ -252,19 +296,23 @@ static void sighted(void *ctx, struct vgpu_device *d)
              "are charged anyway",
              d->uuid, ctx, (unsigned long long)amount);
     }
-    if (!remember(ctx, idx, amount))
+    if (!remember(ctx, idx, amount, false, &id))
         vgpu_uncharge(d, amount); /* another thread saw it first */
+    return id;
 }
 
 struct drain {
     void *ctx;
+    uint32_t id;
 };
 
 static bool owned_by(const struct vgpu_alloc *a, void *arg)
 {
     /* VMM handles (and their mappings) and stream-ordered pool memory belong to no context:
-     * the driver keeps them past the context's end. */
-    return a->ctx == ((struct drain *)arg)->ctx && !a->pool &&
+     * the driver keeps them past the context's end. Only this context's allocations: another
+     * context may already have been given the same handle. */
+    const struct drain *dr = arg;
+    return a->ctx == dr->ctx && a->ctx_id == dr->id && !a->pool &&
            (a->kind == VGPU_KIND_DPTR || a->kind == VGPU_KIND_ARRAY || a->kind == VGPU_KIND_MIPMAP);
 }
 
@@ -274,29 +322,82 @@ static void give_back(const struct vgpu_alloc *a, void *arg)
     vgpu_alloc_uncharge(a);
 }
 
-/* ctx is gone (the driver freed its memory): its overhead and allocations come back. */
-static void forget(void *ctx)
+/* Take ctx's state out of the table (before the driver is asked to end it: from then on a
+ * context the driver creates with the same handle is a new one). False when it had none. */
+static bool detach(void *ctx, struct ctx_state *out)
 {
-    if (!ctx)
-        return;
-    vgpu_limiter_ctx_gone(ctx); /* its events went with it */
-    struct ctx_state st = {0};
     bool had = false;
     pthread_mutex_lock(&ctx_lock);
     struct ctx_state *s = find_locked(ctx);
     if (s) {
+        *out = *s;
+        *s = ctxs[--n_ctxs];
+        had = true;
+    }
+    pthread_mutex_unlock(&ctx_lock);
+    atomic_fetch_add(&ctx_gen, 1);
+    return had;
+}
+
+/* The driver did not end it: the state goes back. If the context was seen again meanwhile (a
+ * new state, charged anew), that one stays: ours gives its overhead back and its allocations
+ * take the new identity. */
+static void reattach(const struct ctx_state *st)
+{
+    uint32_t now = 0;
+    pthread_mutex_lock(&ctx_lock);
+    struct ctx_state *s = find_locked(st->ctx);
+    if (s)
+        now = s->id;
+    else if (remember_slot_locked())
+        ctxs[n_ctxs++] = *st;
+    else
+        now = UINT32_MAX; /* no memory: the charge stays, nothing is given back */
+    pthread_mutex_unlock(&ctx_lock);
+    if (now && now != UINT32_MAX) {
+        vgpu_uncharge(vgpu_device_at(st->dev), st->charged);
+        vgpu_table_retag_ctx(st->ctx, st->id, now);
+    }
+    atomic_fetch_add(&ctx_gen, 1);
+}
+
+/* The context (state st, or none) is gone: the driver freed its memory. Its overhead and the
+ * allocations recorded with its identity come back. */
+static void gone(void *ctx, const struct ctx_state *st)
+{
+    vgpu_limiter_ctx_gone(ctx); /* its events went with it */
+    if (!st)
+        return;
+    vgpu_uncharge(vgpu_device_at(st->dev), st->charged);
+    struct drain dr = {.ctx = ctx, .id = st->id};
+    size_t n = vgpu_table_remove_if(owned_by, give_back, &dr);
+    VLOG(VGPU_LOG_DEBUG, "context %p gone: %llu bytes of overhead and %zu allocations given back",
+         ctx, (unsigned long long)st->charged, n);
+}
+
+/* ctx with identity id is gone (ended by a call that could not be told in advance to end it: the
+ * last primary release). Only that identity: a newer context with the handle is untouched. */
+static void forget_id(void *ctx, uint32_t id)
+{
+    if (!ctx || !id)
+        return;
+    struct ctx_state st = {0};
+    bool had = false;
+    pthread_mutex_lock(&ctx_lock);
+    struct ctx_state *s = find_locked(ctx);
+    if (s && s->id == id) {
         st = *s;
         *s = ctxs[--n_ctxs];
         had = true;
     }
     pthread_mutex_unlock(&ctx_lock);
     atomic_fetch_add(&ctx_gen, 1);
-    if (had)
-        vgpu_uncharge(vgpu_device_at(st.dev), st.charged);
-    struct drain dr = {.ctx = ctx};
-    size_t n = vgpu_table_remove_if(owned_by, give_back, &dr);
-    VLOG(VGPU_LOG_DEBUG, "context %p gone: %llu bytes of overhead and %zu allocations given back",
-         ctx, (unsigned long long)st.charged, n);
+    if (had) {
+        gone(ctx, &st);
+    } else {
+        struct ctx_state only = {.ctx = ctx, .dev = -1, .id = id};
+        gone(ctx, &only); /* its allocations (its state was replaced by a newer context) */
+    }
 }
 
 static bool ctx_tracking(void)
@@ -315,16 +416,20 @@ static struct vgpu_device *tracked_dev(CUdevice dev)
 
 /* c is the calling thread's current context: first sight creates its state (cheap when this
  * thread saw it last and no context went since). */
-static void *seen(CUcontext c, struct vgpu_device **dev_out)
+static void *seen(CUcontext c, struct vgpu_device **dev_out, uint32_t *id_out)
 {
     if (dev_out)
         *dev_out = NULL;
+    if (id_out)
+        *id_out = 0;
     if (!c)
         return NULL;
     unsigned gen = atomic_load_explicit(&ctx_gen, memory_order_acquire);
     if (GS_LIKELY(c == tl_ctx && gen == tl_gen)) {
         if (dev_out)
             *dev_out = vgpu_device_at(tl_dev);
+        if (id_out)
+            *id_out = tl_id;
         return c;
     }
     CUdevice dev;
@@ -335,20 +440,26 @@ static void *seen(CUcontext c, struct vgpu_device **dev_out)
     if (r != CUDA_SUCCESS)
         return c; /* destroyed or unusable: the driver's own error follows */
     struct vgpu_device *d = vgpu_device_of(dev);
+    uint32_t id = 0;
     if (d && d->region)
-        sighted(c, d);
+        id = sighted(c, d);
     tl_ctx = c;
     tl_gen = gen;
     tl_dev = d ? vgpu_device_index(d) : -1;
+    tl_id = id;
     if (dev_out)
         *dev_out = d;
+    if (id_out)
+        *id_out = id;
     return c;
 }
 
-void *vgpu_ctx_current(struct vgpu_device **dev_out)
+void *vgpu_ctx_current(struct vgpu_device **dev_out, uint32_t *id_out)
 {
     if (dev_out)
         *dev_out = NULL;
+    if (id_out)
+        *id_out = 0;
     if (vgpu_depth || !gs_real_cu.cuCtxGetCurrent)
         return NULL;
     CUcontext c = NULL;
@@ -356,7 +467,44 @@ void *vgpu_ctx_current(struct vgpu_device **dev_out)
     CALL_REAL(r, cuCtxGetCurrent, &c);
     if (r != CUDA_SUCCESS)
         return NULL;
-    return seen(c, dev_out);
+    return seen(c, dev_out, id_out);
+}
+
+struct vgpu_device *vgpu_ctx_device(void *ctx)
+{
+    if (!ctx || vgpu_depth)
+        return NULL;
+    unsigned gen = atomic_load_explicit(&ctx_gen, memory_order_acquire);
+    if (ctx == tl_ctx && gen == tl_gen)
+        return vgpu_device_at(tl_dev);
+    int idx = -1;
+    pthread_mutex_lock(&ctx_lock);
+    struct ctx_state *st = find_locked(ctx);
+    if (st)
+        idx = st->dev;
+    pthread_mutex_unlock(&ctx_lock);
+    if (idx >= 0)
+        return vgpu_device_at(idx);
+    /* not seen yet (or on an untracked device): make it current for a moment to ask */
+    if (!gs_real_cu.cuCtxPushCurrent_v2 || !gs_real_cu.cuCtxPopCurrent_v2 ||
+        !gs_real_cu.cuCtxGetDevice)
+        return NULL;
+    CUresult r;
+    CUdevice dev = -1;
+    CALL_REAL(r, cuCtxPushCurrent_v2, (CUcontext)ctx);
+    if (r != CUDA_SUCCESS)
+        return NULL;
+    CALL_REAL(r, cuCtxGetDevice, &dev);
+    CUcontext popped;
+    CUresult rp;
+    CALL_REAL(rp, cuCtxPopCurrent_v2, &popped);
+    (void)rp;
+    if (r != CUDA_SUCCESS)
+        return NULL;
+    struct vgpu_device *d = vgpu_device_of(dev);
+    if (d && d->region)
+        sighted(ctx, d);
+    return d;
 }
 
 size_t vgpu_ctx_count(void)
@@ -396,7 +544,7 @@ static CUresult charged_create(struct vgpu_device *d, create_fn create, void *ar
         vgpu_depth++;
         r = create(arg, out);
         vgpu_depth--;
-        if (r != CUDA_SUCCESS || !remember(*out, idx, amount))
+        if (r != CUDA_SUCCESS || !remember(*out, idx, amount, true, NULL))
             vgpu_uncharge(d, amount);
         return r;
     }
@@ -424,7 +572,7 @@ static CUresult charged_create(struct vgpu_device *d, create_fn create, void *ar
         vgpu_depth--;
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    if (!remember(*out, idx, amount))
+    if (!remember(*out, idx, amount, true, NULL))
         vgpu_uncharge(d, amount);
     return CUDA_SUCCESS;
 }
@@ -500,9 +648,19 @@ GS_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
     NEED(cuCtxDestroy_v2);
     CUresult r;
     vgpu_limiter_ctx_going(ctx); /* its measurements outlive it */
+    if (!ctx || !ctx_tracking()) {
+        CALL_REAL(r, cuCtxDestroy_v2, ctx);
+        return r;
+    }
+    /* Its state leaves the books BEFORE the driver ends it: a context another thread creates
+     * with the same handle right after is a new one, whose allocations stay charged. */
+    struct ctx_state st;
+    bool had = detach(ctx, &st);
     CALL_REAL(r, cuCtxDestroy_v2, ctx);
-    if (r == CUDA_SUCCESS && ctx_tracking())
-        forget(ctx);
+    if (r == CUDA_SUCCESS)
+        gone(ctx, had ? &st : NULL);
+    else if (had)
+        reattach(&st);
     return r;
 }
 
@@ -558,7 +716,7 @@ GS_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
         /* Not tracked, or the primary context exists already (perhaps retained out of sight:
          * charged at its first sight, here if not before). */
         CALL_REAL(r, cuDevicePrimaryCtxRetain, pctx, dev);
-        if (r == CUDA_SUCCESS && d && pctx && !known(*pctx))
+        if (r == CUDA_SUCCESS && d && pctx)
             sighted(*pctx, d);
         return r;
     }
@@ -574,11 +732,12 @@ static CUresult primary_release(CUresult (*real)(CUdevice), CUdevice dev)
         return real(dev);
     CUcontext p = primary_handle(dev);
     vgpu_limiter_ctx_going(p); /* perhaps its last release: its measurements outlive it */
+    uint32_t id = p ? vgpu_ctx_id(p) : 0;
     vgpu_depth++;
     CUresult r = real(dev);
     vgpu_depth--;
     if (r == CUDA_SUCCESS && p && !primary_active(dev))
-        forget(p);
+        forget_id(p, id); /* that context only: a new primary may already have its handle */
     return r;
 }
 
@@ -589,11 +748,15 @@ static CUresult primary_reset(CUresult (*real)(CUdevice), CUdevice dev)
         return real(dev);
     CUcontext p = primary_handle(dev);
     vgpu_limiter_ctx_going(p);
+    struct ctx_state st;
+    bool had = p && detach(p, &st); /* before the driver: see cuCtxDestroy_v2 */
     vgpu_depth++;
     CUresult r = real(dev);
     vgpu_depth--;
     if (r == CUDA_SUCCESS && p)
-        forget(p);
+        gone(p, had ? &st : NULL);
+    else if (had)
+        reattach(&st);
     return r;
 }
 
@@ -629,7 +792,7 @@ GS_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx)
     CUresult r;
     CALL_REAL(r, cuCtxSetCurrent, ctx);
     if (r == CUDA_SUCCESS && ctx && ctx_tracking())
-        seen(ctx, NULL);
+        seen(ctx, NULL, NULL);
     return r;
 }
 
@@ -639,7 +802,7 @@ GS_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
     CUresult r;
     CALL_REAL(r, cuCtxPushCurrent_v2, ctx);
     if (r == CUDA_SUCCESS && ctx && ctx_tracking())
-        seen(ctx, NULL);
+        seen(ctx, NULL, NULL);
     return r;
 }
 
@@ -649,6 +812,6 @@ GS_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
     CUresult r;
     CALL_REAL(r, cuCtxGetCurrent, pctx);
     if (r == CUDA_SUCCESS && pctx && *pctx && ctx_tracking())
-        seen(*pctx, NULL);
+        seen(*pctx, NULL, NULL);
     return r;
 }

@@ -48,7 +48,7 @@ static struct vgpu_device *tracked(struct vgpu_device *d)
  * is recorded with the allocation. */
 static void for_current_context(struct vgpu_alloc_req *req)
 {
-    req->dev = tracked(vgpu_device_current_ctx(&req->ctx));
+    req->dev = tracked(vgpu_device_current_ctx(&req->ctx, &req->ctx_id));
     req->ctx_known = true;
 }
 
@@ -259,13 +259,59 @@ static void async_undo(void *arg, uint64_t key)
         REAL(cuMemPoolTrimTo)((CUmemoryPool)c->charged_pool, 0);
 }
 
+/* The device the driver allocates on: a pool's location; for cuMemAllocAsync the device of the
+ * stream's context (its current pool), whatever context is current (none included). Returns
+ * CUDA_SUCCESS with *out NULL when nothing is tracked there, or the error to answer with. */
+static CUresult async_device(const struct async_call *c, struct vgpu_device **out)
+{
+    *out = NULL;
+    struct vgpu_device *only = vgpu_device_only();
+    if (only) {
+        *out = only; /* one visible device: every stream and pool is on it */
+        return CUDA_SUCCESS;
+    }
+    if (c->pool) {
+        *out = vgpu_pool_device(c->pool);
+        if (!*out) {
+            /* a pool libvgpu cannot place: never charged to a guessed device */
+            VLOG(VGPU_LOG_ERROR, "pool %p: its device is unknown; allocation refused", c->pool);
+            return CUDA_ERROR_INVALID_VALUE;
+        }
+        return CUDA_SUCCESS;
+    }
+    CUcontext ctx = NULL;
+    if (REAL(cuStreamGetCtx)) {
+        CUresult r;
+        CALL_REAL(r, cuStreamGetCtx, c->s, &ctx);
+        if (r != CUDA_SUCCESS)
+            return r; /* no such stream, or the NULL stream without a current context */
+        *out = vgpu_ctx_device(ctx);
+    } else {
+        *out = vgpu_device_current_strict();
+    }
+    if (!*out) {
+        VLOG(VGPU_LOG_ERROR, "stream %p: its device is unknown; allocation refused", c->s);
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    return CUDA_SUCCESS;
+}
+
 static CUresult alloc_async(struct async_call *c)
 {
     vgpu_devices_init();
-    struct vgpu_alloc_req req = {.kind = VGPU_KIND_DPTR, .reserve = c->size};
-    for_current_context(&req);
-    struct vgpu_device *d = req.dev;
-    if (d) {
+    if (!atomic_load_explicit(&vgpu_any_tracked, memory_order_relaxed)) {
+        uint64_t key, taken;
+        return async_alloc(c, &key, &taken);
+    }
+    vgpu_ctx_current(NULL, NULL); /* first sight of the current context charges its overhead */
+    struct vgpu_device *d;
+    CUresult r = async_device(c, &d);
+    if (r != CUDA_SUCCESS)
+        return r;
+    /* pool memory belongs to no context: the driver keeps it past the context's end */
+    struct vgpu_alloc_req req = {
+        .dev = tracked(d), .kind = VGPU_KIND_DPTR, .reserve = c->size, .ctx_known = true};
+    if (req.dev) {
         c->charged_pool = c->pool ? (void *)c->pool : vgpu_pool_of_device(d->cu_dev);
         req.pool = c->charged_pool; /* no pool known: charged per allocation */
     }
@@ -368,6 +414,17 @@ GS_EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute 
     AFTER_SYNC(r);
 }
 
+GS_EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
+{
+    NEED(cuMemPoolCreate);
+    CUresult r;
+    CALL_REAL(r, cuMemPoolCreate, pool, poolProps);
+    if (r == CUDA_SUCCESS && !vgpu_depth && pool && poolProps &&
+        poolProps->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+        vgpu_pool_created(*pool, vgpu_device_of(poolProps->location.id)); /* its location */
+    return r;
+}
+
 GS_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
 {
     NEED(cuMemPoolDestroy);
@@ -420,6 +477,11 @@ GS_EXPORT CUresult cuEventSynchronize(CUevent hEvent)
  * serialised with their driver call (vmm_lock), so the books follow the driver's order exactly.
  */
 static pthread_mutex_t vmm_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void vgpu_vmm_atfork_child(void)
+{
+    pthread_mutex_init(&vmm_lock, NULL); /* held across the driver's map/unmap/release */
+}
 
 struct vmm_call {
     CUmemGenericAllocationHandle *handle;

@@ -19,6 +19,11 @@ static struct {
 static int n_cached;
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
+void vgpu_nvml_atfork_child(void)
+{
+    pthread_mutex_init(&cache_lock, NULL); /* another thread may have held it at fork() */
+}
+
 /* Capped vgpu device behind an NVML handle (by UUID), or NULL. */
 static struct vgpu_device *capped_device(nvmlDevice_t h)
 {

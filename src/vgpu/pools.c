@@ -94,6 +94,67 @@ static struct pool_charge *get_locked(void *pool, const struct vgpu_device *d)
     return pc;
 }
 
+/* Where each pool puts its memory (its location), for pools created through cuMemPoolCreate;
+ * the devices' default and current pools are found by asking the driver. */
+struct pool_loc {
+    void *pool;
+    int dev; /* vgpu device index */
+};
+static struct pool_loc *locs;
+static size_t n_locs, cap_locs;
+
+void vgpu_pool_created(void *pool, struct vgpu_device *d)
+{
+    if (!pool || !d)
+        return;
+    int idx = vgpu_device_index(d);
+    pthread_mutex_lock(&pools_lock);
+    struct pool_loc *hit = NULL;
+    for (size_t i = 0; i < n_locs && !hit; i++)
+        if (locs[i].pool == pool)
+            hit = &locs[i]; /* the address of a destroyed pool handed out again */
+    if (!hit && n_locs == cap_locs) {
+        size_t ncap = cap_locs ? cap_locs * 2 : 16;
+        struct pool_loc *nl = realloc(locs, ncap * sizeof(*nl));
+        if (nl) {
+            locs = nl;
+            cap_locs = ncap;
+        }
+    }
+    if (!hit && n_locs < cap_locs)
+        hit = &locs[n_locs++];
+    if (hit)
+        *hit = (struct pool_loc){.pool = pool, .dev = idx};
+    /* no memory to remember it: vgpu_pool_device() asks the driver's device pools, else
+     * refuses allocations from it (never charged to a guessed device) */
+    pthread_mutex_unlock(&pools_lock);
+}
+
+struct vgpu_device *vgpu_pool_device(void *pool)
+{
+    int idx = -1;
+    pthread_mutex_lock(&pools_lock);
+    for (size_t i = 0; i < n_locs && idx < 0; i++)
+        if (locs[i].pool == pool)
+            idx = locs[i].dev;
+    pthread_mutex_unlock(&pools_lock);
+    if (idx >= 0)
+        return vgpu_device_at(idx);
+    /* a device's default pool, or the pool cuDeviceSetMemPool made current */
+    for (int i = 0; i < VGPU_MAX_DEVICES; i++) {
+        struct vgpu_device *d = vgpu_device_at(i);
+        if (!d)
+            continue;
+        CUmemoryPool p = NULL;
+        if (gs_real_cu.cuDeviceGetDefaultMemPool &&
+            gs_real_cu.cuDeviceGetDefaultMemPool(&p, d->cu_dev) == CUDA_SUCCESS && p == pool)
+            return d;
+        if (vgpu_pool_of_device(d->cu_dev) == pool)
+            return d;
+    }
+    return NULL;
+}
+
 void *vgpu_pool_of_device(CUdevice dev)
 {
     CUmemoryPool p = NULL;
@@ -128,9 +189,15 @@ uint64_t vgpu_pool_plan(void *pool, struct vgpu_device *d, uint64_t size, uint64
     *claimed = 0;
     uint64_t reserved = pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
     uint64_t used = pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT);
-    uint64_t head =
-        reserved != UINT64_MAX && used != UINT64_MAX && reserved > used ? reserved - used : 0;
-    uint64_t grow = size > head ? size - head : 0;
+    /* The pool grows by what used + size exceeds its reservation. Not `size` less the free
+     * blocks: a driver may report used above reserved for a moment (gpusim, when a
+     * synchronisation's trim runs inside another allocation), and the growth is then larger than
+     * `size`. Unreadable attributes: the whole size. */
+    uint64_t grow = size;
+    if (reserved != UINT64_MAX && used != UINT64_MAX) {
+        uint64_t need = gs_sat_add_u64(used, size);
+        grow = need > reserved ? need - reserved : 0;
+    }
     if (!grow)
         return 0;
     /* round up to the granularity the pool grows by (saturating) */
@@ -207,6 +274,23 @@ void vgpu_pools_sync(void)
         if (total <= from)
             break;
     } while (n == GS_ARRAY_SIZE(snap));
+}
+
+void vgpu_pools_atfork_child(void)
+{
+    /* Pools do not survive fork (the child's driver starts over) and another thread of the
+     * parent may have held any of these locks at the fork, inside a driver call. The tables
+     * are forgotten (their charges are the parent's, in the parent's region slot). */
+    pthread_mutex_init(&pools_lock, NULL);
+    for (int i = 0; i < PLAN_LOCKS; i++)
+        pthread_mutex_init(&plan_locks[i], NULL);
+    free(pools);
+    pools = NULL;
+    n_pools = cap_pools = 0;
+    free(locs);
+    locs = NULL;
+    n_locs = cap_locs = 0;
+    atomic_store(&vgpu_any_pool, false);
 }
 
 void vgpu_pool_destroyed(void *pool)

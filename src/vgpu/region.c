@@ -24,10 +24,14 @@
 struct vgpu_region {
     char path[GS_LIMITS_PATH_MAX]; /* "" = process-private */
     struct gs_region *shm;
-    bool refuse;          /* fail closed: the region could not be used; every charge refused */
-    int proc;             /* our slot, -1 until the first charge */
-    pid_t owner_pid;      /* process that claimed `proc` (fork detection) */
-    uint64_t owner_start; /* start time written into the slot with owner_pid */
+    bool refuse;   /* fail closed: the region could not be used; every charge refused */
+    bool prepared; /* a claim's region (limits file): never created or re-initialised
+                    * from nothing by libvgpu, its file identity watched */
+    uint64_t file_dev, file_ino; /* identity of the mapped file (0: private) */
+    uint64_t checked_ns;         /* last identity check */
+    int proc;                    /* our slot, -1 until the first charge */
+    pid_t owner_pid;             /* process that claimed `proc` (fork detection) */
+    uint64_t owner_start;        /* start time written into the slot with owner_pid */
 };
 
 static struct vgpu_region regions[MAX_REGIONS];
@@ -46,18 +50,25 @@ static pid_t self_pid(void)
     return p;
 }
 
-static void init_header(struct gs_region *r)
+static void init_mutex(pthread_mutex_t *m)
 {
-    memset(r, 0, sizeof(*r));
-    r->magic = GS_REGION_MAGIC;
-    r->version = GS_REGION_VERSION;
-    r->size = sizeof(*r);
     pthread_mutexattr_t a;
     pthread_mutexattr_init(&a);
     pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
     pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
-    pthread_mutex_init(&r->lock, &a);
+    pthread_mutex_init(m, &a);
     pthread_mutexattr_destroy(&a);
+}
+
+static void init_header(struct gs_region *r, uint64_t dev, uint64_t ino)
+{
+    memset(r, 0, sizeof(*r));
+    r->file_dev = dev;
+    r->file_ino = ino;
+    r->magic = GS_REGION_MAGIC;
+    r->version = GS_REGION_VERSION;
+    r->size = sizeof(*r);
+    init_mutex(&r->lock);
     atomic_store(&r->init_state, GS_REGION_READY);
 }
 
@@ -91,11 +102,16 @@ static bool flock_bounded(int fd)
  * initialiser can never wipe accounting that others wrote after it. NULL on any failure (the
  * caller fails closed).
  */
-static struct gs_region *map_file(const char *path)
+static struct gs_region *map_file(const char *path, bool prepared, struct stat *id)
 {
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+    /* A claim's region is created (sized, header marked) by whoever prepared the claim (the
+     * kubelet plugin, `gpuslice run`): missing, it was removed or renamed; size 0, truncated;
+     * zero-filled without the mark, truncated and extended again. Each fails closed: a fresh
+     * region would give the next process the whole limit again. */
+    int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (prepared ? 0 : O_CREAT), 0666);
     if (fd < 0) {
-        VLOG(VGPU_LOG_ERROR, "region %s: cannot open: %s", path, strerror(errno));
+        VLOG(VGPU_LOG_ERROR, "region %s: cannot open: %s%s", path, strerror(errno),
+             prepared && errno == ENOENT ? " (removed or renamed?)" : "");
         return NULL;
     }
     fchmod(fd, 0666); /* processes of other containers/users of the claim share it */
@@ -105,6 +121,11 @@ static struct gs_region *map_file(const char *path)
         return NULL;
     }
     bool locked = false;
+    if (st.st_size == 0 && prepared) {
+        VLOG(VGPU_LOG_ERROR, "region %s: empty (truncated?)", path);
+        close(fd);
+        return NULL;
+    }
     if (st.st_size == 0) {
         /* new file: size it under the flock (two creators must not both initialise) */
         if (!flock_bounded(fd)) {
@@ -146,8 +167,16 @@ static struct gs_region *map_file(const char *path)
         locked = true;
         /* under the flock: READY means someone finished; anything else was cut short by a
          * death (the flock was released) and nobody can have accounted into it yet */
-        if (atomic_load(&r->init_state) != GS_REGION_READY)
-            init_header(r);
+        if (atomic_load(&r->init_state) != GS_REGION_READY) {
+            if (prepared && r->magic != GS_REGION_MAGIC) {
+                VLOG(VGPU_LOG_ERROR, "region %s: not prepared (zero-filled: truncated?)", path);
+                flock(fd, LOCK_UN);
+                munmap(p, sizeof(struct gs_region));
+                close(fd);
+                return NULL;
+            }
+            init_header(r, (uint64_t)st.st_dev, (uint64_t)st.st_ino);
+        }
     }
     if (locked)
         flock(fd, LOCK_UN);
@@ -158,6 +187,13 @@ static struct gs_region *map_file(const char *path)
         munmap(p, sizeof(struct gs_region));
         return NULL;
     }
+    /* The file its initialiser mapped, or a copy put in its place (whose books start over)? */
+    if (r->file_ino && (r->file_dev != (uint64_t)st.st_dev || r->file_ino != (uint64_t)st.st_ino)) {
+        VLOG(VGPU_LOG_ERROR, "region %s: not the file it was created as (replaced?)", path);
+        munmap(p, sizeof(struct gs_region));
+        return NULL;
+    }
+    *id = st;
     return r;
 }
 
@@ -167,11 +203,11 @@ static struct gs_region *map_private(void)
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
-    init_header(p);
+    init_header(p, 0, 0);
     return p;
 }
 
-struct vgpu_region *vgpu_region_open(const char *path)
+static struct vgpu_region *region_open(const char *path, bool prepared)
 {
     pthread_mutex_lock(&regions_lock);
     if (!self_start) {
@@ -186,7 +222,8 @@ struct vgpu_region *vgpu_region_open(const char *path)
     }
     struct vgpu_region *res = NULL;
     if (n_regions < MAX_REGIONS) {
-        struct gs_region *shm = path[0] ? map_file(path) : map_private();
+        struct stat id = {0};
+        struct gs_region *shm = path[0] ? map_file(path, prepared, &id) : map_private();
         bool refuse = false;
         if (!shm && path[0]) {
             /* Fail closed: a claim's region that cannot be used refuses every allocation on
@@ -202,10 +239,50 @@ struct vgpu_region *vgpu_region_open(const char *path)
             res->shm = shm;
             res->proc = -1;
             res->refuse = refuse;
+            res->prepared = prepared;
+            res->file_dev = (uint64_t)id.st_dev;
+            res->file_ino = (uint64_t)id.st_ino;
+            res->checked_ns = vgpu_now_ns();
         }
     }
     pthread_mutex_unlock(&regions_lock);
     return res;
+}
+
+struct vgpu_region *vgpu_region_open(const char *path)
+{
+    return region_open(path, false);
+}
+
+struct vgpu_region *vgpu_region_open_prepared(const char *path)
+{
+    return region_open(path, true);
+}
+
+/* A claim's region file must stay the one this process mapped: removed, renamed, replaced or
+ * truncated, the books others read are no longer ours: fail closed (every later charge is
+ * refused). At most once a second per process. */
+static void check_identity(struct vgpu_region *vr)
+{
+    if (!vr->prepared || !vr->path[0] || __atomic_load_n(&vr->refuse, __ATOMIC_RELAXED))
+        return;
+    uint64_t now = vgpu_now_ns();
+    if (now - vr->checked_ns < GS_REGION_SWEEP_INTERVAL_MS * 1000000ULL)
+        return;
+    vr->checked_ns = now;
+    struct stat st;
+    const char *why = NULL;
+    if (stat(vr->path, &st) < 0)
+        why = "removed or renamed";
+    else if ((uint64_t)st.st_dev != vr->file_dev || (uint64_t)st.st_ino != vr->file_ino)
+        why = "replaced";
+    else if (st.st_size != (off_t)sizeof(struct gs_region))
+        why = "truncated";
+    if (why) {
+        VLOG(VGPU_LOG_ERROR, "region %s: %s; allocations on its devices are refused", vr->path,
+             why);
+        __atomic_store_n(&vr->refuse, true, __ATOMIC_RELAXED);
+    }
 }
 
 static struct vgpu_region refusing_region;
@@ -230,22 +307,86 @@ bool vgpu_region_refuses(const struct vgpu_region *r)
     return !r || r->refuse;
 }
 
-/* Lock; on owner death recompute the device totals from the process slots. Returns 0, or a
- * negative errno when the lock cannot be had (not recoverable, or any error other than
- * EOWNERDEAD): the caller must then not touch the accounting (reservations are refused). */
-static int region_lock(struct gs_region *r)
+/* Every device's total recomputed from the live process slots (the lock is held, or unusable
+ * by anyone). */
+static void recompute_from_slots(struct gs_region *r)
 {
-    int e = pthread_mutex_lock(&r->lock);
-    if (e == EOWNERDEAD) {
-        uint32_t nd = atomic_load(&r->n_devices);
-        uint32_t np = atomic_load(&r->n_procs_hint);
-        for (uint32_t d = 0; d < nd && d < GS_REGION_MAX_DEVICES; d++) {
-            uint64_t sum = 0;
-            for (uint32_t p = 0; p < np && p < GS_REGION_MAX_PROCS; p++)
-                if (atomic_load(&r->procs[p].pid))
-                    sum = gs_sat_add_u64(sum, atomic_load(&r->procs[p].used[d]));
-            atomic_store(&r->devices[d].used, sum);
+    uint32_t nd = atomic_load(&r->n_devices);
+    uint32_t np = atomic_load(&r->n_procs_hint);
+    for (uint32_t d = 0; d < nd && d < GS_REGION_MAX_DEVICES; d++) {
+        uint64_t sum = 0;
+        for (uint32_t p = 0; p < np && p < GS_REGION_MAX_PROCS; p++)
+            if (atomic_load(&r->procs[p].pid))
+                sum = gs_sat_add_u64(sum, atomic_load(&r->procs[p].used[d]));
+        atomic_store(&r->devices[d].used, sum);
+    }
+}
+
+/* The lock is not recoverable (an owner died and whoever inherited it released it without
+ * marking it consistent): every lock attempt fails at once, so nobody can change the books.
+ * Under the file's flock (one recoverer at a time; the initialisation uses the same lock) and
+ * only if it is still not recoverable: recompute the totals from the process slots, initialise
+ * the mutex again, count it. 0 when the lock can be tried again. */
+static int recover_lock(struct vgpu_region *vr)
+{
+    struct gs_region *r = vr->shm;
+    if (!vr->path[0]) {
+        /* a process-private region: nobody else can be using it */
+        recompute_from_slots(r);
+        init_mutex(&r->lock);
+        atomic_fetch_add(&r->lock_recoveries, 1);
+        return 0;
+    }
+    int fd = open(vr->path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return -errno;
+    int rc = 0;
+    if (!flock_bounded(fd)) {
+        rc = -ETIMEDOUT;
+    } else {
+        int e = pthread_mutex_trylock(&r->lock);
+        if (e == ENOTRECOVERABLE) {
+            recompute_from_slots(r);
+            init_mutex(&r->lock);
+            atomic_fetch_add(&r->lock_recoveries, 1);
+            VLOG(VGPU_LOG_ERROR,
+                 "region %s: lock was not recoverable; re-initialised, usage recomputed from "
+                 "the process slots",
+                 vr->path);
+        } else if (e == 0 || e == EOWNERDEAD) {
+            /* recovered by another process meanwhile (or its new owner died): let go, and
+             * take it the ordinary way */
+            if (e == EOWNERDEAD) {
+                recompute_from_slots(r);
+                pthread_mutex_consistent(&r->lock);
+            }
+            pthread_mutex_unlock(&r->lock);
         }
+        flock(fd, LOCK_UN);
+    }
+    close(fd);
+    return rc;
+}
+
+/* Lock; on owner death recompute the device totals from the process slots; a lock that is not
+ * recoverable is re-initialised from them (recover_lock). Returns 0, or a negative errno when
+ * the lock cannot be had (any other error: a corrupted lock word): the caller must then not
+ * touch the accounting (reservations are refused). */
+static int region_lock(struct vgpu_region *vr)
+{
+    struct gs_region *r = vr->shm;
+    int e = pthread_mutex_lock(&r->lock);
+    for (int tries = 0; e == ENOTRECOVERABLE && tries < 3; tries++) {
+        int rc = recover_lock(vr);
+        if (rc < 0) {
+            VLOG(VGPU_LOG_ERROR, "region: lock not recoverable and cannot be re-initialised: %s",
+                 strerror(-rc));
+            return -ENOTRECOVERABLE;
+        }
+        e = pthread_mutex_lock(&r->lock);
+    }
+    if (e == EOWNERDEAD) {
+        recompute_from_slots(r);
         if (pthread_mutex_consistent(&r->lock) != 0) {
             pthread_mutex_unlock(&r->lock);
             VLOG(VGPU_LOG_ERROR, "region: lock owner died and the lock cannot be recovered");
@@ -270,7 +411,7 @@ int vgpu_region_device(struct vgpu_region *vr, const char *uuid, uint64_t limit,
 {
     struct gs_region *r = vr->shm;
     int slot = -1;
-    if (vr->refuse || region_lock(r) < 0)
+    if (vr->refuse || region_lock(vr) < 0)
         return -1;
     uint32_t nd = atomic_load(&r->n_devices);
     for (uint32_t d = 0; d < nd && d < GS_REGION_MAX_DEVICES; d++)
@@ -444,7 +585,7 @@ static int sweep_batch(struct vgpu_region *vr, uint32_t *from, uint32_t np)
         }
     }
     int reclaimed = 0;
-    if (region_lock(r) < 0)
+    if (region_lock(vr) < 0)
         return 0;
     uint32_t nd = atomic_load(&r->n_devices);
     for (int i = 0; i < n_dead; i++) {
@@ -473,6 +614,7 @@ static int sweep_batch(struct vgpu_region *vr, uint32_t *from, uint32_t np)
 int vgpu_region_sweep(struct vgpu_region *vr, enum vgpu_sweep_mode mode)
 {
     struct gs_region *r = vr->shm;
+    check_identity(vr);
     if (vr->refuse)
         return 0;
     uint64_t now = vgpu_now_ns();
@@ -517,7 +659,7 @@ int vgpu_region_reserve(struct vgpu_region *vr, int slot, uint64_t size, uint64_
     int rc = 0;
     if (vr->refuse)
         return -EACCES; /* fail closed: this device's region is unusable */
-    if ((rc = region_lock(r)) < 0)
+    if ((rc = region_lock(vr)) < 0)
         return rc;
     int p = own_slot_locked(vr);
     struct gs_region_device *d = &r->devices[slot];
@@ -545,7 +687,7 @@ int vgpu_region_reserve(struct vgpu_region *vr, int slot, uint64_t size, uint64_
 void vgpu_region_release(struct vgpu_region *vr, int slot, uint64_t size)
 {
     struct gs_region *r = vr->shm;
-    if (vr->refuse || region_lock(r) < 0)
+    if (vr->refuse || region_lock(vr) < 0)
         return; /* nothing can be given back: the charge stays (never below the driver) */
     pid_t pid = self_pid();
     if (vr->proc >= 0 && vr->owner_pid == pid && slot_is_ours(r, vr, pid)) {
@@ -584,14 +726,14 @@ void vgpu_region_atfork_child(void)
  * program exits without freeing) is left to the dead-process sweep: the driver frees a
  * process's memory during its teardown, after this destructor, and giving the bytes back
  * before that would let another process be admitted into memory the driver still holds. */
-__attribute__((destructor)) static void region_exit(void)
+__attribute__((destructor(60000))) static void region_exit(void)
 {
     for (int i = 0; i < n_regions; i++) {
         struct vgpu_region *vr = &regions[i];
         if (vr->refuse || vr->proc < 0 || vr->owner_pid != self_pid())
             continue;
         struct gs_region *r = vr->shm;
-        if (region_lock(r) < 0)
+        if (region_lock(vr) < 0)
             continue;
         bool ours = slot_is_ours(r, vr, self_pid());
         struct gs_region_proc *s = &r->procs[vr->proc];

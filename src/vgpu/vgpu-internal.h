@@ -73,6 +73,7 @@ struct vgpu_device_config {
     int32_t priority; /* 0 high, 1 low, GS_PRIORITY_UNSET: the default (1) */
     char claim[GS_LIMITS_CLAIM_MAX];
     char peers_dir[GS_LIMITS_PATH_MAX]; /* "" = co-tenants not visible */
+    bool region_prepared; /* region_path is a claim's region named by its limits file */
 };
 
 /* Environment mode: our region next to HAMi-core's at CUDA_DEVICE_MEMORY_SHARED_CACHE. */
@@ -101,6 +102,10 @@ const char *vgpu_config_dir(void);
 struct vgpu_region;
 /* Map (create if needed) the region at path; NULL on failure (logged). Same path => same map. */
 struct vgpu_region *vgpu_region_open(const char *path);
+/* The same for a claim's region prepared by the plugin or `gpuslice run` (named by a limits
+ * file): never created here, refused when missing, truncated, unprepared or replaced, and
+ * watched for replacement while mapped (see shared_region.h). */
+struct vgpu_region *vgpu_region_open_prepared(const char *path);
 /* The region of a device that must refuse every allocation (fail closed: its claim's region
  * cannot be mapped or locked, or has no slot left for it). Never NULL. */
 struct vgpu_region *vgpu_region_refusing(void);
@@ -147,21 +152,28 @@ enum vgpu_alloc_kind {
 
 /* One tracked allocation. Every allocation path records it through vgpu_alloc_charged(). */
 struct vgpu_alloc {
-    uint64_t key;  /* device pointer, handle, or mapped virtual address */
-    uint64_t size; /* bytes charged (0 for pool allocations: the pool is charged; mapping: bytes
-                    * mapped) */
-    uint64_t aux;  /* MAPPING: the VMM handle it maps */
-    void *pool;    /* CUmemoryPool for stream-ordered allocations, else NULL */
-    void *ctx;     /* CUcontext current when the allocation was made (NULL if none) */
-    int32_t dev;   /* vgpu device index */
-    uint32_t kind; /* enum vgpu_alloc_kind */
-    uint32_t refs; /* VMM: references the driver holds (handle until released + mappings +
-                    * retains); the charge goes back when it reaches 0 */
-    uint32_t reserved;
+    uint64_t key;    /* device pointer, handle, or mapped virtual address */
+    uint32_t kind;   /* enum vgpu_alloc_kind (beside the key: a probe reads one cache line) */
+    int32_t dev;     /* vgpu device index */
+    uint64_t size;   /* bytes charged (0 for pool allocations: the pool is charged; mapping: bytes
+                      * mapped) */
+    uint64_t aux;    /* MAPPING: the VMM handle it maps */
+    void *pool;      /* CUmemoryPool for stream-ordered allocations, else NULL */
+    void *ctx;       /* CUcontext current when the allocation was made (NULL if none) */
+    uint32_t refs;   /* VMM: references the driver holds (handle until released + mappings +
+                      * retains); the charge goes back when it reaches 0 */
+    uint32_t ctx_id; /* which context behind the handle `ctx` (a destroyed context's handle can
+                      * be handed out again): vgpu_ctx_id(); 0 = none known */
 };
 
 /* 0 = inserted, 1 = replaced an entry with the same key (copied to *replaced), -1 = no memory. */
 int vgpu_table_insert(const struct vgpu_alloc *a, struct vgpu_alloc *replaced);
+/* Put a record back (a free the driver refused): into its shard, else — no memory to grow it —
+ * into a fixed spare area, so the charge can still be given back later. Returns as
+ * vgpu_table_insert(); -1 only when both are full (the charge then stays: logged by the caller). */
+int vgpu_table_insert_keep(const struct vgpu_alloc *a, struct vgpu_alloc *replaced);
+/* Unit tests: the table's allocator (NULL: calloc). */
+void vgpu_table_set_calloc(void *(*fn)(size_t, size_t));
 /* Remove and return the entry; false if not tracked. */
 bool vgpu_table_remove(uint64_t key, uint32_t kind, struct vgpu_alloc *out);
 bool vgpu_table_lookup(uint64_t key, uint32_t kind, struct vgpu_alloc *out);
@@ -173,6 +185,8 @@ int vgpu_table_add_refs(uint64_t key, uint32_t kind, int32_t delta, struct vgpu_
  * what a destroyed/reset context owned (match on ->ctx). */
 size_t vgpu_table_remove_if(bool (*match)(const struct vgpu_alloc *a, void *arg),
                             void (*removed)(const struct vgpu_alloc *a, void *arg), void *arg);
+/* Records of context ctx with identity `from` take identity `to`. */
+void vgpu_table_retag_ctx(const void *ctx, uint32_t from, uint32_t to);
 size_t vgpu_table_count(void);
 void vgpu_table_reset(void);
 
@@ -193,6 +207,7 @@ struct vgpu_alloc_req {
     uint64_t reserve;        /* worst-case bytes, reserved before the driver call */
     void *pool;              /* stream-ordered allocation from this pool, else NULL */
     void *ctx;               /* the context current at the call, recorded with the allocation */
+    uint32_t ctx_id;         /* and its identity (vgpu_ctx_id) */
     bool ctx_known;          /* ctx was looked up by the hook (else the helper asks the driver) */
 };
 /* The driver call: writes the new key and the bytes actually taken (set *taken = reserve when
@@ -221,6 +236,12 @@ struct vgpu_device {
     struct vgpu_region *region; /* NULL = untracked (no cap, no region) */
     int slot;                   /* device slot in region */
     uint64_t physical_total;
+    /* Bytes this process has charged in its region slot but no allocation uses (freed since):
+     * the next allocations take them first without the region's lock. Kept under
+     * credit_max (an over-charge of the claim, never an under-charge), flushed back at the
+     * limit, at exit and reset after fork. See vgpu.md, "Overhead". */
+    _Atomic uint64_t credit;
+    uint64_t credit_max;
 };
 
 /* Discover devices once the application has initialised the driver (libvgpu never calls
@@ -236,7 +257,7 @@ struct vgpu_device *vgpu_device_of(CUdevice dev);
 struct vgpu_device *vgpu_device_current(void);
 /* The same, also giving the current context (NULL when none): one driver query serves the
  * device lookup and the allocation's record. */
-struct vgpu_device *vgpu_device_current_ctx(void **ctx);
+struct vgpu_device *vgpu_device_current_ctx(void **ctx, uint32_t *ctx_id);
 /* Same, but always asks the driver (NULL without a current context). */
 struct vgpu_device *vgpu_device_current_strict(void);
 /* The one device this process sees (every context is on it), NULL when it sees several. */
@@ -266,7 +287,14 @@ void vgpu_uncharge(struct vgpu_device *d, uint64_t size);
 /* The calling thread's current context (NULL when none; *dev its device, may be NULL). The first
  * time a context is seen (created out of sight, e.g. the runtime's primary context) its state
  * is created and its fixed overhead charged. Cheap when already seen. */
-void *vgpu_ctx_current(struct vgpu_device **dev);
+void *vgpu_ctx_current(struct vgpu_device **dev, uint32_t *ctx_id);
+/* The identity of the context behind handle ctx as libvgpu knows it now (0: not known). A
+ * handle the driver hands out again after a destruction gets a new identity, so what the
+ * destroyed context owned is never confused with what the new one allocates. */
+uint32_t vgpu_ctx_id(const void *ctx);
+/* The device of context ctx (any context, current or not; first sight charges its overhead).
+ * NULL when the driver cannot tell (destroyed or invalid handle). */
+struct vgpu_device *vgpu_ctx_device(void *ctx);
 /* Contexts this process knows (for tests and logs). */
 size_t vgpu_ctx_count(void);
 void vgpu_ctx_atfork_child(void);
@@ -295,7 +323,14 @@ void vgpu_pool_freed(void *pool, struct vgpu_device *d);
  * synchronisation after it). */
 void vgpu_pool_destroyed(void *pool);
 void *vgpu_pool_of_device(CUdevice dev);
+/* cuMemPoolCreate made pool on device d (its location). */
+void vgpu_pool_created(void *pool, struct vgpu_device *d);
+/* The device a pool allocates on: its location (recorded at cuMemPoolCreate), or the device whose
+ * default/current pool it is; NULL when unknown. */
+struct vgpu_device *vgpu_pool_device(void *pool);
 extern atomic_bool vgpu_any_pool;
+/* After fork() in the child: every pool lock free, no pool known. */
+void vgpu_pools_atfork_child(void);
 
 /* ---- graph memory (graphs.c) ---- */
 /* A memory-allocation node of `bytes` on vgpu device `dev` was added to graph. */
@@ -316,6 +351,12 @@ void vgpu_graph_launch_end(struct vgpu_graph_launch *gl);
 /* Re-read a device's graph memory (after cuDeviceGraphMemTrim / instantiation). */
 void vgpu_graph_mem_sync(int dev_index);
 extern atomic_bool vgpu_any_graph_mem;
+/* After fork() in the child: every graph lock free, no graph known. */
+void vgpu_graphs_atfork_child(void);
+/* After fork() in the child (hooks-cuda.c): the VMM lock free. */
+void vgpu_vmm_atfork_child(void);
+/* After fork() in the child (hooks-nvml.c): the UUID cache lock free. */
+void vgpu_nvml_atfork_child(void);
 
 /* ---- limiter (limiter.c) ---- */
 /* Before a launch on the current context: wait for budget, charge the estimate. Fills a token for

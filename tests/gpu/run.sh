@@ -79,6 +79,14 @@ note "gpu0_uuid=$UUID"
 note "gpu0_name=$(timeout 30 nvidia-smi --query-gpu=name --format=csv,noheader -i 0)"
 LIM="$WORK/limits.d"
 mkdir -p "$LIM"
+# The claim's region, created as the kubelet plugin does (sized, magic/version/size written;
+# include/gpuslice/shared_region.h): libvgpu never creates a region a limits file names.
+python3 -c 'import struct, sys
+size = 128 + 200 * 32 + (24 + 8 * 32) * 1024
+with open(sys.argv[1], "wb") as f:
+    f.truncate(size)
+    f.write(struct.pack("<QII", 0x4E4F494745525347, 2, size))' "$WORK/region"
+chmod 666 "$WORK/region"
 slice() { # slice <cores>
     printf 'version 1\nclaim gpu-test\nregion %s/region\ndevice %s memory=%d cores=%d\n' \
         "$WORK" "$UUID" $((4096 << 20)) "$1" > "$LIM/gpu-test.limits"

@@ -80,6 +80,27 @@ class Tap:
         return 1 if self.failed else 0
 
 
+# include/gpuslice/shared_region.h (version 2): a claim's region is created by whoever prepares
+# the claim (the kubelet plugin, `gpuslice run`: gs_region_prepare_fd): sized, magic, version and
+# size written, init_state 0. libvgpu never creates a region a limits file names.
+REGION_MAGIC = 0x4E4F494745525347
+REGION_VERSION = 2
+REGION_MAX_DEVICES = 32
+REGION_SIZE = 128 + 200 * REGION_MAX_DEVICES + (24 + 8 * REGION_MAX_DEVICES) * 1024
+
+
+def prepare_region(path):
+    """Create a claim's region file as the kubelet plugin does (an existing one is kept; a
+    missing directory is left for libvgpu to refuse)."""
+    import struct
+    if os.path.exists(path) or not os.path.isdir(os.path.dirname(path) or '.'):
+        return
+    with open(path, 'wb') as f:
+        f.truncate(REGION_SIZE)
+        f.write(struct.pack('<QII', REGION_MAGIC, REGION_VERSION, REGION_SIZE))
+    os.chmod(path, 0o666)
+
+
 def env_paths():
     keys = ['GS_SOURCE_ROOT', 'GS_BUILD_ROOT', 'GS_SIM_DIR', 'GS_VGPU_LIB',
             'GS_GPUSLICE', 'GS_GPUSIM_SMI', 'GS_PLUGIN', 'GS_WEBHOOK', 'GS_REFERENCE_DIR']

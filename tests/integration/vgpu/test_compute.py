@@ -15,7 +15,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gstest import Tap  # noqa: E402
-from vgpulib import MiB, World, have_sim, parse  # noqa: E402
+from vgpulib import prepare_region, MiB, World, have_sim, parse  # noqa: E402
 
 RUN_MS = int(os.environ.get('GS_COMPUTE_RUN_MS', '30000'))
 CAPS = (10, 30, 50, 70)
@@ -60,6 +60,7 @@ def main():
         for name, cap in (('a', 10), ('b', 90)):
             lim = os.path.join(w.dir, name)
             with open(os.path.join(lim, f'{name}.limits'), 'w') as f:
+                prepare_region(w.region('reg-' + name))
                 f.write(f'version 1\nclaim {name}\nregion {w.region("reg-" + name)}\n'
                         f'device {uuid} memory=0 cores={cap}\n')
             # queue 16 launches between syncs: the device never idles while both want it

@@ -20,7 +20,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gstest  # noqa: E402
 from gstest import Tap  # noqa: E402
-from vgpulib import MiB, World, have_sim, parse  # noqa: E402
+from vgpulib import prepare_region, MiB, World, have_sim, parse  # noqa: E402
 
 OOM = '2'
 NOT_INITIALIZED = '3'
@@ -279,6 +279,8 @@ def cdi_container(t, w):
     os.makedirs(os.path.join(up, 'gpuslice', 'limits.d'))
     os.makedirs(work)
     region = w.region('cdi')
+    prepare_region(region)  # as the kubelet plugin creates it
+    prepare_region(w.region('loose'))
     with open(os.path.join(up, 'gpuslice', 'limits.d', 'claim-cdi.limits'), 'w') as f:
         f.write(f'# gpuslice limits v1\nversion 1\nclaim claim-cdi\nregion {region}\n'
                 f'device {uuid} memory={256 * MiB} cores=0\n')

@@ -8,22 +8,33 @@
  *   vgpu_escape vmm_retain <iters> <MiB>   ... + cuMemRetainAllocationHandle + cuMemUnmap
  *   vgpu_escape pooldestroy <iters> <MiB>  cuMemPoolCreate + alloc from it + cuMemPoolDestroy, live
  *   vgpu_escape async <threads> <iters> <max_MiB>  stream-ordered alloc/free storm, one pool
+ *   vgpu_escape poolstorm <threads> <iters> <max_MiB>  the same on the device's default pool
+ *                                          (release threshold 0), cuStreamSynchronize at random
  *   vgpu_escape pitch <threads> <iters> <MiB>      cuMemAllocPitch with 513-byte rows (pitch 1024)
  *   vgpu_escape v1 <MiB>                   the v1 entry points
  * cuMemAlloc/cuMemAllocPitch/cuMemGetInfo vgpu_escape host <MiB> cuMemHostAlloc/cuMemHostRegister
  * (host memory) vgpu_escape dev <ordinal> <count> <MiB>  cuMemAlloc_v2 on one device until refused
  *   vgpu_escape graph <n> <MiB>             n graphs with one allocation node each, launched
+ *   vgpu_escape asyncdev stream|nocur|pool <count> <MiB>  stream-ordered allocation on device 1
+ *                                          while device 0 (or no context) is current
+ *   vgpu_escape ctxchurn <iters> <MiB>     contexts created and destroyed by two threads while
+ *                                          a third keeps an allocation in each context it makes
+ *   vgpu_escape forkstorm <forks>          fork while threads launch, grow pools, map VMM,
+ *                                          launch graph memory and churn contexts
  *   vgpu_escape phys [dev]                 only the physical figures
  * Output: key=value lines. Exit 2 on a setup failure, 3 when the driver lacks an entry point.
  */
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "abi/cuda_abi.h"
@@ -178,6 +189,7 @@ struct storm {
     unsigned long long max_mib;
     unsigned seed;
     bool pitch;
+    bool random_sync;  /* poolstorm: synchronise at random instead of every 4th free */
     CUmemoryPool pool; /* async: the device's pool, keeping freed blocks (threshold max) */
     long ok, refused;
     pthread_barrier_t *start;
@@ -204,15 +216,17 @@ static void *storm_thread(void *arg)
                 k = (k + 1) % 8;
             do_free = live[k] != 0;
         }
+        if (a->random_sync && rand_r(&a->seed) % 4 == 0)
+            FN(cuStreamSynchronize)(s);
         if (do_free) {
             if (a->pitch)
                 fr2(live[k]);
             else
                 fr(live[k], s);
             live[k] = 0;
-            if (!a->pitch && (i & 3) == 0)
+            if (!a->pitch && !a->random_sync && (i & 3) == 0)
                 FN(cuStreamSynchronize)(s);
-            if (!a->pitch && (i & 15) == 0)
+            if (!a->pitch && !a->random_sync && (i & 15) == 0)
                 FN(cuMemPoolTrimTo)(a->pool, 0); /* the kept free blocks go back now and then */
             continue;
         }
@@ -243,7 +257,8 @@ static void *storm_thread(void *arg)
     return NULL;
 }
 
-static int cmd_storm(int threads, long iters, unsigned long long max_mib, bool pitch)
+static int cmd_storm(int threads, long iters, unsigned long long max_mib, bool pitch,
+                     bool random_sync)
 {
     setup(0);
     if (threads > 32)
@@ -253,7 +268,7 @@ static int cmd_storm(int threads, long iters, unsigned long long max_mib, bool p
     pthread_barrier_t start;
     pthread_barrier_init(&start, NULL, (unsigned)threads);
     CUmemoryPool pool = NULL;
-    if (!pitch) {
+    if (!pitch && !random_sync) {
         /* freed blocks stay in the pool: threads race for its free blocks and its growth */
         FN(cuDeviceGetMemPool)(&pool, 0);
         cuuint64_t thr = UINT64_MAX;
@@ -264,6 +279,7 @@ static int cmd_storm(int threads, long iters, unsigned long long max_mib, bool p
                               .max_mib = max_mib,
                               .seed = (unsigned)getpid() * 131u + (unsigned)i,
                               .pitch = pitch,
+                              .random_sync = random_sync,
                               .pool = pool,
                               .start = &start};
         pthread_create(&t[i], NULL, storm_thread, &a[i]);
@@ -404,6 +420,269 @@ static int cmd_graph(long graphs, unsigned long long mib)
     return 0;
 }
 
+/* Stream-ordered allocation on another device than the current one (issue 21, item 1):
+ *   stream: a stream of device 1 while device 0's context is current
+ *   nocur:  the same stream with no current context
+ *   pool:   a pool located on device 1, a stream of device 0, device 0 current
+ * The driver allocates on the stream's (pool's) device: that device's limit must hold. */
+static int cmd_asyncdev(const char *mode, long count, unsigned long long mib)
+{
+    CUresult r = FN(cuInit)(0);
+    if (r)
+        die("cuInit", r);
+    CUcontext c0, c1;
+    if ((r = FN(cuDevicePrimaryCtxRetain)(&c0, 0)) || (r = FN(cuDevicePrimaryCtxRetain)(&c1, 1)))
+        die("cuDevicePrimaryCtxRetain", r);
+    CUstream s;
+    CUmemoryPool pool = NULL;
+    if (strcmp(mode, "pool") == 0) {
+        FN(cuCtxSetCurrent)(c0);
+        if ((r = FN(cuStreamCreate)(&s, 0)))
+            die("cuStreamCreate", r);
+        CUmemPoolProps props;
+        memset(&props, 0, sizeof(props));
+        props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+        props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        props.location.id = 1;
+        if ((r = FN(cuMemPoolCreate)(&pool, &props)))
+            die("cuMemPoolCreate", r);
+    } else {
+        FN(cuCtxSetCurrent)(c1);
+        if ((r = FN(cuStreamCreate)(&s, 0)))
+            die("cuStreamCreate", r);
+        FN(cuCtxSetCurrent)(strcmp(mode, "nocur") == 0 ? NULL : c0);
+    }
+    long ok = 0;
+    CUresult first_fail = CUDA_SUCCESS;
+    for (long i = 0; i < count; i++) {
+        CUdeviceptr p;
+        r = pool ? FN(cuMemAllocFromPoolAsync)(&p, mib * MiB, pool, s)
+                 : FN(cuMemAllocAsync)(&p, mib * MiB, s);
+        if (r != CUDA_SUCCESS) {
+            first_fail = r;
+            break;
+        }
+        ok++;
+    }
+    printf("ok=%ld first_fail=%d\n", ok, (int)first_fail);
+    print_phys(1);
+    return 0;
+}
+
+/* Context churn (issue 21, item 3): one thread creates and destroys contexts as fast as it can
+ * while another creates contexts, allocates <MiB> in each and keeps it. A handle the driver
+ * hands out again must not lose the new context's allocations when the old one's destruction
+ * is booked. */
+struct churn {
+    long iters;
+    unsigned long long mib;
+    atomic_int done;
+    long held, refused;
+};
+
+static void *churn_destroyer(void *arg)
+{
+    struct churn *a = arg;
+    GS_CU_PFN(cuCtxCreate_v2) create = FN(cuCtxCreate_v2);
+    GS_CU_PFN(cuCtxDestroy_v2) destroy = FN(cuCtxDestroy_v2);
+    while (!atomic_load(&a->done)) {
+        CUcontext c;
+        if (create(&c, 0, 0) == CUDA_SUCCESS)
+            destroy(c);
+    }
+    return NULL;
+}
+
+static int cmd_ctxchurn(long iters, unsigned long long mib)
+{
+    CUresult r = FN(cuInit)(0);
+    if (r)
+        die("cuInit", r);
+    GS_CU_PFN(cuCtxCreate_v2) create = FN(cuCtxCreate_v2);
+    GS_CU_PFN(cuCtxDestroy_v2) destroy = FN(cuCtxDestroy_v2);
+    GS_CU_PFN(cuCtxPopCurrent_v2) pop = FN(cuCtxPopCurrent_v2);
+    GS_CU_PFN(cuMemAlloc_v2) alloc = FN(cuMemAlloc_v2);
+    struct churn a = {.iters = iters, .mib = mib};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, churn_destroyer, &a);
+    for (long i = 0; i < iters && a.held < 64; i++) {
+        CUcontext c, top;
+        if (create(&c, 0, 0) != CUDA_SUCCESS)
+            continue;
+        CUdeviceptr p;
+        if (alloc(&p, mib * MiB) == CUDA_SUCCESS) {
+            a.held++; /* the context and its allocation stay */
+            pop(&top);
+        } else {
+            a.refused++;
+            destroy(c);
+        }
+    }
+    atomic_store(&a.done, 1);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    printf("held=%ld refused=%ld\n", a.held, a.refused);
+    print_phys(0);
+    return 0;
+}
+
+/* Fork during concurrent launches, pool growth, VMM, graph memory and context churn (issue
+ * 21, item 6): every child re-initialises the driver and goes through each of those paths once;
+ * a lock a parent's thread held at the fork must not be held in the child. Prints the number of
+ * children that did not finish within 30 s (left locked: killed). */
+struct fork_worker {
+    int kind;
+    atomic_int *stop;
+};
+
+static CUfunction load_kernel(void)
+{
+    CUmodule m;
+    CUfunction f = NULL;
+    if (FN(cuModuleLoadData)(&m, "gpusim") == CUDA_SUCCESS)
+        FN(cuModuleGetFunction)(&f, m, "sim_probe_kernel");
+    return f;
+}
+
+static CUgraphExec graph_with_alloc(CUdeviceptr *dptr, size_t bytes)
+{
+    CUgraph g;
+    CUgraphExec x = NULL;
+    if (FN(cuGraphCreate)(&g, 0) != CUDA_SUCCESS)
+        return NULL;
+    CUDA_MEM_ALLOC_NODE_PARAMS np;
+    memset(&np, 0, sizeof(np));
+    np.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    np.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    np.poolProps.location.id = 0;
+    np.bytesize = bytes;
+    CUgraphNode node;
+    if (FN(cuGraphAddMemAllocNode)(&node, g, NULL, 0, &np) == CUDA_SUCCESS &&
+        FN(cuGraphInstantiateWithFlags)(&x, g, 0) != CUDA_SUCCESS)
+        x = NULL;
+    *dptr = np.dptr;
+    return x;
+}
+
+/* One pass over every locked path (parent threads loop over their own; a child does all). */
+static void every_path(int kind, CUstream s, CUfunction f, unsigned *seed)
+{
+    CUdeviceptr p;
+    if (kind < 0 || kind == 0) { /* stream-ordered pool growth */
+        size_t mib = 1 + rand_r(seed) % 8;
+        if (FN(cuMemAllocAsync)(&p, mib * MiB, s) == CUDA_SUCCESS)
+            FN(cuMemFreeAsync)(p, s);
+        FN(cuStreamSynchronize)(s);
+    }
+    if ((kind < 0 || kind == 1) && f) /* launches (compute-capped: the limiter) */
+        FN(cuLaunchKernel)(f, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL);
+    if (kind < 0 || kind == 2) { /* VMM */
+        CUmemAllocationProp ap;
+        memset(&ap, 0, sizeof(ap));
+        ap.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+        ap.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        ap.location.id = 0;
+        CUmemGenericAllocationHandle h;
+        CUdeviceptr va;
+        if (FN(cuMemCreate)(&h, 2 * MiB, &ap, 0) == CUDA_SUCCESS) {
+            if (FN(cuMemAddressReserve)(&va, 2 * MiB, 0, 0, 0) == CUDA_SUCCESS &&
+                FN(cuMemMap)(va, 2 * MiB, 0, h, 0) == CUDA_SUCCESS)
+                FN(cuMemUnmap)(va, 2 * MiB);
+            FN(cuMemRelease)(h);
+        }
+    }
+    if (kind < 0 || kind == 3) { /* graph memory */
+        CUgraphExec x = graph_with_alloc(&p, 2 * MiB);
+        if (x) {
+            if (FN(cuGraphLaunch)(x, s) == CUDA_SUCCESS) {
+                FN(cuStreamSynchronize)(s);
+                FN(cuMemFreeAsync)(p, s);
+                FN(cuStreamSynchronize)(s);
+            }
+            FN(cuGraphExecDestroy)(x);
+            FN(cuDeviceGraphMemTrim)(0);
+        }
+    }
+    if (kind < 0 || kind == 4) { /* contexts */
+        CUcontext c;
+        if (FN(cuCtxCreate_v2)(&c, 0, 0) == CUDA_SUCCESS)
+            FN(cuCtxDestroy_v2)(c);
+        FN(cuCtxSetCurrent)(ctx0);
+    }
+    if (kind < 0 || kind == 5) { /* plain allocations */
+        if (FN(cuMemAlloc_v2)(&p, MiB) == CUDA_SUCCESS)
+            FN(cuMemFree_v2)(p);
+    }
+}
+
+static void *fork_worker(void *arg)
+{
+    struct fork_worker *w = arg;
+    FN(cuCtxSetCurrent)(ctx0);
+    CUstream s;
+    FN(cuStreamCreate)(&s, 0);
+    CUfunction f = w->kind == 1 ? load_kernel() : NULL;
+    unsigned seed = (unsigned)w->kind * 7919u;
+    while (!atomic_load(w->stop))
+        every_path(w->kind, s, f, &seed);
+    return NULL;
+}
+
+static int cmd_forkstorm(int forks)
+{
+    setup(0);
+    atomic_int stop = 0;
+    pthread_t t[12];
+    struct fork_worker w[12];
+    for (int i = 0; i < 12; i++) {
+        w[i] = (struct fork_worker){.kind = i % 6, .stop = &stop};
+        pthread_create(&t[i], NULL, fork_worker, &w[i]);
+    }
+    int hung = 0, failed = 0, forked = 0;
+    for (int i = 0; i < forks; i++) {
+        usleep(1000 + (unsigned)(i * 7919) % 5000);
+        pid_t pid = fork();
+        if (pid == 0) {
+            /* the child: the driver starts over; every hooked path once, then out */
+            alarm(0);
+            if (FN(cuInit)(0) == CUDA_SUCCESS &&
+                FN(cuDevicePrimaryCtxRetain)(&ctx0, 0) == CUDA_SUCCESS &&
+                FN(cuCtxSetCurrent)(ctx0) == CUDA_SUCCESS) {
+                CUstream s;
+                FN(cuStreamCreate)(&s, 0);
+                unsigned seed = 1;
+                every_path(-1, s, load_kernel(), &seed);
+            }
+            _exit(0);
+        }
+        if (pid < 0) {
+            failed++;
+            continue;
+        }
+        forked++;
+        int st = 0;
+        int waited = 0;
+        while (waitpid(pid, &st, WNOHANG) == 0 && waited < 30000) {
+            usleep(1000);
+            waited++;
+        }
+        if (waited >= 30000) {
+            hung++;
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            break; /* one is enough to know */
+        } else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            failed++;
+        }
+    }
+    atomic_store(&stop, 1);
+    for (int i = 0; i < 12; i++)
+        pthread_join(t[i], NULL);
+    printf("forks=%d hung=%d failed=%d\n", forked, hung, failed);
+    return 0;
+}
+
 static int cmd_dev(int ordinal, long count, unsigned long long mib, bool wait)
 {
     setup(ordinal);
@@ -451,15 +730,23 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "pooldestroy") == 0 && argc == 4)
         return cmd_pooldestroy(atol(argv[2]), strtoull(argv[3], NULL, 10));
     if (strcmp(argv[1], "async") == 0 && argc == 5)
-        return cmd_storm(atoi(argv[2]), atol(argv[3]), strtoull(argv[4], NULL, 10), false);
+        return cmd_storm(atoi(argv[2]), atol(argv[3]), strtoull(argv[4], NULL, 10), false, false);
+    if (strcmp(argv[1], "poolstorm") == 0 && argc == 5)
+        return cmd_storm(atoi(argv[2]), atol(argv[3]), strtoull(argv[4], NULL, 10), false, true);
     if (strcmp(argv[1], "pitch") == 0 && argc == 5)
-        return cmd_storm(atoi(argv[2]), atol(argv[3]), strtoull(argv[4], NULL, 10), true);
+        return cmd_storm(atoi(argv[2]), atol(argv[3]), strtoull(argv[4], NULL, 10), true, false);
     if (strcmp(argv[1], "v1") == 0 && argc == 3)
         return cmd_v1(strtoull(argv[2], NULL, 10));
     if (strcmp(argv[1], "host") == 0 && argc == 3)
         return cmd_host(strtoull(argv[2], NULL, 10));
     if (strcmp(argv[1], "graph") == 0 && argc == 4)
         return cmd_graph(atol(argv[2]), strtoull(argv[3], NULL, 10));
+    if (strcmp(argv[1], "forkstorm") == 0 && argc == 3)
+        return cmd_forkstorm(atoi(argv[2]));
+    if (strcmp(argv[1], "ctxchurn") == 0 && argc == 4)
+        return cmd_ctxchurn(atol(argv[2]), strtoull(argv[3], NULL, 10));
+    if (strcmp(argv[1], "asyncdev") == 0 && argc == 5)
+        return cmd_asyncdev(argv[2], atol(argv[3]), strtoull(argv[4], NULL, 10));
     if (strcmp(argv[1], "dev") == 0 && (argc == 5 || argc == 6))
         return cmd_dev(atoi(argv[2]), atol(argv[3]), strtoull(argv[4], NULL, 10),
                        argc == 6 && strcmp(argv[5], "wait") == 0);

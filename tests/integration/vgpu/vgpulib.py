@@ -50,6 +50,7 @@ class World:
     def write_limits(self, claim, devices, region=None):
         lines = ['# gpuslice limits v1', 'version 1', f'claim {claim}']
         if region:
+            prepare_region(region)
             lines.append(f'region {region}')
         for uuid, mem, cores in devices:
             lines.append(f'device {uuid} memory={mem} cores={cores}')
@@ -77,6 +78,9 @@ class World:
             if 'dev' in kv:
                 res.append((int(kv['dev']), kv['uuid'], int(kv['cu_total'])))
         return res
+
+
+from gstest import REGION_SIZE, prepare_region  # noqa: E402,F401 (re-exported)
 
 
 def parse(text):

@@ -101,8 +101,13 @@ static void test_cdi(void)
                   "3f0c2a7e-0d4b-4d8e-9c1e-5b6a7f8e9d01.limits") == 0 &&
            has_string(json_object_get(m, "options"), "ro"),
        "limits file mounted read-only");
-    m = find_mount(mounts, "/var/run/gpuslice/claims/3f0c2a7e-0d4b-4d8e-9c1e-5b6a7f8e9d01");
-    ok(m && has_string(json_object_get(m, "options"), "rw"), "region dir mounted read-write");
+    m = find_mount(mounts, "/var/run/gpuslice/claims/3f0c2a7e-0d4b-4d8e-9c1e-5b6a7f8e9d01/region");
+    ok(m && has_string(json_object_get(m, "options"), "rw") && sget(m, "hostPath") &&
+           strstr(sget(m, "hostPath"),
+                  "/claims/3f0c2a7e-0d4b-4d8e-9c1e-5b6a7f8e9d01/region/region"),
+       "the region FILE mounted read-write (unlink/rename of a mount point fail)");
+    ok(!find_mount(mounts, "/var/run/gpuslice/claims/3f0c2a7e-0d4b-4d8e-9c1e-5b6a7f8e9d01"),
+       "not its directory (a process could replace the file in it)");
     m = find_mount(mounts, "/var/run/nvidia-container-devices/GPU-1111");
     ok(m && strcmp(sget(m, "hostPath"), "/dev/null") == 0, "GPU selected by volume mount");
     ok(!json_object_get(

@@ -404,6 +404,81 @@ static void test_pool_race(void)
     is_uint(charged, pool_reserved, "race: afterwards the charge is what the pool reserves");
 }
 
+/* Issue 21, item 2 (pool storm): the driver may report a pool using more than it reserves for
+ * a moment (gpusim does when a synchronisation's trim runs inside another thread's allocation:
+ * the trim sees the free blocks that allocation is taking). The next allocation then grows the
+ * pool by used + size - reserved, more than `size`: the plan must reserve that, not `size`
+ * (reserving `size` let gpusim's physical usage pass the limit by the difference, up to 758 MiB
+ * in multi-process storms). */
+static void test_pool_used_above_reserved(void)
+{
+    void *pool = (void *)0x9200;
+    charged = 0;
+    pool_reserved = pool_used = 0;
+    struct vgpu_alloc_req req = {
+        .dev = &dev0, .kind = VGPU_KIND_DPTR, .reserve = 10 * MiB, .pool = pool};
+    struct call c0 = {.size = 10 * MiB};
+    vgpu_alloc_charged(&req, drv_pool_alloc, drv_undo, &c0);
+    pool_reserved = 4 * MiB;      /* trimmed under an allocation in flight: used 10 > reserved 4 */
+    vgpu_pool_freed(pool, &dev0); /* re-read (the fake's attributes are those of every pool) */
+    is_uint(charged, 4 * MiB, "used above reserved: the charge follows what the pool reserves");
+    uint64_t claimed;
+    is_uint(vgpu_pool_plan(pool, &dev0, 4 * MiB, &claimed), 10 * MiB,
+            "used above reserved: the plan reserves the growth the driver will make (10 + 4 - 4)");
+    vgpu_pool_cancel(pool, claimed);
+    limit = 10 * MiB; /* the growth (10 MiB) does not fit: refused before the driver grows */
+    overshoots = 0;
+    req.reserve = 4 * MiB;
+    struct call c1 = {.size = 4 * MiB};
+    is_int(vgpu_alloc_charged(&req, drv_pool_alloc, drv_undo, &c1), CUDA_ERROR_OUT_OF_MEMORY,
+           "used above reserved: an allocation whose real growth does not fit is refused");
+    is_int(overshoots, 0, "used above reserved: the pool never held more than the books admitted");
+    limit = 64 * MiB;
+    is_int(vgpu_alloc_charged(&req, drv_pool_alloc, drv_undo, &c1), CUDA_SUCCESS,
+           "used above reserved: with room it is admitted");
+    is_int(overshoots, 0, "used above reserved: and held within what was charged");
+    is_uint(charged, pool_reserved, "used above reserved: the charge is what the pool reserves");
+}
+
+/* Issue 21, item 7: a free the driver refuses puts the record back; when its shard cannot grow
+ * (no memory) the record must not be dropped, or its charge could never be given back. */
+static void *no_calloc(size_t n, size_t size)
+{
+    (void)n, (void)size;
+    return NULL;
+}
+
+static CUresult free_refused_while_table_fills(void *arg, uint64_t key)
+{
+    (void)arg, (void)key;
+    /* meanwhile other threads' allocations fill every shard, and memory runs out */
+    vgpu_table_set_calloc(no_calloc);
+    for (uint64_t k = 1; k <= 20000; k++) {
+        struct vgpu_alloc f = {.key = 0x5000000000ULL + k * 4096, .kind = VGPU_KIND_DPTR};
+        vgpu_table_insert(&f, NULL);
+    }
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+static void test_reinsert_without_memory(void)
+{
+    vgpu_table_reset();
+    charged = 0;
+    struct vgpu_alloc_req req = {.dev = &dev0, .kind = VGPU_KIND_DPTR, .reserve = 5 * MiB};
+    struct call c = {0};
+    is_int(vgpu_alloc_charged(&req, drv_alloc, drv_undo, &c), CUDA_SUCCESS, "reinsert: allocated");
+    is_int(vgpu_free_charged(c.key, VGPU_KIND_DPTR, free_refused_while_table_fills, NULL),
+           CUDA_ERROR_INVALID_VALUE, "reinsert: the driver's refusal comes back");
+    vgpu_table_set_calloc(NULL);
+    ok(vgpu_table_lookup(c.key, VGPU_KIND_DPTR, NULL),
+       "reinsert: the record is kept although its shard could not grow");
+    is_uint(charged, 5 * MiB, "reinsert: still charged");
+    is_int(vgpu_free_charged(c.key, VGPU_KIND_DPTR, drv_free, NULL), CUDA_SUCCESS,
+           "reinsert: a later free succeeds");
+    is_uint(charged, 0, "reinsert: and gives the charge back");
+    vgpu_table_reset();
+}
+
 int main(void)
 {
     tap_plan_auto();
@@ -418,5 +493,7 @@ int main(void)
     test_by_context();
     test_pools();
     test_pool_race();
+    test_pool_used_above_reserved();
+    test_reinsert_without_memory();
     return tap_done();
 }

@@ -251,8 +251,13 @@ static nvmlReturn_t n_procs(nvmlDevice_t h, unsigned *n, nvmlProcessInfo_t *info
 /* ---- helpers ---- */
 static void record(uint64_t key, const void *ctx, int dev, uint64_t size, uint32_t kind)
 {
-    struct vgpu_alloc a = {
-        .key = key, .size = size, .ctx = (void *)ctx, .dev = dev, .kind = kind, .refs = 1};
+    struct vgpu_alloc a = {.key = key,
+                           .size = size,
+                           .ctx = (void *)ctx,
+                           .ctx_id = vgpu_ctx_id(ctx), /* as the allocation hooks record it */
+                           .dev = dev,
+                           .kind = kind,
+                           .refs = 1};
     charged[dev] += size;
     vgpu_table_insert(&a, NULL);
 }

@@ -494,6 +494,55 @@ static void test_lock_error(void)
     unlink(pl);
 }
 
+/* Issue 21, item 7: a lock made not recoverable (an owner died, and the process that inherited
+ * it unlocked without marking it consistent) is re-initialised from the process slots instead of
+ * refusing every later reservation of the claim; the recovery is counted in the region. */
+static void test_lock_not_recoverable(void)
+{
+    char pl[300];
+    snprintf(pl, sizeof(pl), "%s-unrecoverable", path);
+    unlink(pl);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(20);
+        vgpu_region_atfork_child();
+        struct vgpu_region *r = vgpu_region_open(pl);
+        int s = vgpu_region_device(r, UUID, 8 * MiB, 0);
+        if (s != 0 || vgpu_region_reserve(r, s, 3 * MiB, 8 * MiB) != 0)
+            _exit(3);
+        struct gs_region *shm = vgpu_region_shm(r);
+        atomic_store(&shm->devices[s].used, 7 * MiB); /* the books drifted from the slots */
+        pid_t owner = fork();
+        if (owner == 0) {
+            pthread_mutex_lock(&shm->lock);
+            _exit(0); /* dies holding it */
+        }
+        waitpid(owner, NULL, 0);
+        if (pthread_mutex_lock(&shm->lock) != EOWNERDEAD)
+            _exit(5);
+        pthread_mutex_unlock(&shm->lock); /* not marked consistent: not recoverable now */
+        if (pthread_mutex_lock(&shm->lock) != ENOTRECOVERABLE)
+            _exit(6);
+        int rc = vgpu_region_reserve(r, s, 5 * MiB, 8 * MiB);
+        if (rc != 0)
+            _exit(10 + (-rc & 0x3f) % 40); /* refused: what the recovery must end */
+        if (atomic_load(&shm->devices[s].used) != 8 * MiB)
+            _exit(7); /* recomputed from the slots (3) plus the new 5 */
+        if (atomic_load(&shm->lock_recoveries) != 1)
+            _exit(8);
+        if (vgpu_region_reserve(r, s, 1, 8 * MiB) != -ENOMEM)
+            _exit(9); /* the limit still holds */
+        _exit(0);
+    }
+    int st = -1;
+    waitpid(pid, &st, 0);
+    ok(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+       "a not-recoverable lock is re-initialised from the process slots, counted, and the limit "
+       "holds (status 0x%x)",
+       st);
+    unlink(pl);
+}
+
 static void test_layout(void)
 {
     int fd = open(path, O_RDONLY);
@@ -534,6 +583,7 @@ int main(void)
     test_fail_closed();
     test_stalled_initialiser();
     test_lock_error();
+    test_lock_not_recoverable();
     test_layout();
     unlink(path);
     return tap_done();
