@@ -19,7 +19,7 @@
 #include "common/log.h"
 #include "common/macros.h"
 #include "deviceplugin/dp-grpc.h"
-#include "extender/hami.h"
+#include "hami/hami.h"
 
 struct dp_plugin {
     struct dp_config cfg;
@@ -277,7 +277,62 @@ static void free_ctr(V1beta1__ContainerAllocateResponse *c)
     free(c->mounts);
 }
 
-/* One container: the next entry of the pod's to-allocate annotation. */
+static bool disable_control(const json_t *ctr)
+{
+    size_t i;
+    const json_t *e;
+    json_array_foreach(json_object_get(ctr, "env"), i, e)
+    {
+        const char *n = json_string_value(json_object_get(e, "name"));
+        const char *v = json_string_value(json_object_get(e, "value"));
+        bool t = false;
+        if (n && strcmp(n, HAMI_ENV_DISABLE_CONTROL) == 0 && v &&
+            hami_parse_bool(v, strlen(v), &t) == 0 && t)
+            return true;
+    }
+    return false;
+}
+
+/* ReleaseNodeLock (pkg/util/nodelock/nodelock.go): remove hami.io/mutex.lock when this pod holds
+ * it (or it is a bare time, HAMi's older form), with the node's resourceVersion. */
+static void release_lock(struct dp_plugin *p, const char *ns, const char *name)
+{
+    struct gs_error e = {0};
+    _cleanup_(gs_json_decrefp) json_t *node = NULL;
+    if (gs_k8s_get(p->cfg.k8s, &gs_k8s_nodes, NULL, p->cfg.node_name, &node, &e) < 0)
+        return;
+    const char *v = ann_of(node, HAMI_ANN_NODE_LOCK);
+    struct hami_lock lk;
+    if (!v || hami_lock_parse(v, &lk, &e) < 0 ||
+        (lk.ns[0] && (strcmp(lk.ns, ns) != 0 || strcmp(lk.pod, name) != 0)))
+        return;
+    const char *rv =
+        json_string_value(json_object_get(json_object_get(node, "metadata"), "resourceVersion"));
+    _cleanup_(gs_json_decrefp) json_t *patch = json_pack(
+        "{s:{s:{s:n},s:s?}}", "metadata", "annotations", HAMI_ANN_NODE_LOCK, "resourceVersion", rv);
+    if (gs_k8s_patch(p->cfg.k8s, &gs_k8s_nodes, NULL, p->cfg.node_name, NULL, GS_K8S_PATCH_MERGE,
+                     patch, 0, NULL, &e) == 0)
+        gs_log(GS_LOG_INFO, "node lock released", "node=%s pod=%s/%s", p->cfg.node_name, ns, name);
+}
+
+/* PodAllocationFailed (HAMi's device plugin): bind-phase failed, node lock released. */
+static void allocation_failed(struct dp_plugin *p, const char *ns, const char *name)
+{
+    struct gs_error e = {0};
+    _cleanup_(gs_json_decrefp) json_t *patch = json_pack("{s:{s:{s:s}}}", "metadata", "annotations",
+                                                         HAMI_ANN_BIND_PHASE, HAMI_BIND_FAILED);
+    if (gs_k8s_patch(p->cfg.k8s, &gs_k8s_pods, ns, name, NULL, GS_K8S_PATCH_MERGE, patch, 0, NULL,
+                     &e) < 0)
+        gs_log(GS_LOG_WARN, "bind-phase failed not written", "pod=%s/%s error=\"%s\"", ns, name,
+               e.msg);
+    release_lock(p, ns, name);
+}
+
+static int allocate_pod(struct dp_plugin *p, const json_t *pod, size_t n_ids,
+                        V1beta1__ContainerAllocateResponse *out, struct gs_error *err);
+
+/* One container: the next entry of the pod's to-allocate annotation. A failure once the pod is
+ * known marks it failed (HAMi's bind phase) and releases its node lock. */
 static int allocate_one(struct dp_plugin *p, size_t n_ids, V1beta1__ContainerAllocateResponse *out,
                         struct gs_error *err)
 {
@@ -285,12 +340,29 @@ static int allocate_one(struct dp_plugin *p, size_t n_ids, V1beta1__ContainerAll
     int r = find_pod(p, &pod, err);
     if (r < 0)
         return r;
+    r = allocate_pod(p, pod, n_ids, out, err);
+    if (r < 0) {
+        const json_t *md = json_object_get(pod, "metadata");
+        allocation_failed(p, json_string_value(json_object_get(md, "namespace")),
+                          json_string_value(json_object_get(md, "name")));
+    }
+    return r;
+}
+
+static int allocate_pod(struct dp_plugin *p, const json_t *pod, size_t n_ids,
+                        V1beta1__ContainerAllocateResponse *out, struct gs_error *err)
+{
+    int r;
     const json_t *md = json_object_get(pod, "metadata");
     const char *ns = json_string_value(json_object_get(md, "namespace"));
     const char *name = json_string_value(json_object_get(md, "name"));
     const char *uid = json_string_value(json_object_get(md, "uid"));
-    const json_t *ctrs = json_object_get(json_object_get(pod, "spec"), "containers");
-    size_t nc = json_array_size(ctrs);
+    /* Entries: spec.initContainers first, then spec.containers (HAMi's order: the device plugin
+     * maps an entry index below the number of init containers to an init container). */
+    const json_t *spec = json_object_get(pod, "spec");
+    const json_t *inits = json_object_get(spec, "initContainers");
+    const json_t *apps = json_object_get(spec, "containers");
+    size_t ni = json_array_size(inits), nc = ni + json_array_size(apps);
     _cleanup_free_ struct hami_ctr_devices *cd = calloc(nc + 1, sizeof(*cd));
     if (!cd)
         return gs_error_set(err, -ENOMEM, "out of memory");
@@ -309,8 +381,9 @@ static int allocate_one(struct dp_plugin *p, size_t n_ids, V1beta1__ContainerAll
                             "pod %s/%s container %d: the extender assigned %zu GPUs, kubelet "
                             "asks for %zu devices",
                             ns, name, ci, mine->n, n_ids);
-    const char *cname =
-        json_string_value(json_object_get(json_array_get(ctrs, (size_t)ci), "name"));
+    const json_t *ctr =
+        (size_t)ci < ni ? json_array_get(inits, (size_t)ci) : json_array_get(apps, (size_t)ci - ni);
+    const char *cname = json_string_value(json_object_get(ctr, "name"));
     char key[512];
     snprintf(key, sizeof(key), "%s-%s", uid ? uid : name, cname ? cname : "c");
 
@@ -325,21 +398,29 @@ static int allocate_one(struct dp_plugin *p, size_t n_ids, V1beta1__ContainerAll
             strncat(visible, ",", sizeof(visible) - strlen(visible) - 1);
         strncat(visible, d->uuid, sizeof(visible) - strlen(visible) - 1);
         char k[64], v[32];
-        snprintf(k, sizeof(k), "CUDA_DEVICE_MEMORY_LIMIT_%zu", i);
-        snprintf(v, sizeof(v), "%" PRId64 "m", d->usedmem);
+        snprintf(k, sizeof(k), HAMI_ENV_MEMORY_LIMIT "_%zu", i);
+        snprintf(v, sizeof(v), "%" PRId32 "m", d->usedmem);
         add_env(out, k, v);
         if (gs_limits_add_device(&lim, d->uuid, (uint64_t)d->usedmem * 1024 * 1024,
                                  (uint32_t)d->usedcores, err) < 0)
             return gs_error_prefix(err, "pod %s/%s: ", ns, name);
     }
-    add_env(out, "NVIDIA_VISIBLE_DEVICES", visible);
+    add_env(out, HAMI_ENV_VISIBLE_DEVICES, visible);
     char v[64];
-    snprintf(v, sizeof(v), "%" PRId64, mine->dev[0].usedcores);
-    add_env(out, "CUDA_DEVICE_SM_LIMIT", v);
+    snprintf(v, sizeof(v), "%" PRId32, mine->dev[0].usedcores);
+    add_env(out, HAMI_ENV_SM_LIMIT, v);
     char cache[1024];
     snprintf(cache, sizeof(cache), "%s/%s.cache", DP_CONTAINER_CACHE, key);
-    add_env(out, "CUDA_DEVICE_MEMORY_SHARED_CACHE", cache);
+    add_env(out, HAMI_ENV_SHARED_CACHE, cache);
     add_env(out, GS_LIMITS_ENV, GS_LIMITS_DIR_DEFAULT);
+    /* Allocate in HAMi's plugin/server.go: oversubscription when memory is scaled up, the
+     * libvgpu log level, the core limit switch. */
+    if (p->cfg.mem_scaling > 1)
+        add_env(out, HAMI_ENV_OVERSUBSCRIBE, "true");
+    if (p->cfg.cuda_log_level && *p->cfg.cuda_log_level)
+        add_env(out, HAMI_ENV_LOG_LEVEL, p->cfg.cuda_log_level);
+    if (p->cfg.disable_core_limit)
+        add_env(out, HAMI_ENV_CORE_POLICY, "disable");
 
     /* Limits file (authoritative over the environment, as in DRA mode) and the cache folder. */
     char dir[4096], path[4200], cdir[4096], rdir[4096], rctr[4096];
@@ -348,8 +429,10 @@ static int allocate_one(struct dp_plugin *p, size_t n_ids, V1beta1__ContainerAll
     snprintf(rdir, sizeof(rdir), "%s/regions/%s", p->cfg.state_dir, key);
     snprintf(rctr, sizeof(rctr), "%s/%s", DP_CONTAINER_REGION_DIR, key);
     if ((r = gs_mkdir_p(dir, 0755, err)) < 0 || (r = gs_mkdir_p(cdir, 0777, err)) < 0 ||
-        (r = gs_mkdir_p(rdir, 0777, err)) < 0)
+        (r = gs_mkdir_p(rdir, 0777, err)) < 0 ||
+        (r = gs_mkdir_p(HAMI_VGPU_LOCK_DIR, 0777, err)) < 0)
         return r;
+    (void)chmod(HAMI_VGPU_LOCK_DIR, 0777); /* as HAMi: every container's libvgpu locks there */
     /* The container's own shared region (as the DRA plugin gives each claim one): without a
      * region line libvgpu would use its fixed default region. */
     snprintf(lim.region_path, sizeof(lim.region_path), "%s/region", rctr);
@@ -359,8 +442,13 @@ static int allocate_one(struct dp_plugin *p, size_t n_ids, V1beta1__ContainerAll
     char host[4200];
     snprintf(host, sizeof(host), "%s/libvgpu.so", p->cfg.host_dir);
     add_mount(out, host, DP_CONTAINER_VGPU "/libvgpu.so", true);
-    snprintf(host, sizeof(host), "%s/ld.so.preload", p->cfg.host_dir);
-    add_mount(out, host, "/etc/ld.so.preload", true);
+    /* No preload for a container that opts out (CUDA_DISABLE_CONTROL parsed as Go's
+     * strconv.ParseBool; unparsable = false, as HAMi). */
+    if (!disable_control(ctr)) {
+        snprintf(host, sizeof(host), "%s/ld.so.preload", p->cfg.host_dir);
+        add_mount(out, host, "/etc/ld.so.preload", true);
+    }
+    add_mount(out, HAMI_VGPU_LOCK_DIR, HAMI_VGPU_LOCK_DIR, false);
     add_mount(out, dir, GS_LIMITS_DIR_DEFAULT, true);
     add_mount(out, cdir, DP_CONTAINER_CACHE, false);
     add_mount(out, rdir, rctr, false);
@@ -380,6 +468,8 @@ static int allocate_one(struct dp_plugin *p, size_t n_ids, V1beta1__ContainerAll
     if ((r = gs_k8s_patch(p->cfg.k8s, &gs_k8s_pods, ns, name, NULL, GS_K8S_PATCH_MERGE, patch, 0,
                           NULL, err)) < 0)
         return r;
+    if (!left) /* PodAllocationTrySuccess: the lock a HAMi scheduler left is released */
+        release_lock(p, ns, name);
     char q[1024];
     gs_log(GS_LOG_INFO, "allocated", "pod=%s/%s container=%s devices=%s bind_phase=%s", ns, name,
            cname ? cname : "", gs_log_quote(q, sizeof(q), visible),
@@ -523,12 +613,13 @@ int dp_plugin_publish(struct dp_plugin *p, struct gs_error *err)
         const struct gpu_device *g = &inv->dev[i];
         struct hami_node_device *d = &devs[i];
         snprintf(d->id, sizeof(d->id), "%s", g->uuid);
-        snprintf(d->type, sizeof(d->type), "NVIDIA-%s", g->product);
-        snprintf(d->mode, sizeof(d->mode), "hami-core");
-        d->index = (int)g->index;
-        d->count = (int)p->cfg.split_count;
-        d->devmem = (int64_t)(g->memory_total / GPU_MIB);
-        d->devcore = 100;
+        hami_device_type(g->product, d->type, sizeof(d->type));
+        snprintf(d->mode, sizeof(d->mode), HAMI_MODE_HAMI_CORE);
+        d->index = g->index;
+        d->count = (int32_t)p->cfg.split_count;
+        double mem = (double)(g->memory_total / GPU_MIB) * p->cfg.mem_scaling;
+        d->devmem = mem > INT32_MAX ? INT32_MAX : (int32_t)mem;
+        d->devcore = (int32_t)(100 * p->cfg.core_scaling);
         d->numa = g->numa_node < 0 ? 0 : g->numa_node;
         d->health = true;
     }

@@ -15,7 +15,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/macros.h"
-#include "extender/hami.h"
+#include "hami/hami.h"
 #include "extender/inventory.h"
 #include "webhook/shape.h"
 
@@ -205,7 +205,7 @@ static void pass_fini(struct pass *p)
 }
 
 static int run_pass(struct ext_service *s, const json_t *pod, json_t *nodes, bool use_cache,
-                    struct pass *p, struct gs_error *err)
+                    bool filter, struct pass *p, struct gs_error *err)
 {
     *p = (struct pass){.nodes = nodes, .best = -1};
     const json_t *md = json_object_get(pod, "metadata");
@@ -240,6 +240,14 @@ static int run_pass(struct ext_service *s, const json_t *pod, json_t *nodes, boo
         return gs_error_set(err, -ENOMEM, "out of memory");
     if (p->req.n_claims == 0)
         return 0;
+    if (filter) {
+        _cleanup_free_ const char **names = calloc(p->n ? p->n : 1, sizeof(*names));
+        if (!names)
+            return gs_error_set(err, -ENOMEM, "out of memory");
+        for (size_t i = 0; i < p->n; i++)
+            names[i] = node_name(json_array_get(nodes, i));
+        return ext_filter_nodes(p->inv, &p->req, names, p->n, p->fits, &p->best, err);
+    }
     for (size_t i = 0; i < p->n; i++) {
         const char *nn = node_name(json_array_get(nodes, i));
         if (!nn)
@@ -278,7 +286,7 @@ json_t *ext_filter(struct ext_service *s, const json_t *args, struct gs_error *e
     json_t *out = NULL;
     int r = candidates(s, args, &nodes, &by_name, &e);
     if (r == 0)
-        r = run_pass(s, pod, nodes, true, &p, &e);
+        r = run_pass(s, pod, nodes, true, true, &p, &e);
     else
         json_decref(nodes);
     if (r < 0) {
@@ -294,7 +302,9 @@ json_t *ext_filter(struct ext_service *s, const json_t *args, struct gs_error *e
             continue;
         if (p.req.n_claims == 0 || (long)i == p.best)
             json_array_append(ok, by_name ? json_string(nn) : (json_t *)node);
-        else if (!p.fits[i].fits)
+        else if (!p.fits[i].fits && p.fits[i].message[0])
+            /* (nodes HAMi's rules accept but were not tried are left out, as fitting nodes
+             * other than the chosen one are) */
             json_object_set_new(failed, nn, json_string(p.fits[i].message));
     }
     if (by_name) {
@@ -337,7 +347,7 @@ json_t *ext_prioritize(struct ext_service *s, const json_t *args, struct gs_erro
     json_t *out = json_array();
     int r = candidates(s, args, &nodes, &by_name, &e);
     if (r == 0)
-        r = run_pass(s, pod, nodes, true, &p, &e);
+        r = run_pass(s, pod, nodes, true, false, &p, &e);
     else
         json_decref(nodes);
     for (size_t i = 0; r == 0 && i < p.n; i++) {
@@ -367,37 +377,61 @@ static int patch_annotations(struct ext_service *s, const struct gs_k8s_resource
     return gs_k8s_patch(s->cfg.k8s, res, ns, name, NULL, GS_K8S_PATCH_MERGE, patch, 0, NULL, err);
 }
 
-/* HAMi's node lock: the annotation, set with the node's resourceVersion as precondition. */
+/* HAMi's node lock (LockNode, pkg/util/nodelock/nodelock.go v2.10.0): the annotation, set with
+ * the node's resourceVersion as precondition. A lock is taken over when it is older than
+ * HAMI_NODELOCK_EXPIRE (5 minutes) or its owner pod is gone (dangling); a lock this pod holds
+ * is ours already. */
 static int lock_node(struct ext_service *s, const char *node, const char *ns, const char *pod,
                      json_t **node_obj, struct gs_error *err)
 {
-    json_t *n = NULL;
+    _cleanup_(gs_json_decrefp) json_t *n = NULL;
     int r = gs_k8s_get(s->cfg.k8s, &gs_k8s_nodes, NULL, node, &n, err);
     if (r < 0)
         return r;
     const json_t *md = json_object_get(n, "metadata");
     const char *held =
         json_string_value(json_object_get(json_object_get(md, "annotations"), HAMI_ANN_NODE_LOCK));
-    int64_t now = (int64_t)time(NULL), since;
-    if (held && hami_lock_time(held, &since) == 0 && now - since < EXT_LOCK_EXPIRY_S) {
-        s->stats.lock_conflicts++;
-        gs_error_set(err, -EBUSY, "node %s is locked (%s=\"%.128s\")", node, HAMI_ANN_NODE_LOCK,
-                     held);
-        json_decref(n); /* `held` points into it */
-        return -EBUSY;
+    int64_t now = (int64_t)time(NULL);
+    if (held) {
+        struct hami_lock lk;
+        if (hami_lock_parse(held, &lk, err) < 0) {
+            s->stats.lock_conflicts++;
+            return gs_error_prefix(err, "node %s: ", node);
+        }
+        bool take = false;
+        if (now - lk.unix_s > hami_lock_expiry_s()) {
+            take = true; /* expired */
+        } else if (strcmp(lk.ns, ns) == 0 && strcmp(lk.pod, pod) == 0) {
+            *node_obj = TAKE_PTR(n); /* held by this pod already */
+            return 0;
+        } else if (lk.ns[0] && lk.pod[0]) {
+            _cleanup_(gs_json_decrefp) json_t *owner = NULL;
+            struct gs_error e2 = {0};
+            int g = gs_k8s_get(s->cfg.k8s, &gs_k8s_pods, lk.ns, lk.pod, &owner, &e2);
+            if (g == -ENOENT)
+                take = true; /* dangling: the owner pod is gone */
+            else if (g < 0)
+                return gs_error_set(err, g, "node %s: lock owner %s/%s: %s", node, lk.ns, lk.pod,
+                                    e2.msg);
+        }
+        if (!take) {
+            s->stats.lock_conflicts++;
+            return gs_error_set(err, -EBUSY, "node %s is locked (%s=\"%.128s\")", node,
+                                HAMI_ANN_NODE_LOCK, held);
+        }
+        gs_log(GS_LOG_INFO, "node lock taken over", "node=%s lock=\"%.128s\"", node, held);
     }
-    char value[256];
+    char value[600];
     hami_lock_value(value, sizeof(value), now, ns, pod);
     _cleanup_(gs_json_decrefp) json_t *ann = json_pack("{s:s}", HAMI_ANN_NODE_LOCK, value);
     r = patch_annotations(s, &gs_k8s_nodes, NULL, node, ann,
                           json_string_value(json_object_get(md, "resourceVersion")), err);
     if (r < 0) {
-        json_decref(n);
         if (r == -EBUSY)
             s->stats.lock_conflicts++;
         return gs_error_prefix(err, "lock node %s: ", node);
     }
-    *node_obj = n;
+    *node_obj = TAKE_PTR(n);
     return 0;
 }
 
@@ -427,7 +461,7 @@ static int bind_locked(struct ext_service *s, const char *ns, const char *name, 
         return r;
     struct pass p = {0};
     json_t *nodes = json_pack("[o]", node_obj);
-    r = run_pass(s, pod, nodes, false, &p, err);
+    r = run_pass(s, pod, nodes, false, false, &p, err);
     if (r == 0 && p.req.n_claims > 0 && p.best != 0)
         r = gs_error_set(err, -ENOSPC, "pod %s/%s does not fit on %s: %s", ns, name, node,
                          p.fits[0].message);
@@ -440,8 +474,13 @@ static int bind_locked(struct ext_service *s, const char *ns, const char *name, 
             json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", HAMI_ANN_TO_ALLOCATE, enc ? enc : "",
                       HAMI_ANN_ALLOCATED, enc ? enc : "", HAMI_ANN_NODE, node, HAMI_ANN_TIME, now,
                       HAMI_ANN_BIND_PHASE, HAMI_BIND_ALLOCATING, HAMI_ANN_BIND_TIME, bt);
-        r = enc ? patch_annotations(s, &gs_k8s_pods, ns, name, ann, NULL, err)
-                : gs_error_set(err, -ENOMEM, "out of memory");
+        /* util.PatchPodAnnotations also labels the pod with its node (HAMi's monitor selects
+         * pods by the label). */
+        _cleanup_(gs_json_decrefp) json_t *patch = json_pack(
+            "{s:{s:O,s:{s:s}}}", "metadata", "annotations", ann, "labels", HAMI_LABEL_NODE, node);
+        r = !enc || !patch ? gs_error_set(err, -ENOMEM, "out of memory")
+                           : gs_k8s_patch(s->cfg.k8s, &gs_k8s_pods, ns, name, NULL,
+                                          GS_K8S_PATCH_MERGE, patch, 0, NULL, err);
         if (r == 0) {
             char q[512];
             gs_log(GS_LOG_INFO, "devices assigned", "pod=%s/%s node=%s devices=%s", ns, name, node,

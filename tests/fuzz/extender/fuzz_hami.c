@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "extender/hami.h"
+#include "hami/hami.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
