@@ -24,6 +24,11 @@ NODE = 'gpu-node'
 from dplib import Kubelet, pb  # noqa: E402
 
 
+def ann_of(api, name, key):
+    return ((api.get('pods', 'default', name) or {}).get('metadata', {}).get('annotations')
+            or {}).get(key)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix='gs-dp-it-')
     dirs = {k: os.path.join(tmp, k) for k in ('plugins', 'host', 'state')}
@@ -134,6 +139,52 @@ def main():
              'gpuslice_device_plugin_allocate_total 2' in metrics and
              'gpuslice_device_plugin_allocate_errors_total 1' in metrics,
              '/metrics: build info, 2 Allocate calls, 1 error', diag=metrics)
+
+        # Init containers first (HAMi's order): kubelet allocates the init container, then the
+        # app container; the init container opts out of control (CUDA_DISABLE_CONTROL=true).
+        p = pod('withinit', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 2000}],
+                init=[{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 3000}])
+        p['spec']['initContainers'][0]['env'] = [{'name': 'CUDA_DISABLE_CONTROL',
+                                                  'value': 'True'}]
+        p = create(api, p)
+        ext.post('/filter', filter_args(p, [node], True))
+        code, b = ext.post('/bind', bind_args(p, NODE))
+        t.is_eq(ann_of(api, 'withinit', 'hami.io/vgpu-devices-allocated'),
+                f'{uuid},NVIDIA,3000,0:;{uuid},NVIDIA,2000,0:;',
+                'the extender writes the init container entry first')
+        got = []
+        for k in range(2):
+            resp = stub.Allocate(pb.AllocateRequest(container_requests=[
+                pb.ContainerAllocateRequest(devices_ids=[ids[5 + k]])]), timeout=10)
+            c = resp.container_responses[0]
+            got.append((dict(c.envs), {m.container_path: m.host_path for m in c.mounts}))
+        t.is_eq([g[0].get('CUDA_DEVICE_MEMORY_LIMIT_0') for g in got], ['3000m', '2000m'],
+                'the first Allocate serves the init container, the second the app container')
+        t.ok('/etc/ld.so.preload' not in got[0][1] and '/etc/ld.so.preload' in got[1][1],
+             'no ld.so.preload for the container with CUDA_DISABLE_CONTROL=True')
+        t.ok(all(g[1].get('/tmp/vgpulock') == '/tmp/vgpulock' for g in got),
+             '/tmp/vgpulock mounted as HAMi does')
+        t.is_eq(ann_of(api, 'withinit', 'hami.io/bind-phase'), 'success',
+                'bind-phase success after both containers')
+
+        # An Allocate that cannot be served marks the pod failed and releases its node lock
+        # (PodAllocationFailed in HAMi's device plugin).
+        p = create(api, pod('two', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 1000}]))
+        ext.post('/filter', filter_args(p, [node], True))
+        ext.post('/bind', bind_args(p, NODE))
+        n = api.get('nodes', None, NODE)
+        n['metadata']['annotations']['hami.io/mutex.lock'] = \
+            '2026-12-01T20:00:05+08:00,default,two'
+        api.put(n)
+        try:
+            stub.Allocate(pb.AllocateRequest(container_requests=[
+                pb.ContainerAllocateRequest(devices_ids=[ids[7], ids[8]])]), timeout=10)
+            t.ok(False, 'Allocate with a device count the extender did not assign fails')
+        except grpc.RpcError as e:
+            t.like(e.details(), 'assigned 1 GPUs', 'Allocate with 2 devices for 1 GPU fails')
+        t.is_eq(ann_of(api, 'two', 'hami.io/bind-phase'), 'failed', 'bind-phase failed')
+        t.is_eq((api.get('nodes', None, NODE)['metadata'].get('annotations') or {}).get(
+            'hami.io/mutex.lock'), None, "the pod's node lock is released")
         ch.close()
 
         # kubelet restart: it removes every socket of the directory and serves a new one.

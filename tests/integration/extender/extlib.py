@@ -39,14 +39,15 @@ current-context: c
 
 
 class Extender:
-    def __init__(self, api, *extra):
+    def __init__(self, api, *extra, env=None):
         self.dir = tempfile.mkdtemp(prefix='gs-ext-')
         self.port = free_port()
         kc = kubeconfig(api.url, os.path.join(self.dir, 'kubeconfig'))
         self.log = open(os.path.join(self.dir, 'stderr'), 'w+')
         self.proc = subprocess.Popen([EXTENDER, f'--listen=127.0.0.1:{self.port}',
                                       f'--kubeconfig={kc}', *extra],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
+                                     stdout=self.log, stderr=subprocess.STDOUT,
+                                     env={**os.environ, **(env or {})})
         self.url = f'http://127.0.0.1:{self.port}'
         for _ in range(200):
             try:
