@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gpuslice/hami.h"
 #include "common/config.h"
 #include "common/daemon.h"
 #include "common/fs.h"
@@ -67,7 +68,7 @@ static const struct gs_option options[] = {
     {.name = "resource-name",
      .env = "GS_RESOURCE_NAME",
      .type = GS_OPT_STRING,
-     .def = "nvidia.com/gpu",
+     .def = HAMI_RES_GPU,
      .offset = OFF(resource),
      .help = "extended resource advertised"},
     {.name = "device-split-count",
