@@ -587,7 +587,8 @@ static void sample_gpus(struct mon_catalog *c, struct refresher_state *rs)
         }
     } else {
         for (size_t i = 0; i < g->n; i++)
-            g->gpu[i].has_memory_used = g->gpu[i].has_utilization = false;
+            g->gpu[i].has_memory_used = g->gpu[i].has_utilization = g->gpu[i].has_mem_utilization =
+                false;
     }
     pthread_mutex_lock(&c->lock);
     c->gpus = *g;
