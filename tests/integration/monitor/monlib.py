@@ -186,7 +186,8 @@ def promtool_problems(text, allow_legacy=False):
 class Prometheus:
     """A real Prometheus server on a loopback port scraping the given targets every second."""
 
-    def __init__(self, tmp, targets):
+    def __init__(self, tmp, targets, labels=None):
+        """labels: target labels added to every series (as a ServiceMonitor's relabelling)."""
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix='prom-', dir=tmp)
         cfg = os.path.join(self.dir, 'prometheus.yml')
@@ -194,6 +195,9 @@ class Prometheus:
             f.write('global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n'
                     'scrape_configs:\n  - job_name: gpuslice-monitor\n    static_configs:\n'
                     '      - targets: [%s]\n' % ', '.join("'%s'" % t for t in targets))
+            if labels:
+                f.write('        labels: {%s}\n' % ', '.join("%s: '%s'" % kv
+                                                            for kv in labels.items()))
         self.log = open(os.path.join(self.dir, 'prometheus.log'), 'w')
         self.proc = subprocess.Popen(
             [shutil.which('prometheus') or 'prometheus', '--config.file=' + cfg,
