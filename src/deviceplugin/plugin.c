@@ -421,6 +421,17 @@ static int allocate_pod(struct dp_plugin *p, const json_t *pod, size_t n_ids,
         add_env(out, HAMI_ENV_LOG_LEVEL, p->cfg.cuda_log_level);
     if (p->cfg.disable_core_limit)
         add_env(out, HAMI_ENV_CORE_POLICY, "disable");
+    /* nvidia.com/priority -> CUDA_TASK_PRIORITY (MutateAdmission, pkg/device/nvidia/device.go:
+     * HAMi's webhook sets it; in legacy mode our webhook leaves the pod as is, so we do). */
+    const char *prio = json_string_value(json_object_get(
+        json_object_get(json_object_get(ctr, "resources"), "limits"), HAMI_RES_PRIORITY));
+    char *pend = NULL;
+    long long pv = prio ? strtoll(prio, &pend, 10) : 0;
+    if (prio && *prio && pend && !*pend) {
+        char pb[32];
+        snprintf(pb, sizeof(pb), "%lld", pv);
+        add_env(out, HAMI_ENV_TASK_PRIORITY, pb);
+    }
 
     /* Limits file (authoritative over the environment, as in DRA mode) and the cache folder. */
     char dir[4096], path[4200], cdir[4096], rdir[4096], rctr[4096];

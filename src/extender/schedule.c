@@ -133,6 +133,11 @@ int ext_pod_request_init(struct ext_pod_request *req, const json_t *pod,
             continue;
         if (!l.has_count) /* HAMi's webhook defaults gpu to 1 */
             l.has_count = true, l.count = 1;
+        /* HAMi >= 2.7's webhook (defaultExclusiveCoreIfNeeded, pkg/device/nvidia/device.go): a
+         * GPU asked without gpucores, and without gpumem or with gpumem-percentage 100, is the
+         * whole card: gpucores 100. */
+        if (!l.has_cores && ((l.has_pct && l.pct == 100) || (!l.has_pct && !l.has_mem)))
+            l.has_cores = true, l.cores = 100;
         if (l.count == 0)
             continue;
         if (l.has_pct && n_sizes == 0) {

@@ -142,7 +142,8 @@ def main():
 
         # Init containers first (HAMi's order): kubelet allocates the init container, then the
         # app container; the init container opts out of control (CUDA_DISABLE_CONTROL=true).
-        p = pod('withinit', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 2000}],
+        p = pod('withinit', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 2000,
+                              'nvidia.com/priority': 1}],
                 init=[{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 3000}])
         p['spec']['initContainers'][0]['env'] = [{'name': 'CUDA_DISABLE_CONTROL',
                                                   'value': 'True'}]
@@ -162,6 +163,8 @@ def main():
                 'the first Allocate serves the init container, the second the app container')
         t.ok('/etc/ld.so.preload' not in got[0][1] and '/etc/ld.so.preload' in got[1][1],
              'no ld.so.preload for the container with CUDA_DISABLE_CONTROL=True')
+        t.is_eq([g[0].get('CUDA_TASK_PRIORITY') for g in got], [None, '1'],
+                'nvidia.com/priority: 1 -> CUDA_TASK_PRIORITY=1 for that container only')
         t.ok(all(g[1].get('/tmp/vgpulock') == '/tmp/vgpulock' for g in got),
              '/tmp/vgpulock mounted as HAMi does')
         t.is_eq(ann_of(api, 'withinit', 'hami.io/bind-phase'), 'success',

@@ -252,6 +252,22 @@ def hami_scenarios(api, ext):
     t.ok(pair in (sorted([A, D]), sorted([B, C])), 'nvidia.com/numa-bind: two cards on one NUMA '
          'node', diag=got)
 
+    # HAMi >= 2.7's exclusive default: gpu alone (or gpumem-percentage 100) is gpucores 100.
+    for name, lim, want in (('excl', {'nvidia.com/gpu': 1}, True),
+                            ('pct100', {'nvidia.com/gpu': 1, 'nvidia.com/gpumem-percentage': 100},
+                             True),
+                            ('shared', {'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 100}, False)):
+        api.reset()
+        two = create(api, node('two', [gpu(A, 16384, index=0), gpu(B, 16384, index=1)]))
+        p = create(api, pod(name, [lim]))
+        res, b = schedule(api, ext, p, [two])
+        got = ann(api, name, 'hami.io/vgpu-devices-allocated') or ''
+        if want:
+            t.ok(got.endswith(',100:;') and ',16384,' in got,
+                 f'{name}: the whole card, gpucores 100 (defaultExclusiveCoreIfNeeded)', diag=got)
+        else:
+            t.ok(got.endswith(',100,0:;'), f'{name}: gpumem given: shared compute (0)', diag=got)
+
     # Init containers: their entries come first (HAMi's annotation order).
     api.reset()
     two = create(api, node('two', [gpu(A, 16384, index=0), gpu(B, 16384, index=1)]))
