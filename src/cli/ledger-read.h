@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "common/error.h"
+#include "base/error.h"
 
 struct ledger_row {
     int64_t id;

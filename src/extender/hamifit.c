@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/macros.h"
+#include "base/macros.h"
 #include "extender/schedule.h"
 #include "hami/hami.h"
 

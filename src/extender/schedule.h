@@ -14,7 +14,7 @@
 #include <stddef.h>
 
 #include "alloc/alloc.h"
-#include "common/error.h"
+#include "base/error.h"
 #include "hami/hami.h"
 #include "extender/inventory.h"
 

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "common/json.h"
-#include "common/macros.h"
+#include "config/json.h"
+#include "base/macros.h"
 #include "hami/hami-internal.h"
 #include "hami/hami.h"
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/macros.h"
+#include "base/macros.h"
 #include "hami/hami-internal.h"
 #include "hami/hami.h"
 

@@ -17,7 +17,7 @@
 #include <strings.h>
 
 #include "gpuslice/hami.h"
-#include "common/limits.h"
+#include "config/limits.h"
 #include "vgpu/vgpu-internal.h"
 
 #define ENV_INDEX_MAX 64

@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "gpuslice/hami.h"
-#include "common/error.h"
+#include "base/error.h"
 #include "webhook/shape.h"
 #include "webhook/translate.h"
 

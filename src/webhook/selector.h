@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "gpuslice/hami.h"
-#include "common/error.h"
+#include "base/error.h"
 
 #define WH_ANN_USE_UUID   HAMI_ANN_USE_UUID
 #define WH_ANN_NOUSE_UUID HAMI_ANN_NOUSE_UUID
