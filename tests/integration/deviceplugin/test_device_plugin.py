@@ -29,6 +29,71 @@ def ann_of(api, name, key):
             or {}).get(key)
 
 
+def scaled(api, tmp, kc, env):
+    """HAMi's deviceMemoryScaling / deviceCoreScaling, libCudaLogLevel, disableCoreLimit: the
+    published devmem/devcore are scaled, the extender places by them, Allocate sets
+    CUDA_OVERSUBSCRIBE, LIBCUDA_LOG_LEVEL and GPU_CORE_UTILIZATION_POLICY (HAMi's server.go)."""
+    node_name = 'scaled-node'
+    api.put({'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': node_name}})
+    pdir = os.path.join(tmp, 'plugins2')
+    os.makedirs(pdir)
+    kubelet = Kubelet(pdir)
+    kubelet.start()
+    log = open(os.path.join(tmp, 'plugin2.log'), 'w+')
+    proc = subprocess.Popen([os.environ['GS_DEVICE_PLUGIN'], '--node-name', node_name,
+                             '--kubeconfig', kc, '--device-plugin-dir', pdir,
+                             '--host-dir', os.path.join(tmp, 'host'),
+                             '--state-dir', os.path.join(tmp, 'state'),
+                             '--sysfs-root', os.path.join(tmp, 'sys'),
+                             '--device-memory-scaling', '1.5', '--device-core-scaling', '2',
+                             '--libcuda-log-level', '4', '--disable-core-limit'],
+                            stdout=log, stderr=subprocess.STDOUT, env=env)
+    ext = None
+    try:
+        t.ok(kubelet.wait(1), 'scaled plugin registers')
+        reg = []
+        for _ in range(50):
+            ann = api.get('nodes', None, node_name)['metadata'].get('annotations') or {}
+            if 'hami.io/node-nvidia-register' in ann:
+                reg = json.loads(ann['hami.io/node-nvidia-register'])
+                break
+            time.sleep(0.1)
+        t.ok(len(reg) == 1 and reg[0]['devmem'] == 23040 and reg[0]['devcore'] == 200,
+             'devmem 15360 x 1.5 = 23040, devcore 100 x 2 = 200', diag=reg)
+        ext = Extender(api)
+        node = api.get('nodes', None, node_name)
+        p = create(api, pod('big', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 20000,
+                                     'nvidia.com/gpucores': 60}]))
+        ext.post('/filter', filter_args(p, [node], True))
+        code, b = ext.post('/bind', bind_args(p, node_name))
+        t.is_eq(b, {}, 'the extender places 20000 MiB (above the physical 15360) on the scaled card')
+        endpoint = kubelet.requests[0].endpoint if kubelet.requests else 'none'
+        ch, stub = kubelet.plugin(endpoint)
+        ids = sorted(d.ID for d in next(stub.ListAndWatch(pb.Empty(), timeout=30)).devices)
+        resp = stub.Allocate(pb.AllocateRequest(container_requests=[
+            pb.ContainerAllocateRequest(devices_ids=[ids[0]])]), timeout=10)
+        envs = dict(resp.container_responses[0].envs)
+        t.is_eq((envs.get('CUDA_DEVICE_MEMORY_LIMIT_0'), envs.get('CUDA_OVERSUBSCRIBE'),
+                 envs.get('LIBCUDA_LOG_LEVEL'), envs.get('GPU_CORE_UTILIZATION_POLICY')),
+                ('20000m', 'true', '4', 'disable'),
+                'Allocate: 20000m, CUDA_OVERSUBSCRIBE, LIBCUDA_LOG_LEVEL, core limit disabled')
+        ch.close()
+    finally:
+        proc.terminate()
+        try:
+            rc = proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = proc.wait()
+        t.is_eq(rc, 0, 'the scaled plugin stops cleanly')
+        if t.failed:
+            log.seek(0)
+            t.diag(log.read()[-3000:])
+        if ext:
+            ext.stop()
+        kubelet.stop()
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix='gs-dp-it-')
     dirs = {k: os.path.join(tmp, k) for k in ('plugins', 'host', 'state')}
@@ -204,6 +269,7 @@ def main():
         first = next(stub.ListAndWatch(pb.Empty(), timeout=10))
         t.is_eq(len(first.devices), 10, 'ListAndWatch answers on the new socket')
         ch.close()
+        scaled(api, tmp, kc, env)
     finally:
         proc.terminate()
         try:
