@@ -200,21 +200,73 @@ static long device_by_uuid(const struct ext_node *n, const char *uuid)
     return -1;
 }
 
-/* HAMi's usage of a placed pod (every container entry on a device is one task, its memory and
- * cores add up) into node->use. */
-static void count_placed(struct ext_node *node, const struct hami_ctr_devices *ctrs, int n)
+/* A placed pod's effective usage per device of the node (CollapseInitContainerUsage,
+ * pkg/device/initContainer.go, HAMi v2.10.0): entries below the pod's number of init containers
+ * run one after another (peak memory and cores, one task), app containers run together (sums, a
+ * task each); a device's usage is the larger of the two. Without init containers: the sums. */
+struct eff_use {
+    int32_t tasks;
+    int64_t mem, cores;
+};
+
+static void effective_use(const struct ext_node *node, const struct hami_ctr_devices *ctrs, int n,
+                          size_t n_init, struct eff_use *out)
 {
+    struct eff_use init[HAMI_MAX_NODE_DEVICES] = {{0}}, app[HAMI_MAX_NODE_DEVICES] = {{0}};
     for (int c = 0; c < n; c++)
         for (size_t d = 0; d < ctrs[c].n; d++) {
             long i = device_by_uuid(node, ctrs[c].dev[d].uuid);
             if (i < 0)
                 continue;
-            node->use[i].used++;
-            node->use[i].usedmem += ctrs[c].dev[d].usedmem;
-            node->use[i].usedcores += ctrs[c].dev[d].usedcores;
-            if (node->dev[i].health)
-                node->mem_used += ctrs[c].dev[d].usedmem;
+            const struct hami_ctr_device *x = &ctrs[c].dev[d];
+            if ((size_t)c < n_init) {
+                init[i].tasks = 1;
+                init[i].mem = GS_MAX(init[i].mem, (int64_t)x->usedmem);
+                init[i].cores = GS_MAX(init[i].cores, (int64_t)x->usedcores);
+            } else {
+                app[i].tasks++;
+                app[i].mem += x->usedmem;
+                app[i].cores += x->usedcores;
+            }
         }
+    for (size_t i = 0; i < node->n; i++)
+        out[i] =
+            (struct eff_use){GS_MAX(init[i].tasks, app[i].tasks), GS_MAX(init[i].mem, app[i].mem),
+                             GS_MAX(init[i].cores, app[i].cores)};
+}
+
+/* HAMi's usage of a placed pod (DeviceUsage: tasks, memory, cores) into node->use. */
+static void count_placed(struct ext_node *node, const struct hami_ctr_devices *ctrs, int n,
+                         size_t n_init)
+{
+    struct eff_use e[HAMI_MAX_NODE_DEVICES];
+    effective_use(node, ctrs, n, n_init, e);
+    for (size_t i = 0; i < node->n; i++) {
+        node->use[i].used += e[i].tasks;
+        node->use[i].usedmem += e[i].mem;
+        node->use[i].usedcores += e[i].cores;
+        if (node->dev[i].health)
+            node->mem_used += e[i].mem;
+    }
+}
+
+static size_t init_count(const json_t *pod)
+{
+    return json_array_size(json_object_get(json_object_get(pod, "spec"), "initContainers"));
+}
+
+static void add_result(json_t *results, const struct ext_inventory *inv,
+                       const struct ext_node *node, size_t i, size_t k, int64_t mem, int64_t cores)
+{
+    char dev[64], share[40], ms[32], cs[32];
+    ext_device_name(i, dev, sizeof(dev));
+    snprintf(share, sizeof(share), "00000000-0000-4000-8000-%012zx", k);
+    snprintf(ms, sizeof(ms), "%" PRId64 "Mi", GS_MAX(mem, (int64_t)0));
+    snprintf(cs, sizeof(cs), "%" PRId64, GS_MAX(cores, (int64_t)0));
+    json_array_append_new(results,
+                          json_pack("{s:s,s:s,s:s,s:s,s:s,s:{s:s,s:s}}", "request", "gpu", "driver",
+                                    inv->driver, "pool", node->name, "device", dev, "shareID",
+                                    share, "consumedCapacity", "memory", ms, "cores", cs));
 }
 
 /* A placed pod's devices as an allocated claim "<ns>/hami-<pod>". Devices not in the allocator
@@ -224,22 +276,23 @@ static int add_placed_pod(struct ext_inventory *inv, struct ext_node *node, cons
 {
     const char *ns = meta_str(pod, "namespace"), *name = meta_str(pod, "name");
     json_t *results = json_array();
-    size_t k = 0;
-    for (int c = 0; c < n; c++)
-        for (size_t d = 0; d < ctrs[c].n; d++) {
-            long i = device_by_uuid(node, ctrs[c].dev[d].uuid);
-            if (i < 0 || !ext_device_usable(node, (size_t)i))
-                continue;
-            char dev[64], share[40], mem[32], cores[32];
-            ext_device_name((size_t)i, dev, sizeof(dev));
-            snprintf(share, sizeof(share), "00000000-0000-4000-8000-%012zx", ++k);
-            snprintf(mem, sizeof(mem), "%" PRId32 "Mi", GS_MAX(ctrs[c].dev[d].usedmem, 0));
-            snprintf(cores, sizeof(cores), "%" PRId32, GS_MAX(ctrs[c].dev[d].usedcores, 0));
-            json_array_append_new(
-                results, json_pack("{s:s,s:s,s:s,s:s,s:s,s:{s:s,s:s}}", "request", "gpu", "driver",
-                                   inv->driver, "pool", node->name, "device", dev, "shareID", share,
-                                   "consumedCapacity", "memory", mem, "cores", cores));
-        }
+    size_t k = 0, n_init = init_count(pod);
+    if (n_init > 0) {
+        /* One result per device with the pod's effective (collapsed) usage. */
+        struct eff_use e[HAMI_MAX_NODE_DEVICES];
+        effective_use(node, ctrs, n, n_init, e);
+        for (size_t i = 0; i < node->n; i++)
+            if (e[i].tasks && ext_device_usable(node, i))
+                add_result(results, inv, node, i, ++k, e[i].mem, e[i].cores);
+    } else {
+        for (int c = 0; c < n; c++)
+            for (size_t d = 0; d < ctrs[c].n; d++) {
+                long i = device_by_uuid(node, ctrs[c].dev[d].uuid);
+                if (i >= 0 && ext_device_usable(node, (size_t)i))
+                    add_result(results, inv, node, (size_t)i, ++k, ctrs[c].dev[d].usedmem,
+                               ctrs[c].dev[d].usedcores);
+            }
+    }
     if (json_array_size(results) == 0) {
         json_decref(results);
         return 0;
@@ -351,7 +404,7 @@ int ext_inventory_build(const json_t *nodes, const json_t *pods, const char *dri
             r = -EINVAL;
             break;
         }
-        count_placed(n, ctrs, cnt);
+        count_placed(n, ctrs, cnt, init_count(pod));
     }
     /* 3. Slices of the usable devices. */
     for (size_t k = 0; r >= 0 && k < inv->n_nodes; k++) {

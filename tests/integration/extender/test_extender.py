@@ -279,6 +279,24 @@ def hami_scenarios(api, ext):
     t.ok(len(parts) == 4 and ',3000,' in parts[0] and parts[1] == '' and ',2000,' in parts[2],
          'init container entry first, then the app containers', diag=got)
 
+    # A placed pod with an init container counts as HAMi counts it (CollapseInitContainerUsage:
+    # the init container's peak, not init + app): 3000 MiB on the 8000 MiB card, not 5000.
+    api.reset()
+    one = create(api, node('one', [gpu(A, 8000, index=0)]))
+    placed = pod('placed', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 2000}],
+                 {'hami.io/vgpu-node': 'one', 'hami.io/bind-phase': 'success',
+                  'hami.io/vgpu-devices-allocated': f'{A},NVIDIA,3000,0:;{A},NVIDIA,2000,0:;'},
+                 init=[{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 3000}])
+    create(api, placed)
+    p = create(api, pod('after-init', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 5000}]))
+    code, res = ext.post('/filter', filter_args(p, [one], True))
+    t.is_eq(res.get('nodenames'), ['one'], 'init + app on one card count max(3000, 2000): a 5000 '
+            'MiB pod still fits the 8000 MiB card')
+    p = create(api, pod('too-big', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 5001}]))
+    code, res = ext.post('/filter', filter_args(p, [one], True))
+    t.is_eq((res.get('failedNodes') or {}).get('one'), '1/1 CardInsufficientMemory',
+            '5001 MiB does not (to the MiB)')
+
     # Node lock as HAMi writes it (local time with an offset), honoured to the second.
     api.reset()
     t4 = create(api, node('t4', [gpu(T4, 15360)]))
