@@ -628,7 +628,8 @@ int dp_plugin_publish(struct dp_plugin *p, struct gs_error *err)
         snprintf(d->mode, sizeof(d->mode), HAMI_MODE_HAMI_CORE);
         d->index = g->index;
         d->count = (int32_t)p->cfg.split_count;
-        double mem = (double)(g->memory_total / GPU_MIB) * p->cfg.mem_scaling;
+        uint64_t mib = g->memory_total / GPU_MIB; /* whole MiB, as HAMi's devmem */
+        double mem = (double)mib * p->cfg.mem_scaling;
         d->devmem = mem > INT32_MAX ? INT32_MAX : (int32_t)mem;
         d->devcore = (int32_t)(100 * p->cfg.core_scaling);
         d->numa = g->numa_node < 0 ? 0 : g->numa_node;

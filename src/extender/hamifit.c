@@ -179,6 +179,7 @@ int ext_filter_nodes(struct ext_inventory *inv, const struct ext_pod_request *re
             /* ext_try_node says why, without the allocator. */
             int r = ext_try_node(inv, req, names[i], false, f, err);
             if (r < 0)
+                /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): cand is _cleanup_ (layers.md Lint) */
                 return r;
             continue;
         }

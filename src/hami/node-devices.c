@@ -108,7 +108,7 @@ static int decode_json(const char *s, struct hami_node_device *out, size_t max,
         if (h && !json_is_null(h) && !json_is_boolean(h))
             return gs_error_set(err, -EINVAL, "%s[%zu].health: not a boolean",
                                 HAMI_ANN_NODE_REGISTER, i);
-        o->health = h && json_is_true(h);
+        o->health = json_is_true(h); /* NULL (absent) is not true */
         o->index = (uint32_t)index, o->count = (int32_t)count, o->devmem = (int32_t)devmem;
         o->devcore = (int32_t)devcore, o->numa = numa;
     }

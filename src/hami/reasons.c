@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Filter failure reasons in HAMi's text (pkg/device/common/common.go, v2.10.0). */
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,10 +81,28 @@ int hami_reasons_parse(const char *s, struct hami_reasons *out)
         if (l < sizeof(item)) {
             memcpy(item, e, l);
             item[l] = '\0';
-            int cnt, cards;
-            char name[48];
-            if (sscanf(item, "%d/%d %47s", &cnt, &cards, name) == 3)
-                hami_reasons_set(out, name, cnt);
+            /* fmt.Sscanf("%d/%d %s"): count, '/', total, spaces, a word. */
+            char *p = item, *q;
+            long cnt = strtol(p, &q, 10);
+            bool okay = q != p && *q == '/';
+            if (okay) {
+                p = q + 1;
+                (void)strtol(p, &q, 10);
+                okay = q != p && *q == ' ';
+            }
+            if (okay) {
+                p = q;
+                while (*p == ' ')
+                    p++;
+                size_t wl = strcspn(p, " \t\n");
+                okay = wl > 0 && wl < sizeof(out->r[0].name) && cnt >= INT_MIN && cnt <= INT_MAX;
+                if (okay) {
+                    char name[sizeof(out->r[0].name)];
+                    memcpy(name, p, wl);
+                    name[wl] = '\0';
+                    hami_reasons_set(out, name, (int)cnt);
+                }
+            }
         }
         e = end ? end + 2 : NULL;
     }
