@@ -66,7 +66,7 @@ static const struct gs_option run_options[] = {
      .short_flag = 'c',
      .type = GS_OPT_STRING,
      .metavar = "PERCENT",
-     .help = "compute share in percent, 0..100; default: the whole device",
+     .help = "compute share in percent, 1..100; default: the whole device",
      .offset = offsetof(struct run_config, cores)},
     {.name = "gpus",
      .short_flag = 'g',
@@ -288,6 +288,18 @@ static int parse_request(const struct run_config *cfg, struct sa_request *r, str
         int64_t v;
         if (gs_quantity_value(&q, &v) < 0 || v <= 0)
             return gs_error_set(err, -EINVAL, "--memory: \"%s\" must be more than 0", cfg->memory);
+        /* A quantity without a suffix is bytes (Kubernetes' rule), but HAMi users write MiB
+         * (nvidia.com/gpumem: 4096): below the slice minimum (1Mi, the ResourceSlice's validRange)
+         * say so rather than run a slice nobody meant. */
+        if (v < 1024 * 1024) {
+            if (strspn(cfg->memory, "0123456789") == strlen(cfg->memory))
+                return gs_error_set(err, -EINVAL,
+                                    "--memory: \"%s\" is %s bytes, below the 1Mi minimum; a bare "
+                                    "number is bytes (did you mean %sMi?)",
+                                    cfg->memory, cfg->memory, cfg->memory);
+            return gs_error_set(err, -EINVAL, "--memory: \"%s\" is below the 1Mi minimum",
+                                cfg->memory);
+        }
         r->memory = v;
     }
     if (cfg->cores) {
@@ -298,7 +310,13 @@ static int parse_request(const struct run_config *cfg, struct sa_request *r, str
             return gs_error_set(err, -EINVAL, "--cores: \"%s\" is not an integer percentage",
                                 cfg->cores);
         if (v < 0 || v > 100)
-            return gs_error_set(err, -EINVAL, "--cores: %lld is outside 0..100", v);
+            return gs_error_set(err, -EINVAL, "--cores: %lld is outside 1..100", v);
+        /* HAMi's CUDA_DEVICE_SM_LIMIT=0 means "no limit", so 0 would silently be the whole GPU:
+         * refuse it and say how to ask for that. */
+        if (v == 0)
+            return gs_error_set(err, -EINVAL,
+                                "--cores: 0 would mean no compute limit (HAMi's reading); give "
+                                "1..100, or leave --cores out for the whole device");
         r->cores = v;
     }
     if (cfg->name && (!*cfg->name || strlen(cfg->name) > 63 || strpbrk(cfg->name, "/ \t\n")))

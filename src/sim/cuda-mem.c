@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "abi/cuda_array.h"
 #include "sim/cuda-internal.h"
@@ -124,7 +125,30 @@ CU_API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned i
         return CUDA_ERROR_INVALID_VALUE;
     if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
         return CUDA_ERROR_INVALID_VALUE;
-    return alloc_charged(dptr, bytesize, CU_ALLOC_MANAGED, c);
+    /* Host-visible: the device pointer is the address of host memory (unified memory). */
+    if (sim_mem_charge(cu_g.st, c->dev, bytesize) < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    void *h = cu_backing_managed(bytesize);
+    struct sim_map_entry e = {.key = (uint64_t)(uintptr_t)h,
+                              .size = bytesize,
+                              .aux = c,
+                              .kind = CU_ALLOC_MANAGED,
+                              .dev = c->dev,
+                              .host = h};
+    int rc = -ENOMEM;
+    if (h) {
+        pthread_mutex_lock(&cu_g.mem_lock);
+        rc = sim_map_put(&cu_g.allocs, &e);
+        pthread_mutex_unlock(&cu_g.mem_lock);
+    }
+    if (rc < 0) {
+        if (h)
+            munmap(h, bytesize);
+        sim_mem_uncharge(cu_g.st, c->dev, bytesize);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *dptr = e.key;
+    return CUDA_SUCCESS;
 }
 
 /* ------------------------------------------------------------------ v1 entry points */
@@ -356,7 +380,7 @@ CUresult cu_free_ptr(CUdeviceptr dptr)
         pthread_mutex_unlock(&cu_g.mem_lock);
         return CUDA_ERROR_INVALID_VALUE;
     }
-    sim_map_del(&cu_g.allocs, dptr, &e);
+    cu_alloc_del_locked(dptr, &e);
     uint64_t give = 0;
     struct sim_pool *p = e.aux;
     if (e.kind == CU_ALLOC_GRAPH) {
@@ -799,7 +823,7 @@ CU_API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
                 break;
             }
             struct sim_map_entry out;
-            sim_map_del(&cu_g.allocs, cur, &out);
+            cu_alloc_del_locked(cur, &out);
             struct sim_vmm *h = out.aux;
             h->maps--;
             if (vmm_gone_locked(h))
@@ -860,7 +884,7 @@ CU_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDe
 
 /* ------------------------------------------------------------------ arrays */
 /* *out is written only when CUDA_SUCCESS is returned. */
-static CUresult array_new(CUarray *out, uint64_t bytes, bool mip)
+static CUresult array_new(CUarray *out, uint64_t bytes, bool mip, const CUDA_ARRAY3D_DESCRIPTOR *d)
 {
     CUresult r;
     struct sim_ctx *c = cu_ctx_current(&r);
@@ -877,6 +901,11 @@ static CUresult array_new(CUarray *out, uint64_t bytes, bool mip)
     a->dev = c->dev;
     a->bytes = bytes;
     a->mipmapped = mip;
+    a->desc = *d;
+    a->row = (size_t)d->Width * gs_cuda_texel_bytes(d->Format, d->NumChannels);
+    a->height = d->Height ? d->Height : 1;
+    a->depth = d->Depth ? d->Depth : 1;
+    a->host = NULL;
     *out = (CUarray)a;
     return CUDA_SUCCESS;
 }
@@ -889,7 +918,8 @@ CU_API CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *
     uint64_t bytes = gs_cuda_array_bytes(d->Width, d->Height, 1, d->Format, d->NumChannels);
     if (!bytes)
         return CUDA_ERROR_INVALID_VALUE; /* unknown format or channel count */
-    return array_new(pHandle, bytes, false);
+    CUDA_ARRAY3D_DESCRIPTOR d3 = {d->Width, d->Height, 0, d->Format, d->NumChannels, 0};
+    return array_new(pHandle, bytes, false, &d3);
 }
 
 CU_API CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d)
@@ -900,7 +930,7 @@ CU_API CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPT
     uint64_t bytes = gs_cuda_array_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels);
     if (!bytes)
         return CUDA_ERROR_INVALID_VALUE; /* unknown format or channel count */
-    return array_new(pHandle, bytes, false);
+    return array_new(pHandle, bytes, false, d);
 }
 
 CU_API CUresult cuArrayDestroy(CUarray hArray)
@@ -910,6 +940,7 @@ CU_API CUresult cuArrayDestroy(CUarray hArray)
     if (!cu_valid(a, CU_OBJ_ARRAY) || a->mipmapped)
         return CUDA_ERROR_INVALID_HANDLE;
     sim_mem_uncharge(cu_g.st, a->dev, a->bytes);
+    cu_array_release(a);
     cu_obj_del(a);
     return CUDA_SUCCESS;
 }
@@ -926,7 +957,7 @@ CU_API CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARR
         return CUDA_ERROR_INVALID_VALUE; /* unknown format or channel count */
     CUarray a = NULL; /* array_new() sets it on CUDA_SUCCESS, which cu_ctx_current() never gives
                          with a NULL context (in another file, so the analyzer cannot see it) */
-    CUresult r = array_new(&a, total, true);
+    CUresult r = array_new(&a, total, true, d);
     if (r == CUDA_SUCCESS)
         *pHandle = (CUmipmappedArray)a;
     return r;
@@ -939,6 +970,7 @@ CU_API CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)
     if (!cu_valid(a, CU_OBJ_ARRAY) || !a->mipmapped)
         return CUDA_ERROR_INVALID_HANDLE;
     sim_mem_uncharge(cu_g.st, a->dev, a->bytes);
+    cu_array_release(a);
     cu_obj_del(a);
     return CUDA_SUCCESS;
 }
@@ -967,7 +999,7 @@ void cu_ctx_free_owned_locked(struct sim_ctx *c)
                 give[e->dev] = gs_sat_add_u64(give[e->dev], e->size);
             /* Backward-shift deletion may move a later entry into slot i: look at it again.
              * Entries only move towards their home slot, so none is skipped. */
-            sim_map_del(&cu_g.allocs, e->key, NULL);
+            cu_alloc_del_locked(e->key, NULL);
             continue;
         }
         i++;
@@ -980,6 +1012,7 @@ void cu_ctx_free_owned_locked(struct sim_ctx *c)
         if (o->kind == CU_OBJ_ARRAY && ((struct sim_array *)o)->ctx == c) {
             struct sim_array *a = (struct sim_array *)o;
             give[a->dev] = gs_sat_add_u64(give[a->dev], a->bytes);
+            cu_array_release(a);
             cu_obj_del_locked(a);
         } else if (o->kind == CU_OBJ_STREAM && ((struct sim_stream *)o)->ctx == c) {
             cu_obj_del_locked(o);
@@ -1117,4 +1150,143 @@ CU_API CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribu
         r = CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_unlock(&cu_g.mem_lock);
     return r;
+}
+
+/* ------------------------------------------------------------------ older entry points */
+CU_API CUresult cuMemGetAddressRange(CUdeviceptr_v1 *pbase, unsigned int *psize,
+                                     CUdeviceptr_v1 dptr)
+{
+    CUdeviceptr b = 0;
+    size_t sz = 0;
+    CUresult r = cuMemGetAddressRange_v2(&b, &sz, dptr);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (pbase)
+        *pbase = (CUdeviceptr_v1)b;
+    if (psize)
+        *psize = (unsigned int)GS_MIN(sz, (size_t)UINT32_MAX);
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuMemAllocHost(void **pp, unsigned int bytesize)
+{
+    return cuMemAllocHost_v2(pp, bytesize);
+}
+
+CU_API CUresult cuMemHostGetDevicePointer(CUdeviceptr_v1 *pdptr, void *p, unsigned int Flags)
+{
+    CUdeviceptr d = 0;
+    if (!pdptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = cuMemHostGetDevicePointer_v2(&d, p, Flags);
+    if (r == CUDA_SUCCESS && d > UINT32_MAX)
+        return CUDA_ERROR_INVALID_VALUE; /* not addressable through the 32-bit ABI */
+    if (r == CUDA_SUCCESS)
+        *pdptr = (CUdeviceptr_v1)d;
+    return r;
+}
+
+CU_API CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
+{
+    return cuMemHostRegister_v2(p, bytesize, Flags);
+}
+
+/* Prefetch and advice are hints about where managed memory should live: gpusim's managed
+ * memory is host memory visible to every device, so they only validate their arguments. */
+static CUresult managed_range(CUdeviceptr p, size_t n)
+{
+    CU_CHECK_INIT();
+    pthread_mutex_lock(&cu_g.mem_lock);
+    const struct sim_map_entry *e = cu_alloc_find_locked(p);
+    bool ok = e && e->kind == CU_ALLOC_MANAGED && n <= e->size - (p - e->key);
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CU_API CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice,
+                                   CUstream hStream)
+{
+    CUresult r;
+    if (!cu_stream_resolve(hStream, &r))
+        return r;
+    if (dstDevice != -1 /* CU_DEVICE_CPU */ && cu_dev_of(dstDevice) < 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    return managed_range(devPtr, count);
+}
+
+CU_API CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count, CUdevice dstDevice,
+                                        CUstream hStream)
+{
+    return cuMemPrefetchAsync(devPtr, count, dstDevice, hStream);
+}
+
+CU_API CUresult cuMemAdvise(CUdeviceptr devPtr, size_t count, int advice, CUdevice device)
+{
+    if (advice < 1 || advice > 6)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (device != -1 && cu_dev_of(device) < 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    return managed_range(devPtr, count);
+}
+
+CU_API CUresult cuStreamAttachMemAsync(CUstream hStream, CUdeviceptr dptr, size_t length,
+                                       unsigned int flags)
+{
+    CUresult r;
+    if (!cu_stream_resolve(hStream, &r))
+        return r;
+    if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST && flags != 4 /* SINGLE */)
+        return CUDA_ERROR_INVALID_VALUE;
+    return managed_range(dptr, length ? length : 1);
+}
+
+CU_API CUresult cuStreamAttachMemAsync_ptsz(CUstream hStream, CUdeviceptr dptr, size_t length,
+                                            unsigned int flags)
+{
+    return cuStreamAttachMemAsync(hStream, dptr, length, flags);
+}
+
+/* ------------------------------------------------------------------ array queries */
+CU_API CUresult cuArrayGetDescriptor_v2(CUDA_ARRAY_DESCRIPTOR *pArrayDescriptor, CUarray hArray)
+{
+    CU_CHECK_INIT();
+    struct sim_array *a = (struct sim_array *)hArray;
+    if (!pArrayDescriptor)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!cu_valid(a, CU_OBJ_ARRAY) || a->mipmapped)
+        return CUDA_ERROR_INVALID_HANDLE;
+    pArrayDescriptor->Width = a->desc.Width;
+    pArrayDescriptor->Height = a->desc.Height;
+    pArrayDescriptor->Format = a->desc.Format;
+    pArrayDescriptor->NumChannels = a->desc.NumChannels;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *pArrayDescriptor, CUarray hArray)
+{
+    CU_CHECK_INIT();
+    struct sim_array *a = (struct sim_array *)hArray;
+    if (!pArrayDescriptor)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!cu_valid(a, CU_OBJ_ARRAY) || a->mipmapped)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *pArrayDescriptor = a->desc;
+    return CUDA_SUCCESS;
+}
+
+/* Level 0 of a mipmapped array is an array (its texels are the mipmapped array's first
+ * level); other levels are not modelled as separate arrays. */
+CU_API CUresult cuMipmappedArrayGetLevel(CUarray *pLevelArray, CUmipmappedArray hMipmappedArray,
+                                         unsigned int level)
+{
+    CU_CHECK_INIT();
+    struct sim_array *a = (struct sim_array *)hMipmappedArray;
+    if (!pLevelArray)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!cu_valid(a, CU_OBJ_ARRAY) || !a->mipmapped)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (level != 0)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    *pLevelArray = (CUarray)a;
+    return CUDA_SUCCESS;
 }

@@ -379,11 +379,12 @@ struct wh_server *wh_server_start(const struct wh_server_config *cfg, struct gs_
     s->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, handle_main, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_HTTPS_CERT_CALLBACK,
-        wh_tls_retrieve, MHD_OPTION_HTTPS_PRIORITIES, WH_TLS_PRIORITIES,
-        MHD_OPTION_CONNECTION_LIMIT, s->cfg.connection_limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        s->cfg.per_client_limit, MHD_OPTION_CONNECTION_TIMEOUT, s->cfg.idle_timeout_s,
-        MHD_OPTION_NOTIFY_COMPLETED, completed, s, MHD_OPTION_NOTIFY_CONNECTION, connection_event,
-        s, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
+        wh_tls_retrieve, MHD_OPTION_HTTPS_PRIORITIES,
+        s->cfg.tls13_only ? WH_TLS_PRIORITIES_13 : WH_TLS_PRIORITIES, MHD_OPTION_CONNECTION_LIMIT,
+        s->cfg.connection_limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->cfg.per_client_limit,
+        MHD_OPTION_CONNECTION_TIMEOUT, s->cfg.idle_timeout_s, MHD_OPTION_NOTIFY_COMPLETED,
+        completed, s, MHD_OPTION_NOTIFY_CONNECTION, connection_event, s,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
     if (!s->daemon) {
         gs_error_set(err, -EADDRNOTAVAIL,
                      "cannot serve HTTPS on %s (address in use or not available?)", cfg->listen);

@@ -18,6 +18,7 @@
 #ifndef GS_WEBHOOK_SERVER_H
 #define GS_WEBHOOK_SERVER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -38,6 +39,7 @@ struct wh_server_config {
     unsigned per_client_limit;     /* connections from one client address; 0 = 64 */
     unsigned idle_timeout_s;       /* 0 = 10 */
     uint64_t admission_timeout_ms; /* deadline of one /mutate from its arrival; 0 = none */
+    bool tls13_only;               /* --tls-min-version 1.3 */
     const struct wh_admit_ctx *admit;
     struct wh_metrics *metrics;
     struct wh_tls *tls;

@@ -115,7 +115,11 @@ def test_bad_input():
     state, env = fresh_state('bad')
     cases = [
         (['--memory', 'abc'], '--memory: "abc" is not a quantity'),
-        (['--cores', '101'], '--cores: 101 is outside 0..100'),
+        (['--cores', '101'], '--cores: 101 is outside 1..100'),
+        (['--cores', '0'], '--cores: 0 would mean no compute limit'),
+        (['--memory', '4096'], '--memory: "4096" is 4096 bytes, below the 1Mi minimum; a bare '
+         'number is bytes (did you mean 4096Mi?)'),
+        (['--memory', '512Ki'], '--memory: "512Ki" is below the 1Mi minimum'),
         (['--cores', 'x'], '--cores: "x" is not an integer'),
         (['--memory', '0'], '--memory: "0" must be more than 0'),
         (['--gpus', '0'], '--gpus'),
