@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gpuslice/hami.h"
 #include "config/config.h"
 #include "base/daemon.h"
 #include "base/fs.h"
@@ -38,6 +39,8 @@ struct dp_options {
     char *metrics_addr;
     int64_t publish_interval;
     int64_t gc_interval;
+    char *mem_scaling, *core_scaling, *cuda_log_level;
+    bool disable_core_limit;
     int log_level;
 };
 
@@ -66,7 +69,7 @@ static const struct gs_option options[] = {
     {.name = "resource-name",
      .env = "GS_RESOURCE_NAME",
      .type = GS_OPT_STRING,
-     .def = "nvidia.com/gpu",
+     .def = HAMI_RES_GPU,
      .offset = OFF(resource),
      .help = "extended resource advertised"},
     {.name = "device-split-count",
@@ -135,6 +138,31 @@ static const struct gs_option options[] = {
      .offset = OFF(gc_interval),
      .help = "how often the per-container state folders of pods gone from the node are "
              "removed"},
+    {.name = "device-memory-scaling",
+     .env = "GPUSLICE_DEVICE_MEMORY_SCALING",
+     .type = GS_OPT_STRING,
+     .def = "1",
+     .offset = OFF(mem_scaling),
+     .help = "HAMi deviceMemoryScaling: published devmem = memory x this; above 1, containers get "
+             "CUDA_OVERSUBSCRIBE=true"},
+    {.name = "device-core-scaling",
+     .env = "GPUSLICE_DEVICE_CORE_SCALING",
+     .type = GS_OPT_STRING,
+     .def = "1",
+     .offset = OFF(core_scaling),
+     .help = "HAMi deviceCoreScaling: published devcore = 100 x this"},
+    {.name = "libcuda-log-level",
+     .env = "GPUSLICE_LIBCUDA_LOG_LEVEL",
+     .type = GS_OPT_STRING,
+     .def = "",
+     .offset = OFF(cuda_log_level),
+     .help = "LIBCUDA_LOG_LEVEL given to containers (HAMi libCudaLogLevel; empty = not set)"},
+    {.name = "disable-core-limit",
+     .env = "GPUSLICE_DISABLE_CORE_LIMIT",
+     .type = GS_OPT_BOOL,
+     .def = "false",
+     .offset = OFF(disable_core_limit),
+     .help = "give containers GPU_CORE_UTILIZATION_POLICY=disable (HAMi disableCoreLimit)"},
     {.name = "log-level",
      .env = "GS_LOG_LEVEL",
      .type = GS_OPT_ENUM,
@@ -155,6 +183,20 @@ static const struct gs_config_spec spec = {
 #define VGPU_LIB_MAX (256u * 1024u * 1024u)
 
 /* libvgpu.so and ld.so.preload into --host-dir, as the DRA kubelet plugin installs them. */
+static int parse_scaling(const char *flag, const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = s ? strtod(s, &end) : 0;
+    if (!s || !*s || *end || errno || !(v > 0) || v > 1000) {
+        fprintf(stderr, "gpuslice-device-plugin: %s \"%s\": expected a number > 0\n", flag,
+                s ? s : "");
+        return -EINVAL;
+    }
+    *out = v;
+    return 0;
+}
+
 static int install_host_files(const struct dp_options *o, struct gs_error *err)
 {
     char path[4096];
@@ -273,7 +315,15 @@ int main(int argc, char **argv)
         fprintf(stderr, "gpuslice-device-plugin: API server: %s\n", err.msg);
         goto out;
     }
+    double mem_scaling = 1, core_scaling = 1;
+    if (parse_scaling("--device-memory-scaling", o.mem_scaling, &mem_scaling) < 0 ||
+        parse_scaling("--device-core-scaling", o.core_scaling, &core_scaling) < 0)
+        goto out;
     struct dp_config cfg = {.node_name = o.node_name,
+                            .mem_scaling = mem_scaling,
+                            .core_scaling = core_scaling,
+                            .cuda_log_level = o.cuda_log_level,
+                            .disable_core_limit = o.disable_core_limit,
                             .plugin_dir = o.plugin_dir,
                             .resource = o.resource,
                             .split_count = (unsigned)o.split_count,

@@ -21,7 +21,7 @@
 #include "base/macros.h"
 #include "deviceplugin/dp-grpc.h"
 #include "extender/assign.h"
-#include "extender/hami.h"
+#include "hami/hami.h"
 
 struct dp_plugin {
     struct dp_config cfg;
@@ -277,7 +277,10 @@ static int plan_load(struct dp_plugin *p, struct plan *pl, struct gs_error *err)
             continue;
         }
         snprintf(c->key, sizeof(c->key), "%s", k);
-        c->n_ctrs = json_array_size(json_object_get(json_object_get(c->pod, "spec"), "containers"));
+        /* entries: spec.initContainers first, then spec.containers (HAMi's order) */
+        const json_t *spec = json_object_get(c->pod, "spec");
+        c->n_ctrs = json_array_size(json_object_get(spec, "initContainers")) +
+                    json_array_size(json_object_get(spec, "containers"));
         c->cd = calloc(c->n_ctrs + 1, sizeof(*c->cd));
         if (!c->cd) {
             ext_assignment_fini(&c->rec);
@@ -329,7 +332,8 @@ static bool dns_label(const char *s)
     return true;
 }
 
-/* Every device is one of this node's GPUs, once, with memory within the card and cores 0..100. */
+/* Every device is one of this node's GPUs, once, with memory within the card as published (scaled)
+ * and cores 0..100. */
 static int check_devices(struct dp_plugin *p, const struct hami_ctr_devices *mine, const char *what,
                          struct gs_error *err)
 {
@@ -346,14 +350,16 @@ static int check_devices(struct dp_plugin *p, const struct hami_ctr_devices *min
         for (size_t k = 0; k < i; k++)
             if (strcmp(mine->dev[k].uuid, d->uuid) == 0)
                 return gs_error_set(err, -EINVAL, "%s: GPU %s is listed twice", what, d->uuid);
-        int64_t card = (int64_t)(g->memory_total / GPU_MIB);
+        /* the card as published: whole MiB x --device-memory-scaling (HAMi's devmem) */
+        double scaled = (double)(g->memory_total / GPU_MIB) * p->cfg.mem_scaling;
+        int64_t card = scaled > INT32_MAX ? INT32_MAX : (int64_t)scaled;
         if (d->usedmem <= 0 || d->usedmem > card)
             return gs_error_set(err, -EINVAL,
-                                "%s: GPU %s: memory %" PRId64 " MiB is not within the card's "
+                                "%s: GPU %s: memory %" PRId32 " MiB is not within the card's "
                                 "1..%" PRId64 " MiB",
                                 what, d->uuid, d->usedmem, card);
         if (d->usedcores < 0 || d->usedcores > 100)
-            return gs_error_set(err, -EINVAL, "%s: GPU %s: cores %" PRId64 " not within 0..100",
+            return gs_error_set(err, -EINVAL, "%s: GPU %s: cores %" PRId32 " not within 0..100",
                                 what, d->uuid, d->usedcores);
     }
     return 0;
@@ -410,21 +416,79 @@ static void free_ctr(V1beta1__ContainerAllocateResponse *c)
     free(c->mounts);
 }
 
-/* One container: the next container of the oldest placement. Nothing is written to the API here
- * (commit() does, once every container of the request is answered). */
-static int allocate_one(struct dp_plugin *p, struct plan *pl, size_t n_ids,
+static bool disable_control(const json_t *ctr)
+{
+    size_t i;
+    const json_t *e;
+    json_array_foreach(json_object_get(ctr, "env"), i, e)
+    {
+        const char *n = json_string_value(json_object_get(e, "name"));
+        const char *v = json_string_value(json_object_get(e, "value"));
+        bool t = false;
+        if (n && strcmp(n, HAMI_ENV_DISABLE_CONTROL) == 0 && v &&
+            hami_parse_bool(v, strlen(v), &t) == 0 && t)
+            return true;
+    }
+    return false;
+}
+
+static const char *ann_of(const json_t *o, const char *k)
+{
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(o, "metadata"), "annotations"), k));
+}
+
+/* ReleaseNodeLock (pkg/util/nodelock/nodelock.go): remove hami.io/mutex.lock when this pod holds
+ * it (or it is a bare time, HAMi's older form), with the node's resourceVersion. */
+static void release_lock(struct dp_plugin *p, const char *ns, const char *name)
+{
+    struct gs_error e = {0};
+    _cleanup_(gs_json_decrefp) json_t *node = NULL;
+    if (gs_k8s_get(p->cfg.k8s, &gs_k8s_nodes, NULL, p->cfg.node_name, &node, &e) < 0)
+        return;
+    const char *v = ann_of(node, HAMI_ANN_NODE_LOCK);
+    struct hami_lock lk;
+    if (!v || hami_lock_parse(v, &lk, &e) < 0 ||
+        (lk.ns[0] && (strcmp(lk.ns, ns) != 0 || strcmp(lk.pod, name) != 0)))
+        return;
+    const char *rv =
+        json_string_value(json_object_get(json_object_get(node, "metadata"), "resourceVersion"));
+    _cleanup_(gs_json_decrefp) json_t *patch = json_pack(
+        "{s:{s:{s:n},s:s?}}", "metadata", "annotations", HAMI_ANN_NODE_LOCK, "resourceVersion", rv);
+    if (gs_k8s_patch(p->cfg.k8s, &gs_k8s_nodes, NULL, p->cfg.node_name, NULL, GS_K8S_PATCH_MERGE,
+                     patch, 0, NULL, &e) == 0)
+        gs_log(GS_LOG_INFO, "node lock released", "node=%s pod=%s/%s", p->cfg.node_name, ns, name);
+}
+
+/* PodAllocationFailed (HAMi's device plugin): bind-phase failed, node lock released. */
+static void allocation_failed(struct dp_plugin *p, const char *ns, const char *name)
+{
+    struct gs_error e = {0};
+    _cleanup_(gs_json_decrefp) json_t *patch = json_pack("{s:{s:{s:s}}}", "metadata", "annotations",
+                                                         HAMI_ANN_BIND_PHASE, HAMI_BIND_FAILED);
+    if (gs_k8s_patch(p->cfg.k8s, &gs_k8s_pods, ns, name, NULL, GS_K8S_PATCH_MERGE, patch, 0, NULL,
+                     &e) < 0)
+        gs_log(GS_LOG_WARN, "bind-phase failed not written", "pod=%s/%s error=\"%s\"", ns, name,
+               e.msg);
+    release_lock(p, ns, name);
+}
+
+/* Container ci of placement c (see allocate_one). */
+static int allocate_ctr(struct dp_plugin *p, struct candidate *c, int ci, size_t n_ids,
                         V1beta1__ContainerAllocateResponse *out, struct gs_error *err)
 {
-    struct candidate *c = NULL;
-    int ci = -1;
-    int r = plan_next(p, pl, &c, &ci, err);
-    if (r < 0)
-        return r;
+    int r;
     const char *ns = c->rec.ns, *name = c->rec.name, *uid = c->rec.uid;
-    const json_t *ctrs = json_object_get(json_object_get(c->pod, "spec"), "containers");
+    /* Entries: spec.initContainers first, then spec.containers (HAMi's order: the device plugin
+     * maps an entry index below the number of init containers to an init container). */
+    const json_t *spec = json_object_get(c->pod, "spec");
+    const json_t *inits = json_object_get(spec, "initContainers");
+    const json_t *apps = json_object_get(spec, "containers");
+    size_t ni = json_array_size(inits);
+    const json_t *ctr =
+        (size_t)ci < ni ? json_array_get(inits, (size_t)ci) : json_array_get(apps, (size_t)ci - ni);
     const struct hami_ctr_devices *mine = &c->cd[ci];
-    const char *cname =
-        json_string_value(json_object_get(json_array_get(ctrs, (size_t)ci), "name"));
+    const char *cname = json_string_value(json_object_get(ctr, "name"));
     char what[400];
     snprintf(what, sizeof(what), "pod %s/%s container %d", ns, name, ci);
     if (mine->n != n_ids)
@@ -452,21 +516,40 @@ static int allocate_one(struct dp_plugin *p, struct plan *pl, size_t n_ids,
             strncat(visible, ",", sizeof(visible) - strlen(visible) - 1);
         strncat(visible, d->uuid, sizeof(visible) - strlen(visible) - 1);
         char k[64], v[32];
-        snprintf(k, sizeof(k), "CUDA_DEVICE_MEMORY_LIMIT_%zu", i);
-        snprintf(v, sizeof(v), "%" PRId64 "m", d->usedmem);
+        snprintf(k, sizeof(k), HAMI_ENV_MEMORY_LIMIT "_%zu", i);
+        snprintf(v, sizeof(v), "%" PRId32 "m", d->usedmem);
         e |= add_env(out, k, v);
         if (gs_limits_add_device(&lim, d->uuid, (uint64_t)d->usedmem * 1024 * 1024,
                                  (uint32_t)d->usedcores, err) < 0)
             return gs_error_prefix(err, "%s: ", what);
     }
-    e |= add_env(out, "NVIDIA_VISIBLE_DEVICES", visible);
+    e |= add_env(out, HAMI_ENV_VISIBLE_DEVICES, visible);
     char v[64];
-    snprintf(v, sizeof(v), "%" PRId64, mine->dev[0].usedcores);
-    e |= add_env(out, "CUDA_DEVICE_SM_LIMIT", v);
+    snprintf(v, sizeof(v), "%" PRId32, mine->dev[0].usedcores);
+    e |= add_env(out, HAMI_ENV_SM_LIMIT, v);
     char cache[1024];
     snprintf(cache, sizeof(cache), "%s/%s.cache", DP_CONTAINER_CACHE, key);
-    e |= add_env(out, "CUDA_DEVICE_MEMORY_SHARED_CACHE", cache);
+    e |= add_env(out, HAMI_ENV_SHARED_CACHE, cache);
     e |= add_env(out, GS_LIMITS_ENV, GS_LIMITS_DIR_DEFAULT);
+    /* Allocate in HAMi's plugin/server.go: oversubscription when memory is scaled up, the
+     * libvgpu log level, the core limit switch. */
+    if (p->cfg.mem_scaling > 1)
+        e |= add_env(out, HAMI_ENV_OVERSUBSCRIBE, "true");
+    if (p->cfg.cuda_log_level && *p->cfg.cuda_log_level)
+        e |= add_env(out, HAMI_ENV_LOG_LEVEL, p->cfg.cuda_log_level);
+    if (p->cfg.disable_core_limit)
+        e |= add_env(out, HAMI_ENV_CORE_POLICY, "disable");
+    /* nvidia.com/priority -> CUDA_TASK_PRIORITY (MutateAdmission, pkg/device/nvidia/device.go:
+     * HAMi's webhook sets it; in legacy mode our webhook leaves the pod as is, so we do). */
+    const char *prio = json_string_value(json_object_get(
+        json_object_get(json_object_get(ctr, "resources"), "limits"), HAMI_RES_PRIORITY));
+    char *pend = NULL;
+    long long pv = prio ? strtoll(prio, &pend, 10) : 0;
+    if (prio && *prio && pend && !*pend) {
+        char pb[32];
+        snprintf(pb, sizeof(pb), "%lld", pv);
+        e |= add_env(out, HAMI_ENV_TASK_PRIORITY, pb);
+    }
 
     /* Limits file (authoritative over the environment, as in DRA mode) and the cache folder. */
     char dir[4096], path[4200], cdir[4096], rdir[4096], rctr[4096];
@@ -477,16 +560,23 @@ static int allocate_one(struct dp_plugin *p, struct plan *pl, size_t n_ids,
     char host[4200];
     snprintf(host, sizeof(host), "%s/libvgpu.so", p->cfg.host_dir);
     e |= add_mount(out, host, DP_CONTAINER_VGPU "/libvgpu.so", true);
-    snprintf(host, sizeof(host), "%s/ld.so.preload", p->cfg.host_dir);
-    e |= add_mount(out, host, "/etc/ld.so.preload", true);
+    /* No preload for a container that opts out (CUDA_DISABLE_CONTROL parsed as Go's
+     * strconv.ParseBool; unparsable = false, as HAMi). */
+    if (!disable_control(ctr)) {
+        snprintf(host, sizeof(host), "%s/ld.so.preload", p->cfg.host_dir);
+        e |= add_mount(out, host, "/etc/ld.so.preload", true);
+    }
+    e |= add_mount(out, HAMI_VGPU_LOCK_DIR, HAMI_VGPU_LOCK_DIR, false);
     e |= add_mount(out, dir, GS_LIMITS_DIR_DEFAULT, true);
     e |= add_mount(out, cdir, DP_CONTAINER_CACHE, false);
     e |= add_mount(out, rdir, rctr, false);
     if (e) /* never a partial answer: a container without its limits or preload runs unlimited */
         return gs_error_set(err, -ENOMEM, "%s: out of memory building the response", what);
     if ((r = gs_mkdir_p(dir, 0755, err)) < 0 || (r = gs_mkdir_p(cdir, 0777, err)) < 0 ||
-        (r = gs_mkdir_p(rdir, 0777, err)) < 0)
+        (r = gs_mkdir_p(rdir, 0777, err)) < 0 ||
+        (r = gs_mkdir_p(HAMI_VGPU_LOCK_DIR, 0777, err)) < 0)
         return r;
+    (void)chmod(HAMI_VGPU_LOCK_DIR, 0777); /* as HAMi: every container's libvgpu locks there */
     /* The container's own shared region (as the DRA plugin gives each claim one): without a
      * region line libvgpu would use its fixed default region. */
     snprintf(lim.region_path, sizeof(lim.region_path), "%s/region", rctr);
@@ -499,6 +589,24 @@ static int allocate_one(struct dp_plugin *p, struct plan *pl, size_t n_ids,
     gs_log(GS_LOG_INFO, "allocated", "pod=%s/%s container=%s devices=%s", ns, name, cname,
            gs_log_quote(q, sizeof(q), visible));
     return 0;
+}
+
+/* One container: the next container of the oldest placement. Nothing but HAMi's failure marks
+ * is written to the API here (commit() does, once every container of the request is answered).
+ * A failure once the pod is known marks it failed (HAMi's bind phase, for HAMi's tools) and
+ * releases its node lock; its record on the Node stays. */
+static int allocate_one(struct dp_plugin *p, struct plan *pl, size_t n_ids,
+                        V1beta1__ContainerAllocateResponse *out, struct gs_error *err)
+{
+    struct candidate *c = NULL;
+    int ci = -1;
+    int r = plan_next(p, pl, &c, &ci, err);
+    if (r < 0)
+        return r;
+    r = allocate_ctr(p, c, ci, n_ids, out, err);
+    if (r < 0)
+        allocation_failed(p, c->rec.ns, c->rec.name);
+    return r;
 }
 
 /* Every container answered: advance (or remove) the Node records — the commit point — then
@@ -551,6 +659,8 @@ static int commit(struct dp_plugin *p, struct plan *pl, struct gs_error *err)
             gs_log(GS_LOG_WARN, "pod annotations not updated", "pod=%s/%s error=%s", c->rec.ns,
                    c->rec.name, gs_log_quote(q, sizeof(q), e.msg));
         }
+        if (!left) /* PodAllocationTrySuccess: the lock a HAMi scheduler left is released */
+            release_lock(p, c->rec.ns, c->rec.name);
     }
     return 0;
 }
@@ -705,12 +815,14 @@ int dp_plugin_publish(struct dp_plugin *p, struct gs_error *err)
         const struct gpu_device *g = &inv->dev[i];
         struct hami_node_device *d = &devs[i];
         snprintf(d->id, sizeof(d->id), "%s", g->uuid);
-        snprintf(d->type, sizeof(d->type), "NVIDIA-%s", g->product);
-        snprintf(d->mode, sizeof(d->mode), "hami-core");
-        d->index = (int)g->index;
-        d->count = (int)p->cfg.split_count;
-        d->devmem = (int64_t)(g->memory_total / GPU_MIB);
-        d->devcore = 100;
+        hami_device_type(g->product, d->type, sizeof(d->type));
+        snprintf(d->mode, sizeof(d->mode), HAMI_MODE_HAMI_CORE);
+        d->index = g->index;
+        d->count = (int32_t)p->cfg.split_count;
+        uint64_t mib = g->memory_total / GPU_MIB; /* whole MiB, as HAMi's devmem */
+        double mem = (double)mib * p->cfg.mem_scaling;
+        d->devmem = mem > INT32_MAX ? INT32_MAX : (int32_t)mem;
+        d->devcore = (int32_t)(100 * p->cfg.core_scaling);
         d->numa = g->numa_node < 0 ? 0 : g->numa_node;
         d->health = true;
     }

@@ -27,11 +27,15 @@
 
 struct dp_config {
     const char *node_name;
-    const char *plugin_dir; /* kubelet's device plugin directory */
-    const char *resource;   /* "nvidia.com/gpu" */
-    unsigned split_count;   /* devices advertised per GPU */
-    const char *host_dir;   /* host folder with libvgpu.so and ld.so.preload */
-    const char *state_dir;  /* host folder for limits files and shared caches */
+    const char *plugin_dir;     /* kubelet's device plugin directory */
+    const char *resource;       /* "nvidia.com/gpu" */
+    unsigned split_count;       /* devices advertised per GPU */
+    const char *host_dir;       /* host folder with libvgpu.so and ld.so.preload */
+    const char *state_dir;      /* host folder for limits files and shared caches */
+    double mem_scaling;         /* HAMi deviceMemoryScaling (1 = none) */
+    double core_scaling;        /* HAMi deviceCoreScaling */
+    const char *cuda_log_level; /* LIBCUDA_LOG_LEVEL for containers ("" / NULL = unset) */
+    bool disable_core_limit;    /* GPU_CORE_UTILIZATION_POLICY=disable */
     struct gs_k8s_client *k8s;
     const struct gpu_inventory *inv;
 };

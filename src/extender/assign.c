@@ -10,7 +10,7 @@
 
 #include "config/json.h"
 #include "base/macros.h"
-#include "extender/hami.h"
+#include "hami/hami.h"
 
 bool ext_uid_valid(const char *uid)
 {

@@ -12,9 +12,18 @@
 #include "base/macros.h"
 #include "gpu/slice.h"
 
-void ext_device_name(const struct hami_node_device *d, char *buf, size_t len)
+/* Container entries a placed pod's annotation may hold. */
+#define EXT_MAX_PLACED_CTRS 64
+
+void ext_device_name(size_t i, char *buf, size_t len)
 {
-    snprintf(buf, len, "hami-gpu-%d", d->index);
+    snprintf(buf, len, "hami-gpu-%zu", i);
+}
+
+bool ext_device_usable(const struct ext_node *n, size_t i)
+{
+    const struct hami_node_device *h = &n->dev[i];
+    return h->health && h->devmem > 0 && h->devcore > 0 && n->use[i].used < h->count;
 }
 
 static const char *annotation(const json_t *obj, const char *key)
@@ -37,29 +46,56 @@ static json_t *device_class(const char *driver)
                      "expression", expr);
 }
 
-/* The node's healthy devices as one ResourceSlice of our model. */
+static void set_cores(json_t *dev, int64_t cores)
+{
+    json_t *c = json_object_get(json_object_get(dev, "capacity"), "cores");
+    json_t *q = json_sprintf("%" PRId64, cores);
+    json_object_set(c, "value", q);
+    json_object_set(json_object_get(c, "requestPolicy"), "default", q);
+    json_object_set(json_object_get(json_object_get(c, "requestPolicy"), "validRange"), "max", q);
+    json_decref(q);
+}
+
+/* The node's usable devices as one ResourceSlice of our model; `cores` is devcore (HAMi's
+ * deviceCoreScaling may make it exceed 100), `memory` devmem (deviceMemoryScaling included),
+ * and EXT_ATTR_TASKS the tasks placed pods run there. */
 static json_t *node_slice(const struct ext_node *n, const char *driver)
 {
     _cleanup_free_ struct gpu_inventory *gi = calloc(1, sizeof(*gi));
+    size_t pos[GPU_MAX_DEVICES] = {0};
     if (!gi)
         return NULL;
     for (size_t i = 0; i < n->n && gi->n < GPU_MAX_DEVICES; i++) {
         const struct hami_node_device *h = &n->dev[i];
-        if (!h->health)
+        if (!ext_device_usable(n, i))
             continue;
+        pos[gi->n] = i;
         struct gpu_device *d = &gi->dev[gi->n++];
-        d->minor = d->index = (unsigned)h->index;
-        ext_device_name(h, d->name, sizeof(d->name));
+        d->minor = d->index = h->index;
+        ext_device_name(i, d->name, sizeof(d->name));
         snprintf(d->uuid, sizeof(d->uuid), "%s", h->id);
-        /* HAMi's type is "NVIDIA-<product>"; our productName is the product as NVML names it. */
-        const char *prod = strncmp(h->type, "NVIDIA-", 7) == 0 ? h->type + 7 : h->type;
-        snprintf(d->product, sizeof(d->product), "%s", prod);
-        d->numa_node = h->numa;
-        d->nvlink_domain = (unsigned)h->index;
+        /* HAMi's type is "NVIDIA-<product>" unless the product starts with NVIDIA. */
+        snprintf(d->product, sizeof(d->product), "%s", hami_type_product(h->type));
+        d->numa_node = h->numa >= 0 && h->numa <= INT32_MAX ? (int)h->numa : -1;
+        d->nvlink_domain = (unsigned)i;
         d->memory_total = (uint64_t)h->devmem * GPU_MIB;
     }
     /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): gi is _cleanup_ (layers.md Lint) */
-    return gpu_slice_build(gi, driver, n->name, 1, 0);
+    json_t *slice = gpu_slice_build(gi, driver, n->name, 1, 0);
+    size_t k;
+    json_t *dev;
+    json_array_foreach(json_object_get(json_object_get(slice, "spec"), "devices"), k, dev)
+    {
+        if (k >= gi->n)
+            break;
+        const struct hami_node_device *h = &n->dev[pos[k]];
+        json_object_set_new(json_object_get(dev, "attributes"), EXT_ATTR_TASKS,
+                            json_pack("{s:I}", "int", (json_int_t)n->use[pos[k]].used));
+        if (h->devcore != 100)
+            set_cores(dev, h->devcore);
+    }
+    /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): gi is _cleanup_ (layers.md Lint) */
+    return slice;
 }
 
 static void add_size(struct ext_inventory *inv, int64_t bytes)
@@ -123,15 +159,14 @@ const struct hami_node_device *ext_node_device_by_uuid(const struct ext_node *n,
     return NULL;
 }
 
-const struct hami_node_device *ext_node_device_by_name(const struct ext_node *n, const char *name)
+long ext_node_device_by_name(const struct ext_node *n, const char *name)
 {
-    char buf[64];
-    for (size_t i = 0; i < n->n; i++) {
-        ext_device_name(&n->dev[i], buf, sizeof(buf));
-        if (strcmp(buf, name) == 0)
-            return &n->dev[i];
-    }
-    return NULL;
+    const char *p = strncmp(name, "hami-gpu-", 9) == 0 ? name + 9 : NULL;
+    char *end;
+    unsigned long i = p && *p ? strtoul(p, &end, 10) : 0;
+    if (!p || !*p || *end || i >= n->n)
+        return -1;
+    return (long)i;
 }
 
 static bool pod_finished(const json_t *pod)
@@ -140,40 +175,125 @@ static bool pod_finished(const json_t *pod)
     return phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0);
 }
 
-/* A placed pod's devices as an allocated claim "<ns>/hami-<pod>". Devices the node no longer
- * publishes are skipped (logged by the caller through the return count). */
-static int add_placed_pod(struct ext_inventory *inv, struct ext_node *node, const json_t *pod,
-                          const char *value, struct gs_error *err)
+static struct hami_ctr_devices *decode_placed(const json_t *pod, const char *value, int *n,
+                                              struct gs_error *err)
 {
-    struct hami_ctr_devices *ctrs = calloc(64, sizeof(*ctrs));
-    if (!ctrs)
-        return gs_error_set(err, -ENOMEM, "out of memory");
-    const char *ns = meta_str(pod, "namespace"), *name = meta_str(pod, "name");
-    int n = hami_pod_devices_decode(value, ctrs, 64, err);
-    if (n < 0) {
-        free(ctrs);
-        return gs_error_prefix(err, "pod %s/%s: %s: ", ns ? ns : "", name ? name : "",
-                               HAMI_ANN_ALLOCATED);
+    struct hami_ctr_devices *ctrs = calloc(EXT_MAX_PLACED_CTRS, sizeof(*ctrs));
+    if (!ctrs) {
+        gs_error_set(err, -ENOMEM, "out of memory");
+        return NULL;
     }
-    json_t *results = json_array();
-    size_t k = 0;
+    *n = hami_pod_devices_decode(value, ctrs, EXT_MAX_PLACED_CTRS, err);
+    if (*n < 0) {
+        const char *ns = meta_str(pod, "namespace"), *name = meta_str(pod, "name");
+        gs_error_prefix(err, "pod %s/%s: %s: ", ns ? ns : "", name ? name : "", HAMI_ANN_ALLOCATED);
+        free(ctrs);
+        return NULL;
+    }
+    return ctrs;
+}
+
+static long device_by_uuid(const struct ext_node *n, const char *uuid)
+{
+    for (size_t i = 0; i < n->n; i++)
+        if (strcmp(n->dev[i].id, uuid) == 0)
+            return (long)i;
+    return -1;
+}
+
+/* A placed pod's effective usage per device of the node (CollapseInitContainerUsage,
+ * pkg/device/initContainer.go, HAMi v2.10.0): entries below the pod's number of init containers
+ * run one after another (peak memory and cores, one task), app containers run together (sums, a
+ * task each); a device's usage is the larger of the two. Without init containers: the sums. */
+struct eff_use {
+    int32_t tasks;
+    int64_t mem, cores;
+};
+
+static void effective_use(const struct ext_node *node, const struct hami_ctr_devices *ctrs, int n,
+                          size_t n_init, struct eff_use *out)
+{
+    struct eff_use init[HAMI_MAX_NODE_DEVICES] = {{0}}, app[HAMI_MAX_NODE_DEVICES] = {{0}};
     for (int c = 0; c < n; c++)
         for (size_t d = 0; d < ctrs[c].n; d++) {
-            const struct hami_node_device *h = ext_node_device_by_uuid(node, ctrs[c].dev[d].uuid);
-            if (!h || !h->health)
+            long i = device_by_uuid(node, ctrs[c].dev[d].uuid);
+            if (i < 0)
                 continue;
-            char dev[64], share[40], mem[32], cores[32];
-            ext_device_name(h, dev, sizeof(dev));
-            snprintf(share, sizeof(share), "00000000-0000-4000-8000-%012zx", ++k);
-            snprintf(mem, sizeof(mem), "%" PRId64 "Mi", ctrs[c].dev[d].usedmem);
-            snprintf(cores, sizeof(cores), "%" PRId64, ctrs[c].dev[d].usedcores);
-            json_array_append_new(
-                results, json_pack("{s:s,s:s,s:s,s:s,s:s,s:{s:s,s:s}}", "request", "gpu", "driver",
-                                   inv->driver, "pool", node->name, "device", dev, "shareID", share,
-                                   "consumedCapacity", "memory", mem, "cores", cores));
-            node->mem_used += ctrs[c].dev[d].usedmem;
+            const struct hami_ctr_device *x = &ctrs[c].dev[d];
+            if ((size_t)c < n_init) {
+                init[i].tasks = 1;
+                init[i].mem = GS_MAX(init[i].mem, (int64_t)x->usedmem);
+                init[i].cores = GS_MAX(init[i].cores, (int64_t)x->usedcores);
+            } else {
+                app[i].tasks++;
+                app[i].mem += x->usedmem;
+                app[i].cores += x->usedcores;
+            }
         }
-    free(ctrs);
+    for (size_t i = 0; i < node->n; i++)
+        out[i] =
+            (struct eff_use){GS_MAX(init[i].tasks, app[i].tasks), GS_MAX(init[i].mem, app[i].mem),
+                             GS_MAX(init[i].cores, app[i].cores)};
+}
+
+/* HAMi's usage of a placed pod (DeviceUsage: tasks, memory, cores) into node->use. */
+static void count_placed(struct ext_node *node, const struct hami_ctr_devices *ctrs, int n,
+                         size_t n_init)
+{
+    struct eff_use e[HAMI_MAX_NODE_DEVICES];
+    effective_use(node, ctrs, n, n_init, e);
+    for (size_t i = 0; i < node->n; i++) {
+        node->use[i].used += e[i].tasks;
+        node->use[i].usedmem += e[i].mem;
+        node->use[i].usedcores += e[i].cores;
+        if (node->dev[i].health)
+            node->mem_used += e[i].mem;
+    }
+}
+
+static size_t init_count(const json_t *pod)
+{
+    return json_array_size(json_object_get(json_object_get(pod, "spec"), "initContainers"));
+}
+
+static void add_result(json_t *results, const struct ext_inventory *inv,
+                       const struct ext_node *node, size_t i, size_t k, int64_t mem, int64_t cores)
+{
+    char dev[64], share[40], ms[32], cs[32];
+    ext_device_name(i, dev, sizeof(dev));
+    snprintf(share, sizeof(share), "00000000-0000-4000-8000-%012zx", k);
+    snprintf(ms, sizeof(ms), "%" PRId64 "Mi", GS_MAX(mem, (int64_t)0));
+    snprintf(cs, sizeof(cs), "%" PRId64, GS_MAX(cores, (int64_t)0));
+    json_array_append_new(results,
+                          json_pack("{s:s,s:s,s:s,s:s,s:s,s:{s:s,s:s}}", "request", "gpu", "driver",
+                                    inv->driver, "pool", node->name, "device", dev, "shareID",
+                                    share, "consumedCapacity", "memory", ms, "cores", cs));
+}
+
+/* A placed pod's devices as an allocated claim "<ns>/hami-<pod>". Devices not in the allocator
+ * (unhealthy, exhausted, gone) are skipped. */
+static int add_placed_pod(struct ext_inventory *inv, struct ext_node *node, const json_t *pod,
+                          const struct hami_ctr_devices *ctrs, int n, struct gs_error *err)
+{
+    const char *ns = meta_str(pod, "namespace"), *name = meta_str(pod, "name");
+    json_t *results = json_array();
+    size_t k = 0, n_init = init_count(pod);
+    if (n_init > 0) {
+        /* One result per device with the pod's effective (collapsed) usage. */
+        struct eff_use e[HAMI_MAX_NODE_DEVICES];
+        effective_use(node, ctrs, n, n_init, e);
+        for (size_t i = 0; i < node->n; i++)
+            if (e[i].tasks && ext_device_usable(node, i))
+                add_result(results, inv, node, i, ++k, e[i].mem, e[i].cores);
+    } else {
+        for (int c = 0; c < n; c++)
+            for (size_t d = 0; d < ctrs[c].n; d++) {
+                long i = device_by_uuid(node, ctrs[c].dev[d].uuid);
+                if (i >= 0 && ext_device_usable(node, (size_t)i))
+                    add_result(results, inv, node, (size_t)i, ++k, ctrs[c].dev[d].usedmem,
+                               ctrs[c].dev[d].usedcores);
+            }
+    }
     if (json_array_size(results) == 0) {
         json_decref(results);
         return 0;
@@ -189,6 +309,27 @@ static int add_placed_pod(struct ext_inventory *inv, struct ext_node *node, cons
         return r;
     inv->n_placed++;
     return 0;
+}
+
+/* The placed pods' annotation and node, or NULL when the pod does not count. */
+static const char *placed_value(const struct ext_inventory *inv, const json_t *pod,
+                                const char *skip_ns, const char *skip_name, struct ext_node **node)
+{
+    const char *on = annotation(pod, HAMI_ANN_NODE);
+    const char *val = annotation(pod, HAMI_ANN_ALLOCATED);
+    if (!val)
+        val = annotation(pod, HAMI_ANN_TO_ALLOCATE);
+    const char *phase = annotation(pod, HAMI_ANN_BIND_PHASE);
+    if (!on || !val || pod_finished(pod) || (phase && strcmp(phase, HAMI_BIND_FAILED) == 0))
+        return NULL;
+    const char *ns = meta_str(pod, "namespace"), *name = meta_str(pod, "name");
+    if (skip_ns && skip_name && ns && name && strcmp(ns, skip_ns) == 0 &&
+        strcmp(name, skip_name) == 0)
+        return NULL;
+    *node = (struct ext_node *)ext_inventory_node(inv, on);
+    if (!*node || (*node)->problem[0])
+        return NULL;
+    return val;
 }
 
 int ext_inventory_build(const json_t *nodes, const json_t *pods, const char *driver,
@@ -208,6 +349,7 @@ int ext_inventory_build(const json_t *nodes, const json_t *pods, const char *dri
         _cleanup_(gs_json_decrefp) json_t *cls = device_class(driver);
         r = alloc_state_add_class(inv->st, cls, err);
     }
+    /* 1. Nodes: decode the register annotation. */
     size_t i;
     const json_t *node;
     json_array_foreach(nodes, i, node)
@@ -220,7 +362,8 @@ int ext_inventory_build(const json_t *nodes, const json_t *pods, const char *dri
         struct ext_node *n = &inv->nodes[inv->n_nodes++];
         n->name = strdup(name);
         n->dev = calloc(HAMI_MAX_NODE_DEVICES, sizeof(*n->dev));
-        if (!n->name || !n->dev) {
+        n->use = calloc(HAMI_MAX_NODE_DEVICES, sizeof(*n->use));
+        if (!n->name || !n->dev || !n->use) {
             r = gs_error_set(err, -ENOMEM, "out of memory");
             break;
         }
@@ -231,7 +374,7 @@ int ext_inventory_build(const json_t *nodes, const json_t *pods, const char *dri
                      HAMI_ANN_NODE_REGISTER);
             continue;
         }
-        if (hs && strncmp(hs, "Deleted", 7) == 0) {
+        if (hs && strncmp(hs, HAMI_HANDSHAKE_DELETED, strlen(HAMI_HANDSHAKE_DELETED)) == 0) {
             snprintf(n->problem, sizeof(n->problem), "%s is \"%.64s\": device plugin gone",
                      HAMI_ANN_NODE_HANDSHAKE, hs);
             continue;
@@ -243,42 +386,62 @@ int ext_inventory_build(const json_t *nodes, const json_t *pods, const char *dri
             continue;
         }
         n->n = (size_t)cnt;
-        for (size_t d = 0; d < n->n; d++)
-            if (n->dev[d].health) {
-                n->mem_total += n->dev[d].devmem;
-                add_size(inv, n->dev[d].devmem * (int64_t)GPU_MIB);
-            }
-        _cleanup_(gs_json_decrefp) json_t *slice = node_slice(n, driver);
-        _cleanup_(gs_json_decrefp) json_t *nobj =
-            json_pack("{s:s,s:{s:s}}", "kind", "Node", "metadata", "name", name);
-        if (!slice || !nobj)
-            r = gs_error_set(err, -ENOMEM, "out of memory");
-        else if ((r = alloc_state_add_slice(inv->st, slice, err)) < 0 ||
-                 (r = alloc_state_add_node(inv->st, nobj, err)) < 0)
-            gs_error_prefix(err, "node %s: ", name);
     }
     if (r >= 0 && index_nodes(inv) < 0)
         r = gs_error_set(err, -ENOMEM, "out of memory");
+    /* 2. Placed pods: HAMi's usage per device (tasks, memory, cores). */
     const json_t *pod;
     json_array_foreach(pods, i, pod)
     {
         if (r < 0)
             break;
-        const char *on = annotation(pod, HAMI_ANN_NODE);
-        const char *val = annotation(pod, HAMI_ANN_ALLOCATED);
+        struct ext_node *n = NULL;
+        const char *val = placed_value(inv, pod, skip_ns, skip_name, &n);
         if (!val)
-            val = annotation(pod, HAMI_ANN_TO_ALLOCATE);
-        const char *phase = annotation(pod, HAMI_ANN_BIND_PHASE);
-        if (!on || !val || pod_finished(pod) || (phase && strcmp(phase, HAMI_BIND_FAILED) == 0))
             continue;
-        const char *ns = meta_str(pod, "namespace"), *name = meta_str(pod, "name");
-        if (skip_ns && skip_name && ns && name && strcmp(ns, skip_ns) == 0 &&
-            strcmp(name, skip_name) == 0)
+        int cnt;
+        _cleanup_free_ struct hami_ctr_devices *ctrs = decode_placed(pod, val, &cnt, err);
+        if (!ctrs) {
+            r = -EINVAL;
+            break;
+        }
+        count_placed(n, ctrs, cnt, init_count(pod));
+    }
+    /* 3. Slices of the usable devices. */
+    for (size_t k = 0; r >= 0 && k < inv->n_nodes; k++) {
+        struct ext_node *n = &inv->nodes[k];
+        if (n->problem[0])
             continue;
-        struct ext_node *n = (struct ext_node *)ext_inventory_node(inv, on);
-        if (!n || n->problem[0])
+        for (size_t d = 0; d < n->n; d++)
+            if (n->dev[d].health && n->dev[d].devmem > 0) {
+                n->mem_total += n->dev[d].devmem;
+                add_size(inv, n->dev[d].devmem * (int64_t)GPU_MIB);
+            }
+        _cleanup_(gs_json_decrefp) json_t *slice = node_slice(n, driver);
+        _cleanup_(gs_json_decrefp) json_t *nobj =
+            json_pack("{s:s,s:{s:s}}", "kind", "Node", "metadata", "name", n->name);
+        if (!slice || !nobj)
+            r = gs_error_set(err, -ENOMEM, "out of memory");
+        else if ((r = alloc_state_add_slice(inv->st, slice, err)) < 0 ||
+                 (r = alloc_state_add_node(inv->st, nobj, err)) < 0)
+            gs_error_prefix(err, "node %s: ", n->name);
+    }
+    /* 4. Placed pods as allocated claims on those devices. */
+    json_array_foreach(pods, i, pod)
+    {
+        if (r < 0)
+            break;
+        struct ext_node *n = NULL;
+        const char *val = placed_value(inv, pod, skip_ns, skip_name, &n);
+        if (!val)
             continue;
-        r = add_placed_pod(inv, n, pod, val, err);
+        int cnt;
+        _cleanup_free_ struct hami_ctr_devices *ctrs = decode_placed(pod, val, &cnt, err);
+        if (!ctrs) {
+            r = -EINVAL;
+            break;
+        }
+        r = add_placed_pod(inv, n, pod, ctrs, cnt, err);
     }
     if (r < 0) {
         ext_inventory_free(inv);
@@ -295,6 +458,7 @@ void ext_inventory_free(struct ext_inventory *inv)
     for (size_t i = 0; i < inv->n_nodes; i++) {
         free(inv->nodes[i].name);
         free(inv->nodes[i].dev);
+        free(inv->nodes[i].use);
     }
     free(inv->nodes);
     free(inv->by_name);

@@ -15,14 +15,22 @@
 
 #include "alloc/alloc.h"
 #include "base/error.h"
-#include "extender/hami.h"
+#include "hami/hami.h"
 
 #define EXT_MAX_SIZES 8
 
+/* What placed pods hold on one device, counted as HAMi's DeviceUsage (one task per container
+ * entry on the device). */
+struct ext_dev_usage {
+    int32_t used; /* tasks */
+    int64_t usedmem, usedcores;
+};
+
 struct ext_node {
     char *name;
-    size_t n;                     /* devices (healthy ones are in the allocator) */
+    size_t n;                     /* devices (usable ones are in the allocator) */
     struct hami_node_device *dev; /* n entries */
+    struct ext_dev_usage *use;    /* n entries */
     char problem[256];            /* non-empty: the node cannot take GPU pods, and why */
     int64_t mem_total, mem_used;  /* MiB over healthy devices; used by placed pods */
 };
@@ -38,8 +46,15 @@ struct ext_inventory {
     size_t n_placed; /* pods counted from their annotations */
 };
 
-/* Device name of a HAMi device in our model: "hami-gpu-<index>". */
-void ext_device_name(const struct hami_node_device *d, char *buf, size_t len);
+/* Device name in our model of the i-th device of the node annotation: "hami-gpu-<i>" (by
+ * position: 7-field colon entries all say index 0). */
+void ext_device_name(size_t i, char *buf, size_t len);
+/* Is the device in the allocator: healthy, with memory, and tasks below its count (HAMi's
+ * CardTimeSlicingExhausted, Fit in pkg/device/nvidia/device.go)? */
+bool ext_device_usable(const struct ext_node *n, size_t i);
+/* Device attribute (int) holding the tasks placed pods run on the device (the `mutex` policy
+ * selects devices where it is 0). */
+#define EXT_ATTR_TASKS "hamiTasks"
 
 /*
  * Build from Node objects and Pod objects (arrays; pods on any node). `skip_ns`/`skip_name`
@@ -53,6 +68,7 @@ void ext_inventory_free(struct ext_inventory *inv);
 const struct ext_node *ext_inventory_node(const struct ext_inventory *inv, const char *name);
 /* The device of `node` with this UUID, or NULL. */
 const struct hami_node_device *ext_node_device_by_uuid(const struct ext_node *n, const char *uuid);
-const struct hami_node_device *ext_node_device_by_name(const struct ext_node *n, const char *name);
+/* Position of the device named `name` ("hami-gpu-<i>") or -1. */
+long ext_node_device_by_name(const struct ext_node *n, const char *name);
 
 #endif /* GS_EXTENDER_INVENTORY_H */

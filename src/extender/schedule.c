@@ -26,14 +26,38 @@ int ext_node_policy_parse(const char *s, enum ext_node_policy *out, struct gs_er
     return 0;
 }
 
-/* HAMi's GPU policy names ("topology-aware") and ours. */
-static int gpu_policy_parse(const char *s, enum alloc_policy *out, struct gs_error *err)
+/* hami.io/gpu-scheduler-policy: one name or a comma list (util.PolicyContains): binpack, spread,
+ * topology-aware (ours: first-fit, topology) choose the allocator's policy; mutex and numa are
+ * flags (GPUSchedulerPolicyMutex / GPUSchedulerPolicyNuma, pkg/scheduler/policy/gpu_policy.go). */
+static int gpu_policy_parse(const char *s, struct ext_pod_request *req, struct gs_error *err)
 {
-    if (strcmp(s, "topology-aware") == 0) {
-        *out = ALLOC_POLICY_TOPOLOGY;
-        return 0;
+    for (const char *p = s;;) {
+        const char *c = strchr(p, ',');
+        size_t l = c ? (size_t)(c - p) : strlen(p);
+        char item[64];
+        while (l && (*p == ' ' || *p == '\t'))
+            p++, l--;
+        while (l && (p[l - 1] == ' ' || p[l - 1] == '\t'))
+            l--;
+        if (l >= sizeof(item))
+            return gs_error_set(err, -EINVAL, "policy \"%.64s\": item too long", s);
+        memcpy(item, p, l);
+        item[l] = '\0';
+        if (strcmp(item, HAMI_POLICY_MUTEX) == 0)
+            req->mutex = true;
+        else if (strcmp(item, HAMI_POLICY_NUMA) == 0)
+            req->numa = true;
+        else if (strcmp(item, HAMI_POLICY_TOPOLOGY) == 0)
+            req->gpu_policy = ALLOC_POLICY_TOPOLOGY;
+        else if (l && alloc_policy_parse(item, &req->gpu_policy, err) < 0)
+            return gs_error_set(err, -EINVAL,
+                                "policy \"%.64s\": \"%s\" is not binpack, spread, topology-aware, "
+                                "mutex, numa or first-fit",
+                                s, item);
+        if (!c)
+            return 0;
+        p = c + 1;
     }
-    return alloc_policy_parse(s, out, err);
 }
 
 void ext_pod_request_fini(struct ext_pod_request *req)
@@ -57,9 +81,15 @@ int ext_pod_request_init(struct ext_pod_request *req, const json_t *pod,
         return gs_error_set(err, -EINVAL, "pod: metadata.name is missing");
     if (!req->ns)
         req->ns = "default";
+    req->annotations = ann;
     const char *p = json_string_value(json_object_get(ann, HAMI_ANN_GPU_POLICY));
-    if (p && gpu_policy_parse(p, &req->gpu_policy, err) < 0)
+    if (p && gpu_policy_parse(p, req, err) < 0)
         return gs_error_prefix(err, "annotation %s: ", HAMI_ANN_GPU_POLICY);
+    /* assertNuma (pkg/device/nvidia/device.go): strconv.ParseBool, errors read as false. */
+    p = json_string_value(json_object_get(ann, HAMI_ANN_NUMA_BIND));
+    bool bind = false;
+    if (p && hami_parse_bool(p, strlen(p), &bind) == 0 && bind)
+        req->numa = true;
     p = json_string_value(json_object_get(ann, HAMI_ANN_NODE_POLICY));
     if (p && ext_node_policy_parse(p, &req->node_policy, err) < 0)
         return gs_error_prefix(err, "annotation %s: ", HAMI_ANN_NODE_POLICY);
@@ -70,8 +100,19 @@ int ext_pod_request_init(struct ext_pod_request *req, const json_t *pod,
     int r = wh_selectors_from_annotations(ann, names.driver, selectors, err);
     if (r < 0)
         return r;
-    const json_t *ctrs = json_object_get(json_object_get(pod, "spec"), "containers");
-    req->n_containers = json_array_size(ctrs);
+    if (req->mutex) {
+        /* Only idle cards (Fit: isMutex && dev.Used > 0 -> ExclusiveDeviceAllocateConflict). */
+        char expr[256];
+        snprintf(expr, sizeof(expr), "device.attributes[\"%s\"].%s == 0", names.driver,
+                 EXT_ATTR_TASKS);
+        json_array_append_new(selectors, json_pack("{s:{s:s}}", "cel", "expression", expr));
+    }
+    /* Entries: init containers first, then spec.containers (HAMi's pod annotation order). */
+    const json_t *spec = json_object_get(pod, "spec");
+    const json_t *inits = json_object_get(spec, "initContainers");
+    const json_t *apps = json_object_get(spec, "containers");
+    req->n_init = json_array_size(inits);
+    req->n_containers = req->n_init + json_array_size(apps);
     if (req->n_containers > EXT_MAX_CONTAINERS)
         return gs_error_set(err, -EINVAL, "pod has %zu containers, at most %d", req->n_containers,
                             EXT_MAX_CONTAINERS);
@@ -79,10 +120,9 @@ int ext_pod_request_init(struct ext_pod_request *req, const json_t *pod,
     size_t n_sizes = inv ? inv->n_sizes : 0;
     for (size_t i = 0; i < n_sizes; i++)
         sizes[i] = inv->sizes[i];
-    size_t i;
-    const json_t *c;
-    json_array_foreach(ctrs, i, c)
-    {
+    for (size_t i = 0; i < req->n_containers; i++) {
+        const json_t *c =
+            i < req->n_init ? json_array_get(inits, i) : json_array_get(apps, i - req->n_init);
         const char *cn = json_string_value(json_object_get(c, "name"));
         char what[128];
         snprintf(what, sizeof(what), "container \"%.64s\"", cn ? cn : "");
@@ -93,6 +133,11 @@ int ext_pod_request_init(struct ext_pod_request *req, const json_t *pod,
             continue;
         if (!l.has_count) /* HAMi's webhook defaults gpu to 1 */
             l.has_count = true, l.count = 1;
+        /* HAMi >= 2.7's webhook (defaultExclusiveCoreIfNeeded, pkg/device/nvidia/device.go): a
+         * GPU asked without gpucores, and without gpumem or with gpumem-percentage 100, is the
+         * whole card: gpucores 100. */
+        if (!l.has_cores && ((l.has_pct && l.pct == 100) || (!l.has_pct && !l.has_mem)))
+            l.has_cores = true, l.cores = 100;
         if (l.count == 0)
             continue;
         if (l.has_pct && n_sizes == 0) {
@@ -104,6 +149,24 @@ int ext_pod_request_init(struct ext_pod_request *req, const json_t *pod,
         if ((r = wh_claim_spec_build(&l, &names, selectors, WH_TOPOLOGY_NONE, sizes, n_sizes, what,
                                      &cspec, err)) < 0)
             goto fail;
+        if (req->numa && l.count >= 2) {
+            /* All of the container's cards on one NUMA node (Fit's numa branch). */
+            char match[300];
+            snprintf(match, sizeof(match), "%s/numaNode", names.driver);
+            json_t *devs = json_object_get(cspec, "devices");
+            json_t *cons = json_object_get(devs, "constraints");
+            if (!cons)
+                json_object_set_new(devs, "constraints", cons = json_array());
+            json_array_append_new(cons, json_pack("{s:[s],s:s}", "requests", WH_REQUEST_NAME,
+                                                  "matchAttribute", match));
+        }
+        struct ext_hami_request *h = &req->hami[req->n_claims];
+        h->nums = (int32_t)GS_MIN(l.count, (int64_t)INT32_MAX);
+        h->memreq = l.has_mem ? (int32_t)GS_MIN(l.mem_mib, (int64_t)INT32_MAX) : 0;
+        h->mem_pct = l.has_pct ? (int32_t)l.pct : 101;
+        if (h->mem_pct == 101 && h->memreq == 0)
+            h->mem_pct = 100;
+        h->coresreq = l.has_cores ? (int32_t)GS_MIN(l.cores, (int64_t)INT32_MAX) : 0;
         char cname[128];
         snprintf(cname, sizeof(cname), "%.60s-%zu", req->name, i);
         _cleanup_(gs_json_decrefp) json_t *claim = json_pack(
@@ -163,9 +226,6 @@ static void explain_failure(struct alloc_explanation **why, size_t n, struct ext
                 if (!hr)
                     continue;
                 snprintf(fit->reason, sizeof(fit->reason), "%s", hr);
-                snprintf(fit->message, sizeof(fit->message), "%s: %s: %s", hr,
-                         json_string_value(json_object_get(dev, "device")),
-                         json_string_value(json_object_get(dev, "message")));
                 return;
             }
             if (!fallback) {
@@ -179,18 +239,24 @@ static void explain_failure(struct alloc_explanation **why, size_t n, struct ext
         }
         if (fallback) {
             /* Every device fit alone: the request did not fit as a whole (too few cards). */
+            (void)fallback_msg;
             snprintf(fit->reason, sizeof(fit->reason), "%s",
                      strcmp(fallback, "InsufficientDevices") == 0 ||
                              strcmp(fallback, "NoDevices") == 0
-                         ? "NodeUnfitPod"
+                         ? HAMI_REASON_NODE_UNFIT_POD
                          : fallback);
-            snprintf(fit->message, sizeof(fit->message), "%s: %s", fit->reason,
-                     fallback_msg ? fallback_msg : fallback);
             return;
         }
     }
-    snprintf(fit->reason, sizeof(fit->reason), "NodeUnfitPod");
-    snprintf(fit->message, sizeof(fit->message), "NodeUnfitPod: the pod does not fit");
+    snprintf(fit->reason, sizeof(fit->reason), HAMI_REASON_NODE_UNFIT_POD);
+}
+
+/* The allocator refused where HAMi's rules accept: HAMi's text with our reason for every card. */
+static void allocator_failure(const struct ext_node *node, struct ext_fit *fit)
+{
+    struct hami_reasons rs = {0};
+    hami_reasons_set(&rs, fit->reason[0] ? fit->reason : HAMI_REASON_NODE_UNFIT_POD, (int)node->n);
+    hami_reasons_format(&rs, (int)node->n, fit->message, sizeof(fit->message));
 }
 
 static int fill_devices(const struct ext_node *node, const struct ext_pod_request *req,
@@ -208,7 +274,8 @@ static int fill_devices(const struct ext_node *node, const struct ext_pod_reques
                            res)
         {
             const char *dn = json_string_value(json_object_get(res, "device"));
-            const struct hami_node_device *h = dn ? ext_node_device_by_name(node, dn) : NULL;
+            long hi = dn ? ext_node_device_by_name(node, dn) : -1;
+            const struct hami_node_device *h = hi >= 0 ? &node->dev[hi] : NULL;
             if (!h || cd->n == HAMI_MAX_CTR_DEVICES)
                 return gs_error_set(err, -EIO, "allocator returned unknown device %s on %s",
                                     dn ? dn : "(none)", node->name);
@@ -227,7 +294,8 @@ static int fill_devices(const struct ext_node *node, const struct ext_pod_reques
             struct hami_ctr_device *d = &cd->dev[cd->n++];
             snprintf(d->uuid, sizeof(d->uuid), "%s", h->id);
             snprintf(d->type, sizeof(d->type), "%s", HAMI_DEVICE_TYPE);
-            d->usedmem = mem, d->usedcores = cores;
+            d->usedmem = (int32_t)GS_MIN(mem, (int64_t)INT32_MAX);
+            d->usedcores = (int32_t)GS_MIN(cores, (int64_t)INT32_MAX);
             added += mem;
         }
     }
@@ -243,16 +311,19 @@ int ext_try_node(struct ext_inventory *inv, const struct ext_pod_request *req, c
     *fit = (struct ext_fit){0};
     const struct ext_node *node = ext_inventory_node(inv, name);
     if (!node) {
-        snprintf(fit->reason, sizeof(fit->reason), "NodeUnregistered");
-        snprintf(fit->message, sizeof(fit->message), "NodeUnregistered: node %.128s is unknown",
-                 name);
+        snprintf(fit->reason, sizeof(fit->reason), HAMI_REASON_NODE_UNREGISTERED);
+        snprintf(fit->message, sizeof(fit->message), "%s: node %.128s is unknown",
+                 HAMI_REASON_NODE_UNREGISTERED, name);
         return 0;
     }
     if (node->problem[0]) {
-        snprintf(fit->reason, sizeof(fit->reason), "NodeUnregistered");
-        snprintf(fit->message, sizeof(fit->message), "NodeUnregistered: %s", node->problem);
+        snprintf(fit->reason, sizeof(fit->reason), HAMI_REASON_NODE_UNREGISTERED);
+        snprintf(fit->message, sizeof(fit->message), "%s: %s", HAMI_REASON_NODE_UNREGISTERED,
+                 node->problem);
         return 0;
     }
+    if (!ext_hami_check(node, req, fit))
+        return 0;
     json_t *allocs[EXT_MAX_CONTAINERS] = {0};
     struct alloc_explanation *why[EXT_MAX_CONTAINERS] = {0};
     /* Without commit, a trial: the allocator leaves the state as it was. */
@@ -271,12 +342,17 @@ int ext_try_node(struct ext_inventory *inv, const struct ext_pod_request *req, c
         else
             ((struct ext_node *)node)->mem_used += fit->mem_added;
     } else if (r == ALLOC_UNSCHEDULABLE || r == ALLOC_SEARCH_LIMIT) {
+        fit->fits = false;
         explain_failure(why, req->n_claims, fit);
+        allocator_failure(node, fit);
         r = 0;
     } else {
         /* An error of the claim itself (e.g. a CEL error) is reported for this node. */
-        snprintf(fit->reason, sizeof(fit->reason), "NodeUnfitPod");
-        snprintf(fit->message, sizeof(fit->message), "NodeUnfitPod: %s", err ? err->msg : "");
+        fit->fits = false;
+        snprintf(fit->reason, sizeof(fit->reason), HAMI_REASON_NODE_UNFIT_POD);
+        gs_log(GS_LOG_WARN, "allocation error", "node=%s error=%s", node->name,
+               err ? err->msg : "");
+        allocator_failure(node, fit);
         r = 0;
     }
     for (size_t i = 0; i < req->n_claims; i++) {

@@ -16,7 +16,7 @@
 #include "base/log.h"
 #include "base/macros.h"
 #include "extender/assign.h"
-#include "extender/hami.h"
+#include "hami/hami.h"
 #include "extender/inventory.h"
 #include "webhook/shape.h"
 
@@ -214,7 +214,7 @@ static bool cacheable(const json_t *nodes, bool by_name)
 }
 
 static int run_pass(struct ext_service *s, const json_t *pod, json_t *nodes, bool use_cache,
-                    struct pass *p, struct gs_error *err)
+                    bool filter, struct pass *p, struct gs_error *err)
 {
     *p = (struct pass){.nodes = nodes, .best = -1};
     const json_t *md = json_object_get(pod, "metadata");
@@ -249,6 +249,14 @@ static int run_pass(struct ext_service *s, const json_t *pod, json_t *nodes, boo
         return gs_error_set(err, -ENOMEM, "out of memory");
     if (p->req.n_claims == 0)
         return 0;
+    if (filter) {
+        _cleanup_free_ const char **names = calloc(p->n ? p->n : 1, sizeof(*names));
+        if (!names)
+            return gs_error_set(err, -ENOMEM, "out of memory");
+        for (size_t i = 0; i < p->n; i++)
+            names[i] = node_name(json_array_get(nodes, i));
+        return ext_filter_nodes(p->inv, &p->req, names, p->n, p->fits, &p->best, err);
+    }
     for (size_t i = 0; i < p->n; i++) {
         const char *nn = node_name(json_array_get(nodes, i));
         if (!nn)
@@ -287,7 +295,7 @@ json_t *ext_filter(struct ext_service *s, const json_t *args, struct gs_error *e
     json_t *out = NULL;
     int r = candidates(s, args, &nodes, &by_name, &e);
     if (r == 0)
-        r = run_pass(s, pod, nodes, cacheable(nodes, by_name), &p, &e);
+        r = run_pass(s, pod, nodes, cacheable(nodes, by_name), true, &p, &e);
     else
         json_decref(nodes);
     if (r < 0) {
@@ -303,7 +311,9 @@ json_t *ext_filter(struct ext_service *s, const json_t *args, struct gs_error *e
             continue;
         if (p.req.n_claims == 0 || (long)i == p.best)
             json_array_append(ok, by_name ? json_string(nn) : (json_t *)node);
-        else if (!p.fits[i].fits)
+        else if (!p.fits[i].fits && p.fits[i].message[0])
+            /* (nodes HAMi's rules accept but were not tried are left out, as fitting nodes
+             * other than the chosen one are) */
             json_object_set_new(failed, nn, json_string(p.fits[i].message));
     }
     if (by_name) {
@@ -346,7 +356,7 @@ json_t *ext_prioritize(struct ext_service *s, const json_t *args, struct gs_erro
     json_t *out = json_array();
     int r = candidates(s, args, &nodes, &by_name, &e);
     if (r == 0)
-        r = run_pass(s, pod, nodes, cacheable(nodes, by_name), &p, &e);
+        r = run_pass(s, pod, nodes, cacheable(nodes, by_name), false, &p, &e);
     else
         json_decref(nodes);
     for (size_t i = 0; r == 0 && i < p.n; i++) {
@@ -376,39 +386,63 @@ static int patch_annotations(struct ext_service *s, const struct gs_k8s_resource
     return gs_k8s_patch(s->cfg.k8s, res, ns, name, NULL, GS_K8S_PATCH_MERGE, patch, 0, NULL, err);
 }
 
-/* HAMi's node lock: the annotation, set with the node's resourceVersion as precondition. */
+/* HAMi's node lock (LockNode, pkg/util/nodelock/nodelock.go v2.10.0): the annotation, set with
+ * the node's resourceVersion as precondition. A lock is taken over when it is older than
+ * HAMI_NODELOCK_EXPIRE (5 minutes) or its owner pod is gone (dangling); a lock this pod holds
+ * is ours already. */
 static int lock_node(struct ext_service *s, const char *node, const char *ns, const char *pod,
                      json_t **node_obj, struct gs_error *err)
 {
-    json_t *n = NULL;
+    _cleanup_(gs_json_decrefp) json_t *n = NULL;
     int r = gs_k8s_get(s->cfg.k8s, &gs_k8s_nodes, NULL, node, &n, err);
     if (r < 0)
         return r;
     const json_t *md = json_object_get(n, "metadata");
     const char *held =
         json_string_value(json_object_get(json_object_get(md, "annotations"), HAMI_ANN_NODE_LOCK));
-    int64_t now = (int64_t)time(NULL), since;
-    /* A lock dated in the future (beyond clock skew) was not taken by a live bind: invalid. */
-    if (held && hami_lock_time(held, &since) == 0 && since <= now + EXT_LOCK_MAX_SKEW_S &&
-        now - since < EXT_LOCK_EXPIRY_S) {
-        s->stats.lock_conflicts++;
-        gs_error_set(err, -EBUSY, "node %s is locked (%s=\"%.128s\")", node, HAMI_ANN_NODE_LOCK,
-                     held);
-        json_decref(n); /* `held` points into it */
-        return -EBUSY;
+    int64_t now = (int64_t)time(NULL);
+    if (held) {
+        struct hami_lock lk;
+        if (hami_lock_parse(held, &lk, err) < 0) {
+            s->stats.lock_conflicts++;
+            return gs_error_prefix(err, "node %s: ", node);
+        }
+        bool take = false;
+        if (lk.unix_s > now + EXT_LOCK_MAX_SKEW_S) {
+            take = true; /* dated in the future (beyond clock skew): not a live bind's */
+        } else if (now - lk.unix_s > hami_lock_expiry_s()) {
+            take = true; /* expired */
+        } else if (strcmp(lk.ns, ns) == 0 && strcmp(lk.pod, pod) == 0) {
+            *node_obj = TAKE_PTR(n); /* held by this pod already */
+            return 0;
+        } else if (lk.ns[0] && lk.pod[0]) {
+            _cleanup_(gs_json_decrefp) json_t *owner = NULL;
+            struct gs_error e2 = {0};
+            int g = gs_k8s_get(s->cfg.k8s, &gs_k8s_pods, lk.ns, lk.pod, &owner, &e2);
+            if (g == -ENOENT)
+                take = true; /* dangling: the owner pod is gone */
+            else if (g < 0)
+                return gs_error_set(err, g, "node %s: lock owner %s/%s: %s", node, lk.ns, lk.pod,
+                                    e2.msg);
+        }
+        if (!take) {
+            s->stats.lock_conflicts++;
+            return gs_error_set(err, -EBUSY, "node %s is locked (%s=\"%.128s\")", node,
+                                HAMI_ANN_NODE_LOCK, held);
+        }
+        gs_log(GS_LOG_INFO, "node lock taken over", "node=%s lock=\"%.128s\"", node, held);
     }
-    char value[256];
+    char value[600];
     hami_lock_value(value, sizeof(value), now, ns, pod);
     _cleanup_(gs_json_decrefp) json_t *ann = json_pack("{s:s}", HAMI_ANN_NODE_LOCK, value);
     r = patch_annotations(s, &gs_k8s_nodes, NULL, node, ann,
                           json_string_value(json_object_get(md, "resourceVersion")), err);
     if (r < 0) {
-        json_decref(n);
         if (r == -EBUSY)
             s->stats.lock_conflicts++;
         return gs_error_prefix(err, "lock node %s: ", node);
     }
-    *node_obj = n;
+    *node_obj = TAKE_PTR(n);
     return 0;
 }
 
@@ -465,7 +499,7 @@ static int bind_locked(struct ext_service *s, const char *ns, const char *name, 
         return r;
     struct pass p = {0};
     json_t *nodes = json_pack("[o]", node_obj);
-    r = run_pass(s, pod, nodes, false, &p, err);
+    r = run_pass(s, pod, nodes, false, false, &p, err);
     if (r == 0 && p.req.n_claims == 0)
         r = gs_error_set(err, -EPERM,
                          "pod %s/%s requests no nvidia.com/gpu: not bound by this extender", ns,
@@ -501,10 +535,27 @@ static int bind_locked(struct ext_service *s, const char *ns, const char *name, 
             "annotations", HAMI_ANN_TO_ALLOCATE, enc, HAMI_ANN_ALLOCATED, enc, HAMI_ANN_NODE, node,
             HAMI_ANN_TIME, now_s, HAMI_ANN_BIND_PHASE, HAMI_BIND_ALLOCATING, HAMI_ANN_BIND_TIME,
             now_s, "target", "apiVersion", "v1", "kind", "Node", "name", node);
+        /* HAMi's PatchPodAnnotations also labels the pod with its node (HAMi's monitor selects
+         * pods by the label). The Binding carries it; an API server that copies only a
+         * Binding's annotations gets it by a patch once the binding is accepted (below). */
+        if (binding)
+            json_object_set_new(json_object_get(binding, "metadata"), "labels",
+                                json_pack("{s:s}", HAMI_LABEL_NODE, node));
         if (!binding)
             r = gs_error_set(err, -ENOMEM, "out of memory");
         else if ((r = gs_k8s_path(path, sizeof(path), &gs_k8s_pods, ns, name, "binding", err)) == 0)
             r = gs_k8s_request(s->cfg.k8s, "POST", path, binding, NULL, NULL, NULL, err);
+        if (r == 0) {
+            struct gs_error e2 = {0};
+            _cleanup_(gs_json_decrefp) json_t *lp =
+                json_pack("{s:{s:{s:s}}}", "metadata", "labels", HAMI_LABEL_NODE, node);
+            if (!lp || gs_k8s_patch(s->cfg.k8s, &gs_k8s_pods, ns, name, NULL, GS_K8S_PATCH_MERGE,
+                                    lp, 0, NULL, &e2) < 0) {
+                char q[300];
+                gs_log(GS_LOG_WARN, "pod label failed", "pod=%s/%s label=%s error=%s", ns, name,
+                       HAMI_LABEL_NODE, gs_log_quote(q, sizeof(q), lp ? e2.msg : "out of memory"));
+            }
+        }
         if (r == 0) {
             char q[512];
             gs_log(GS_LOG_INFO, "devices assigned", "pod=%s/%s node=%s devices=%s", ns, name, node,

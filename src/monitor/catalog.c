@@ -5,7 +5,6 @@
 #include <jansson.h>
 #include <limits.h>
 #include <pwd.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/ledger-read.h"
+#include "cli/ledger.h"
 #include "base/clock.h"
 #include "base/fs.h"
 #include "config/limits.h"
@@ -23,7 +24,6 @@
 
 #define CHECKPOINT_FILE "checkpoint.json"
 #define CHECKPOINT_MAX  (64u * 1024u * 1024u)
-#define LEDGER_FILE     "ledger.db"
 #define LEDGER_BUSY_MS  200
 /* Claims listed at most (a 64 MiB checkpoint holds about 200,000); past it the rest are dropped,
  * logged once per refresh as an error. */
@@ -265,62 +265,49 @@ static bool owner_alive(pid_t pid, uint64_t start, const char *boot)
     return now_start == start && strcmp(now_boot, boot) == 0;
 }
 
+struct standalone_walk {
+    struct mon_catalog *c;
+    struct listing *out;
+};
+
+static int standalone_row(void *ud, const struct ledger_row *row)
+{
+    struct standalone_walk *w = ud;
+    if (!owner_alive(row->owner_pid, row->owner_start, row->boot_id)) {
+        /* The runner died without releasing; the next `gpuslice` reclaims the row. */
+        atomic_fetch_add(&w->c->skipped[MON_CAUSE_OWNER_GONE], 1);
+        return 0;
+    }
+    const char *uid =
+        json_string_value(json_object_get(json_object_get(row->claim, "metadata"), "uid"));
+    struct listed *l = uid && claim_uid_valid(uid) ? listing_add(w->out) : NULL;
+    if (l) {
+        l->source = MON_SOURCE_STANDALONE;
+        snprintf(l->uid, sizeof(l->uid), "%s", uid);
+        snprintf(l->name, sizeof(l->name), "%s", row->name);
+        snprintf(l->region, sizeof(l->region), "%s/region", row->slice_dir);
+        snprintf(l->limits, sizeof(l->limits), "%s/limits/%s" GS_LIMITS_SUFFIX, row->slice_dir,
+                 uid);
+    }
+    return 0;
+}
+
+/* `gpuslice run`'s slices, through the CLI's read-only ledger reader (cli/ledger-read.h). */
 static void list_standalone(struct mon_catalog *c, struct refresher_state *rs, struct listing *out)
 {
     if (!c->cfg.standalone_state_dir)
         return;
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/" LEDGER_FILE, c->cfg.standalone_state_dir);
-    if (access(path, F_OK) != 0)
+    struct standalone_walk w = {.c = c, .out = out};
+    struct gs_error e = {0};
+    int r = ledger_read(c->cfg.standalone_state_dir, LEDGER_BUSY_MS, standalone_row, &w, &e);
+    if (r == -ENOENT)
         return; /* `gpuslice run` never ran here */
-    sqlite3 *db = NULL;
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
-    if (rc == SQLITE_OK) {
-        sqlite3_busy_timeout(db, LEDGER_BUSY_MS);
-        rc = sqlite3_prepare_v2(db,
-                                "SELECT name, slice_dir, owner_pid, owner_start, boot_id, claim "
-                                "FROM slices ORDER BY id",
-                                -1, &st, NULL);
-    }
-    while (rc == SQLITE_OK || rc == SQLITE_ROW) {
-        if ((rc = sqlite3_step(st)) != SQLITE_ROW)
-            break;
-        const char *name = (const char *)sqlite3_column_text(st, 0);
-        const char *dir = (const char *)sqlite3_column_text(st, 1);
-        pid_t pid = (pid_t)sqlite3_column_int64(st, 2);
-        uint64_t start = (uint64_t)sqlite3_column_int64(st, 3);
-        const char *boot = (const char *)sqlite3_column_text(st, 4);
-        const char *claim_text = (const char *)sqlite3_column_text(st, 5);
-        if (!name || !dir || !boot || !claim_text)
-            continue;
-        if (!owner_alive(pid, start, boot)) {
-            /* The runner died without releasing; the next `gpuslice` reclaims the row. */
-            atomic_fetch_add(&c->skipped[MON_CAUSE_OWNER_GONE], 1);
-            continue;
-        }
-        json_t *claim = json_loads(claim_text, 0, NULL);
-        const char *uid =
-            json_string_value(json_object_get(json_object_get(claim, "metadata"), "uid"));
-        struct listed *l = uid && claim_uid_valid(uid) ? listing_add(out) : NULL;
-        if (l) {
-            l->source = MON_SOURCE_STANDALONE;
-            snprintf(l->uid, sizeof(l->uid), "%s", uid);
-            snprintf(l->name, sizeof(l->name), "%s", name);
-            snprintf(l->region, sizeof(l->region), "%s/region", dir);
-            snprintf(l->limits, sizeof(l->limits), "%s/limits/%s" GS_LIMITS_SUFFIX, dir, uid);
-        }
-        json_decref(claim);
-    }
-    if (rc != SQLITE_DONE) {
-        char d[300];
-        snprintf(d, sizeof(d), "%s", db ? sqlite3_errmsg(db) : "cannot open");
-        mon_catalog_skip(c, MON_CAUSE_LEDGER_UNREADABLE, &rs->logged, path, d);
-    } else {
+    if (r < 0)
+        mon_catalog_skip(c, MON_CAUSE_LEDGER_UNREADABLE, &rs->logged, path, e.msg);
+    else
         cleared(&rs->logged, MON_CAUSE_LEDGER_UNREADABLE, path);
-    }
-    sqlite3_finalize(st);
-    sqlite3_close(db);
 }
 
 /* Devices of a standalone slice, from its limits file. `gpuslice run` inserts the ledger row
@@ -610,7 +597,8 @@ static void sample_gpus(struct mon_catalog *c, struct refresher_state *rs)
         }
     } else {
         for (size_t i = 0; i < g->n; i++)
-            g->gpu[i].has_memory_used = g->gpu[i].has_utilization = false;
+            g->gpu[i].has_memory_used = g->gpu[i].has_utilization = g->gpu[i].has_mem_utilization =
+                false;
     }
     pthread_mutex_lock(&c->lock);
     c->gpus = *g;

@@ -11,6 +11,7 @@
 #include "base/macros.h"
 #include "base/version.h"
 #include "config/limits.h"
+#include "gpuslice/hami.h"
 
 enum fam {
     /* HAMi vGPU monitor: device and per-container usage */
@@ -21,6 +22,20 @@ enum fam {
     F_CTR_MEM,
     F_CTR_UTIL,
     F_CTR_LAST,
+    F_HOST_MEMCTL,
+    F_VGPU_CONTEXT,
+    F_VGPU_MODULE,
+    F_VGPU_BUFFER,
+    F_MIG_INFO,
+    F_HAMI_BUILD,
+    /* HAMi scheduler (cmd/scheduler/metrics.go): allocation on this node's GPUs */
+    F_S_MEM_LIMIT,
+    F_S_CORE_LIMIT,
+    F_S_MEM_ALLOC,
+    F_S_SHARED,
+    F_S_CORE_ALLOC,
+    F_S_OVERVIEW,
+    F_S_MEM_RATIO,
     /* HAMi-DRA monitor: allocation */
     F_DRA_CORE_LIMIT,
     F_DRA_MEM_LIMIT,
@@ -61,25 +76,63 @@ enum fam {
     F_L_MEM_ALLOC,
     F_L_VCORE,
     F_L_VMEM,
+    F_L_CTR_MEM_DESC,
+    F_L_CTR_UTIL_DESC,
+    F_L_CTR_LAST,
+    F_L_MIG_INFO,
+    F_L_S_OVERVIEW,
+    F_L_S_MEM_PCT,
+    F_L_S_SHARED,
+    F_L_S_VCORE_PCT,
+    F_L_S_VMEM_PCT,
     F_N,
     F_FIRST_LEGACY = F_L_HOST_MEM,
 };
 
+/* Names, HELP texts and labels as HAMi's (cmd/vGPUmonitor/metrics.go, cmd/scheduler/metrics.go,
+ * pkg/metrics/metrics.go at v2.10.0; vGPUCorePercentage/vGPUMemoryPercentage as before HAMi
+ * commit 59e4e9d0 removed them). The vGPU monitor's families carry zone="vGPU". */
 static const struct mon_family_def defs[F_N] = {
-    [F_HOST_MEM] = {"hami_host_gpu_memory_used_bytes", MON_GAUGE, MON_MERGE_NONE,
+    [F_HOST_MEM] = {HAMI_METRIC_HOST_MEM, MON_GAUGE, MON_MERGE_NONE,
                     "GPU device memory usage in bytes"},
-    [F_HOST_UTIL] = {"hami_host_gpu_utilization_ratio", MON_GAUGE, MON_MERGE_NONE,
+    [F_HOST_UTIL] = {HAMI_METRIC_HOST_UTIL, MON_GAUGE, MON_MERGE_NONE,
                      "GPU core utilization ratio (0-100)"},
-    [F_VGPU_USED] = {"hami_vgpu_memory_used_bytes", MON_GAUGE, MON_MERGE_SUM,
+    [F_VGPU_USED] = {HAMI_METRIC_VGPU_USED, MON_GAUGE, MON_MERGE_SUM,
                      "vGPU device memory usage in bytes"},
-    [F_VGPU_LIMIT] = {"hami_vgpu_memory_limit_bytes", MON_GAUGE, MON_MERGE_SUM,
+    [F_VGPU_LIMIT] = {HAMI_METRIC_VGPU_LIMIT, MON_GAUGE, MON_MERGE_SUM,
                       "vGPU device memory limit in bytes"},
-    [F_CTR_MEM] = {"hami_container_device_memory_bytes", MON_GAUGE, MON_MERGE_SUM,
+    [F_CTR_MEM] = {HAMI_METRIC_CTR_MEM, MON_GAUGE, MON_MERGE_SUM,
                    "Container device memory usage in bytes"},
-    [F_CTR_UTIL] = {"hami_container_device_utilization_ratio", MON_GAUGE, MON_MERGE_SUM,
-                    "Container device SM utilization ratio (0-100)"},
-    [F_CTR_LAST] = {"hami_container_last_kernel_elapsed_seconds", MON_GAUGE, MON_MERGE_MIN,
+    [F_CTR_UTIL] = {HAMI_METRIC_CTR_UTIL, MON_GAUGE, MON_MERGE_SUM,
+                    "Container device SM utilization ratio"},
+    [F_CTR_LAST] = {HAMI_METRIC_CTR_LAST_KERNEL, MON_GAUGE, MON_MERGE_MIN,
                     "Seconds since last kernel execution in container"},
+    [F_HOST_MEMCTL] = {HAMI_METRIC_HOST_MEMCTL_UTIL, MON_GAUGE, MON_MERGE_NONE,
+                       "GPU memory controller utilization ratio (0-100)"},
+    [F_VGPU_CONTEXT] = {HAMI_METRIC_VGPU_MEM_CONTEXT, MON_GAUGE, MON_MERGE_SUM,
+                        "Container device memory context size in bytes"},
+    [F_VGPU_MODULE] = {HAMI_METRIC_VGPU_MEM_MODULE, MON_GAUGE, MON_MERGE_SUM,
+                       "Container device memory module size in bytes"},
+    [F_VGPU_BUFFER] = {HAMI_METRIC_VGPU_MEM_BUFFER, MON_GAUGE, MON_MERGE_SUM,
+                       "Container device memory buffer size in bytes"},
+    [F_MIG_INFO] = {HAMI_METRIC_MIG_INFO, MON_GAUGE, MON_MERGE_NONE,
+                    "MIG runtime identity for a container allocation"},
+    [F_HAMI_BUILD] = {HAMI_METRIC_BUILD_INFO, MON_GAUGE, MON_MERGE_NONE,
+                      "hami build metadata exposed as labels with a constant value of 1."},
+    [F_S_MEM_LIMIT] = {HAMI_METRIC_S_GPU_MEM_LIMIT, MON_GAUGE, MON_MERGE_NONE,
+                       "Device memory limit for a certain GPU"},
+    [F_S_CORE_LIMIT] = {"hami_gpu_core_limit_ratio", MON_GAUGE, MON_MERGE_NONE,
+                        "Device core limit for a certain GPU"},
+    [F_S_MEM_ALLOC] = {HAMI_METRIC_S_GPU_MEM_ALLOC, MON_GAUGE, MON_MERGE_NONE,
+                       "Device memory allocated for a certain GPU"},
+    [F_S_SHARED] = {HAMI_METRIC_S_GPU_SHARED, MON_GAUGE, MON_MERGE_NONE,
+                    "Number of containers sharing this GPU"},
+    [F_S_CORE_ALLOC] = {HAMI_METRIC_S_GPU_CORE_ALLOC, MON_GAUGE, MON_MERGE_NONE,
+                        "Device core allocated for a certain GPU"},
+    [F_S_OVERVIEW] = {"hami_node_gpu_overview", MON_GAUGE, MON_MERGE_NONE,
+                      "GPU overview on a certain node"},
+    [F_S_MEM_RATIO] = {HAMI_METRIC_S_NODE_MEM_ALLOC, MON_GAUGE, MON_MERGE_NONE,
+                       "GPU Memory Allocated Percentage on a certain GPU"},
     [F_DRA_CORE_LIMIT] = {"hami_dra_gpu_core_limit_ratio", MON_GAUGE, MON_MERGE_NONE,
                           "Device core limit for a certain GPU"},
     [F_DRA_MEM_LIMIT] = {"hami_dra_gpu_memory_limit_bytes", MON_GAUGE, MON_MERGE_NONE,
@@ -140,12 +193,10 @@ static const struct mon_family_def defs[F_N] = {
                   "Time to build and render one exposition (completed scrapes)"},
     [F_BUILD] = {"gpuslice_build", MON_INFO, MON_MERGE_NONE,
                  "Version of gpuslice-monitor and the newest shared-region layout it reads"},
-    [F_L_HOST_MEM] = {"HostGPUMemoryUsage", MON_GAUGE, MON_MERGE_NONE, "GPU device memory usage"},
-    [F_L_HOST_CORE] = {"HostCoreUtilization", MON_GAUGE, MON_MERGE_NONE, "GPU core utilization"},
-    [F_L_VGPU_USED] = {"vGPU_device_memory_usage_in_bytes", MON_GAUGE, MON_MERGE_SUM,
-                       "vGPU device usage"},
-    [F_L_VGPU_LIMIT] = {"vGPU_device_memory_limit_in_bytes", MON_GAUGE, MON_MERGE_SUM,
-                        "vGPU device limit"},
+    [F_L_HOST_MEM] = {HAMI_METRIC_L_HOST_MEM, MON_GAUGE, MON_MERGE_NONE, "GPU device memory usage"},
+    [F_L_HOST_CORE] = {HAMI_METRIC_L_HOST_CORE, MON_GAUGE, MON_MERGE_NONE, "GPU core utilization"},
+    [F_L_VGPU_USED] = {HAMI_METRIC_L_VGPU_USED, MON_GAUGE, MON_MERGE_SUM, "vGPU device usage"},
+    [F_L_VGPU_LIMIT] = {HAMI_METRIC_L_VGPU_LIMIT, MON_GAUGE, MON_MERGE_SUM, "vGPU device limit"},
     [F_L_CORE_LIMIT] = {"GPUDeviceCoreLimit", MON_GAUGE, MON_MERGE_NONE,
                         "Device core limit for a certain GPU"},
     [F_L_MEM_LIMIT] = {"GPUDeviceMemoryLimit", MON_GAUGE, MON_MERGE_NONE,
@@ -158,6 +209,26 @@ static const struct mon_family_def defs[F_N] = {
                    "vGPU core allocated from a container"},
     [F_L_VMEM] = {"vGPUDeviceMemoryAllocated", MON_GAUGE, MON_MERGE_SUM,
                   "vGPU memory allocated from a container"},
+    [F_L_CTR_MEM_DESC] = {HAMI_METRIC_L_CTR_MEM_DESC, MON_GAUGE, MON_MERGE_SUM,
+                          "Container device memory description"},
+    [F_L_CTR_UTIL_DESC] = {HAMI_METRIC_L_CTR_UTIL_DESC, MON_GAUGE, MON_MERGE_SUM,
+                           "Container device utilization description"},
+    [F_L_CTR_LAST] = {HAMI_METRIC_L_CTR_LAST, MON_GAUGE, MON_MERGE_MIN,
+                      "Container device last kernel description"},
+    [F_L_MIG_INFO] = {HAMI_METRIC_L_MIG_INFO, MON_GAUGE, MON_MERGE_NONE,
+                      "Mig device information for container"},
+    [F_L_S_OVERVIEW] = {HAMI_METRIC_S_L_NODE_OVERVIEW, MON_GAUGE, MON_MERGE_NONE,
+                        "GPU overview on a certain node"},
+    [F_L_S_MEM_PCT] = {"nodeGPUMemoryPercentage", MON_GAUGE, MON_MERGE_NONE,
+                       "GPU Memory Allocated Percentage on a certain GPU"},
+    [F_L_S_SHARED] = {"GPUDeviceSharedNum", MON_GAUGE, MON_MERGE_NONE,
+                      "Number of containers sharing this GPU"},
+    [F_L_S_VCORE_PCT] = {HAMI_METRIC_S_L_VGPU_CORE_PCT, MON_GAUGE, MON_MERGE_SUM,
+                         "vGPU core allocated from a container (This metric will be deprecated in "
+                         "v2.8.0, use vGPUCoreAllocated instead.)"},
+    [F_L_S_VMEM_PCT] = {HAMI_METRIC_S_L_VGPU_MEMORY_PCT, MON_GAUGE, MON_MERGE_SUM,
+                        "vGPU memory percentage allocated from a container (This metric will be "
+                        "deprecated in v2.8.0, use vGPUMemoryAllocated instead.)"},
 };
 
 const char *const mon_exported_names[] = {
@@ -168,6 +239,19 @@ const char *const mon_exported_names[] = {
     "hami_container_device_memory_bytes",
     "hami_container_device_utilization_ratio",
     "hami_container_last_kernel_elapsed_seconds",
+    "hami_host_gpu_memory_controller_utilization_ratio",
+    "hami_vgpu_memory_context_bytes",
+    "hami_vgpu_memory_module_bytes",
+    "hami_vgpu_memory_buffer_bytes",
+    "hami_mig_device_info",
+    "hami_build_info",
+    "hami_gpu_memory_limit_bytes",
+    "hami_gpu_core_limit_ratio",
+    "hami_gpu_memory_allocated_bytes",
+    "hami_gpu_shared_count",
+    "hami_gpu_core_allocated_ratio",
+    "hami_node_gpu_overview",
+    "hami_node_gpu_memory_allocated_ratio",
     "hami_dra_gpu_core_limit_ratio",
     "hami_dra_gpu_memory_limit_bytes",
     "hami_dra_gpu_core_allocated_ratio",
@@ -207,6 +291,15 @@ const char *const mon_exported_names[] = {
     "GPUDeviceMemoryAllocated",
     "vGPUDeviceCoreAllocated",
     "vGPUDeviceMemoryAllocated",
+    "Device_memory_desc_of_container",
+    "Device_utilization_desc_of_container",
+    "Device_last_kernel_of_container",
+    "MigInfo",
+    "nodeGPUOverview",
+    "nodeGPUMemoryPercentage",
+    "GPUDeviceSharedNum",
+    "vGPUCorePercentage",
+    "vGPUMemoryPercentage",
     NULL,
 };
 
@@ -215,6 +308,14 @@ static const double scrape_bounds[MON_SCRAPE_BUCKETS] = {0.0005, 0.001, 0.0025, 
 
 #define MIB (1024.0 * 1024.0)
 
+#if defined(__x86_64__)
+#define GS_ARCH "amd64"
+#elif defined(__aarch64__)
+#define GS_ARCH "arm64"
+#else
+#define GS_ARCH "unknown"
+#endif
+
 struct scrape {
     struct mon_expo *e;
     int id[F_N];
@@ -222,7 +323,14 @@ struct scrape {
     const struct mon_gpus *gpus;
     /* per-GPU allocation sums (index into gpus) */
     double alloc_cores[MON_MAX_GPUS], alloc_mem[MON_MAX_GPUS];
+    unsigned shared[MON_MAX_GPUS]; /* containers holding the GPU (HAMi's DeviceUsage.Used) */
 };
+
+/* The vGPU monitor's collector is registered under zone="vGPU" (NewClusterManager). */
+static void zone(struct mon_labels *l)
+{
+    mon_labels_add(l, HAMI_METRIC_ZONE_LABEL, HAMI_METRIC_ZONE_VGPU);
+}
 
 static void add(struct scrape *s, enum fam f, const struct mon_labels *l, double v)
 {
@@ -269,17 +377,82 @@ static void claim_labels(struct mon_labels *l, const struct mon_claim *m)
     mon_labels_add(l, "claim_uid", m->uid);
 }
 
+/* HAMi's scheduler families for one GPU of this node, from the allocations the monitor knows
+ * (claims in DRA mode; in legacy mode the device plugin's limits files): memory and cores
+ * allocated, containers sharing it (collectNodeMetrics, cmd/scheduler/metrics.go). */
+static void collect_scheduler(struct scrape *s, const struct mon_gpu *g, size_t i)
+{
+    struct mon_labels l;
+    double limit = (double)g->memory_published;
+    char mib[32];
+    snprintf(mib, sizeof(mib), "%llu", (unsigned long long)(g->memory_published / (1024 * 1024)));
+    mon_labels_init(&l);
+    mon_labels_add(&l, "node", s->o->node);
+    mon_labels_add(&l, "device_uuid", g->uuid);
+    mon_labels_add_u(&l, "device_index", g->index);
+    mon_labels_add(&l, "device_type", g->type);
+    add(s, F_S_MEM_LIMIT, &l, limit);
+    add(s, F_S_CORE_LIMIT, &l, 100);
+    add(s, F_S_SHARED, &l, s->shared[i]);
+    add(s, F_S_CORE_ALLOC, &l, s->alloc_cores[i]);
+    if (limit > 0)
+        add(s, F_S_MEM_RATIO, &l, s->alloc_mem[i] / limit);
+    mon_labels_init(&l);
+    mon_labels_add(&l, "node", s->o->node);
+    mon_labels_add(&l, "device_uuid", g->uuid);
+    mon_labels_add_u(&l, "device_index", g->index);
+    mon_labels_add(&l, "device_cores", "100");
+    mon_labels_add(&l, "device_type", g->type);
+    add(s, F_S_MEM_ALLOC, &l, s->alloc_mem[i]);
+    mon_labels_init(&l);
+    mon_labels_add(&l, "node", s->o->node);
+    mon_labels_add(&l, "device_uuid", g->uuid);
+    mon_labels_add_u(&l, "device_index", g->index);
+    mon_labels_add(&l, "device_cores", "100");
+    mon_labels_add(&l, "device_memory_limit", mib);
+    mon_labels_add(&l, "device_type", g->type);
+    add(s, F_S_OVERVIEW, &l, s->alloc_mem[i]);
+    if (!s->o->legacy)
+        return;
+    mon_labels_init(&l);
+    mon_labels_add(&l, "nodeid", s->o->node);
+    mon_labels_add(&l, "deviceuuid", g->uuid);
+    mon_labels_add_u(&l, "deviceidx", g->index);
+    mon_labels_add(&l, "devicecores", "100");
+    mon_labels_add(&l, "devicememorylimit", mib);
+    mon_labels_add(&l, "devicetype", g->type);
+    add(s, F_L_S_OVERVIEW, &l, s->alloc_mem[i]);
+    mon_labels_init(&l);
+    mon_labels_add(&l, "nodeid", s->o->node);
+    mon_labels_add(&l, "deviceuuid", g->uuid);
+    mon_labels_add_u(&l, "deviceidx", g->index);
+    if (limit > 0)
+        add(s, F_L_S_MEM_PCT, &l, s->alloc_mem[i] / limit);
+    mon_labels_add(&l, "devicetype", g->type);
+    add(s, F_L_S_SHARED, &l, s->shared[i]);
+}
+
 static void collect_gpus(struct scrape *s)
 {
     struct mon_labels l;
     for (size_t i = 0; i < s->gpus->n; i++) {
         const struct mon_gpu *g = &s->gpus->gpu[i];
         host_labels(&l, s, g);
+        add(s, F_GPU_MEM_TOTAL, &l, (double)g->memory_total);
+        zone(&l);
         if (g->has_memory_used)
             add(s, F_HOST_MEM, &l, (double)g->memory_used);
         if (g->has_utilization)
             add(s, F_HOST_UTIL, &l, g->utilization);
-        add(s, F_GPU_MEM_TOTAL, &l, (double)g->memory_total);
+        if (g->has_mem_utilization) {
+            mon_labels_init(&l);
+            mon_labels_add_u(&l, "device_index", g->index);
+            mon_labels_add(&l, "device_uuid", g->uuid);
+            mon_labels_add(&l, "device_type", g->type);
+            zone(&l);
+            add(s, F_HOST_MEMCTL, &l, g->mem_utilization);
+        }
+        collect_scheduler(s, g, i);
         dra_labels(&l, s, g);
         add(s, F_DRA_CORE_LIMIT, &l, 1.0);
         add(s, F_DRA_MEM_LIMIT, &l, (double)g->memory_published);
@@ -291,6 +464,7 @@ static void collect_gpus(struct scrape *s)
             mon_labels_add_u(&l, "deviceidx", g->index);
             mon_labels_add(&l, "deviceuuid", g->uuid);
             mon_labels_add(&l, "devicetype", g->type);
+            zone(&l);
             if (g->has_memory_used)
                 add(s, F_L_HOST_MEM, &l, (double)g->memory_used);
             if (g->has_utilization)
@@ -339,6 +513,7 @@ static void collect_claim(struct scrape *s, struct mon_claim *m, uint64_t real_n
         if (g) {
             s->alloc_cores[gi] += cores;
             s->alloc_mem[gi] += isnan(limit) ? 0 : limit;
+            s->shared[gi] += m->n_consumers ? (unsigned)m->n_consumers : 1;
         }
         /* A region that exists but has not seen this device yet: nothing was allocated there. */
         double used = rs == MON_REGION_OK ? (rd ? (double)rd->used : 0) : NAN;
@@ -381,11 +556,17 @@ static void collect_claim(struct scrape *s, struct mon_claim *m, uint64_t real_n
             mon_labels_add(&l, "container", u->container);
             mon_labels_add_u(&l, "vdevice_index", k);
             mon_labels_add(&l, "device_uuid", d->uuid);
+            zone(&l);
             add(s, F_VGPU_USED, &l, used);
             add(s, F_VGPU_LIMIT, &l, limit);
             add(s, F_CTR_MEM, &l, used);
             add(s, F_CTR_UTIL, &l, util);
             add(s, F_CTR_LAST, &l, last);
+            /* libvgpu's region counts one figure per device (no context/module split):
+             * it is all buffer. */
+            add(s, F_VGPU_CONTEXT, &l, isnan(used) ? NAN : 0);
+            add(s, F_VGPU_MODULE, &l, isnan(used) ? NAN : 0);
+            add(s, F_VGPU_BUFFER, &l, used);
             if (s->o->legacy) {
                 mon_labels_init(&l);
                 mon_labels_add(&l, "podnamespace", u->ns);
@@ -393,8 +574,32 @@ static void collect_claim(struct scrape *s, struct mon_claim *m, uint64_t real_n
                 mon_labels_add(&l, "ctrname", u->container);
                 mon_labels_add_u(&l, "vdeviceid", k);
                 mon_labels_add(&l, "deviceuuid", d->uuid);
+                zone(&l);
                 add(s, F_L_VGPU_USED, &l, used);
                 add(s, F_L_VGPU_LIMIT, &l, limit);
+                add(s, F_L_CTR_UTIL_DESC, &l, util);
+                if (last >= 0)
+                    add(s, F_L_CTR_LAST, &l, last);
+                if (!isnan(used)) {
+                    char data[32];
+                    snprintf(data, sizeof(data), "%.0f", used);
+                    mon_labels_add(&l, "context", "0");
+                    mon_labels_add(&l, "module", "0");
+                    mon_labels_add(&l, "data", data);
+                    mon_labels_add(&l, "offset", "0");
+                    add(s, F_L_CTR_MEM_DESC, &l, used);
+                }
+                /* The scheduler's deprecated per-container percentages. */
+                mon_labels_init(&l);
+                mon_labels_add(&l, "deprecated_version", "v2.8.0");
+                mon_labels_add(&l, "podnamespace", u->ns);
+                mon_labels_add(&l, "nodename", s->o->node);
+                mon_labels_add(&l, "podname", u->pod);
+                mon_labels_add_u(&l, "containeridx", c);
+                mon_labels_add(&l, "deviceuuid", d->uuid);
+                add(s, F_L_S_VCORE_PCT, &l, cores);
+                if (g && g->memory_published && !isnan(limit))
+                    add(s, F_L_S_VMEM_PCT, &l, limit / (double)g->memory_published);
             }
             if (!first_of_pod(m, c))
                 continue;
@@ -463,6 +668,15 @@ static void collect_monitor(struct scrape *s, struct mon_catalog *c, size_t by_s
     mon_labels_add(&l, "commit", gs_version_commit());
     mon_labels_add_u(&l, "region_version", GS_REGION_VERSION);
     add(s, F_BUILD, &l, 1);
+    /* NewBuildInfoCollector (pkg/metrics/metrics.go): HAMi's labels, ours filled in. */
+    mon_labels_init(&l);
+    mon_labels_add(&l, "version", s->o->version);
+    mon_labels_add(&l, "revision", gs_version_commit());
+    mon_labels_add(&l, "build_date", "");
+    mon_labels_add(&l, "go_version", "");
+    mon_labels_add(&l, "compiler", "gcc");
+    mon_labels_add(&l, "platform", "linux/" GS_ARCH);
+    add(s, F_HAMI_BUILD, &l, 1);
 }
 
 static void observe(struct mon_scrape_stats *st, uint64_t ns)

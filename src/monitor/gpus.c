@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/macros.h"
+#include "gpuslice/hami.h"
 
 int mon_gpus_discover(struct mon_gpus *g, struct gs_error *err)
 {
@@ -27,7 +28,11 @@ int mon_gpus_discover(struct mon_gpus *g, struct gs_error *err)
         snprintf(m->uuid, sizeof(m->uuid), "%s", d->uuid);
         snprintf(m->product, sizeof(m->product), "%s", d->product);
         snprintf(m->brand, sizeof(m->brand), "%s", d->brand);
-        snprintf(m->type, sizeof(m->type), "NVIDIA-%s", d->product);
+        /* register.go: "NVIDIA-" only when the product does not start with NVIDIA */
+        if (strncmp(d->product, "NVIDIA", 6) == 0)
+            snprintf(m->type, sizeof(m->type), "%s", d->product);
+        else
+            snprintf(m->type, sizeof(m->type), HAMI_TYPE_PREFIX "%s", d->product);
         m->memory_total = d->memory_total;
         m->memory_published = d->memory_total / GPU_MIB * GPU_MIB;
     }
@@ -41,7 +46,7 @@ unsigned mon_gpus_sample(struct mon_gpus *g, struct gpu_nvml *nv)
     unsigned failed = 0;
     for (size_t i = 0; i < g->n; i++) {
         struct mon_gpu *m = &g->gpu[i];
-        m->has_memory_used = m->has_utilization = false;
+        m->has_memory_used = m->has_utilization = m->has_mem_utilization = false;
         nvmlDevice_t h;
         if (!nv->lib || nv->nvmlDeviceGetHandleByIndex_v2(m->index, &h) != NVML_SUCCESS) {
             failed += 2;
@@ -59,6 +64,8 @@ unsigned mon_gpus_sample(struct mon_gpus *g, struct gpu_nvml *nv)
             nv->nvmlDeviceGetUtilizationRates(h, &u) == NVML_SUCCESS) {
             m->has_utilization = true;
             m->utilization = GS_MIN(u.gpu, 100u);
+            m->has_mem_utilization = true;
+            m->mem_utilization = GS_MIN(u.memory, 100u);
         } else {
             failed++;
         }

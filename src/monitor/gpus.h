@@ -25,13 +25,15 @@ struct mon_gpu {
     char uuid[GPU_STR_MAX]; /* "GPU-..." */
     char product[GPU_STR_MAX];
     char brand[32];
-    char type[GPU_STR_MAX + 8]; /* HAMi's device_type: "NVIDIA-<product>" */
+    char type[GPU_STR_MAX + 8]; /* HAMi's device_type (hami_device_type: "NVIDIA-<product>") */
     uint64_t memory_total;      /* bytes, as NVML reports */
     uint64_t memory_published;  /* bytes, as the ResourceSlice publishes (whole MiB) */
     bool has_memory_used;
     uint64_t memory_used; /* bytes */
     bool has_utilization;
     unsigned utilization; /* percent 0..100 */
+    bool has_mem_utilization;
+    unsigned mem_utilization; /* memory controller, percent 0..100 */
 };
 
 struct mon_gpus {

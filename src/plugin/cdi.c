@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include "gpuslice/hami.h"
 #include "plugin/cdi.h"
 
 #include <ctype.h>
@@ -74,10 +75,10 @@ static json_t *device_edits(const struct cdi_config *c, const struct claim_plan 
 
     json_array_append_new(env, env_str("%s=%s", GS_LIMITS_ENV, GS_LIMITS_DIR_DEFAULT));
     if (d->memory_limit > 0)
-        json_array_append_new(env, env_str("CUDA_DEVICE_MEMORY_LIMIT_%u=%llum", d->env_index,
+        json_array_append_new(env, env_str(HAMI_ENV_MEMORY_LIMIT "_%u=%llum", d->env_index,
                                            (unsigned long long)(d->memory_limit / GPU_MIB)));
     if (d->cores > 0 && d->cores < 100)
-        json_array_append_new(env, env_str("CUDA_DEVICE_SM_LIMIT_%u=%u", d->env_index, d->cores));
+        json_array_append_new(env, env_str(HAMI_ENV_SM_LIMIT "_%u=%u", d->env_index, d->cores));
 
     snprintf(path, sizeof(path), "%s/libvgpu.so", c->host_dir);
     json_array_append_new(mounts, mount(path, CDI_CONTAINER_LIB, true));

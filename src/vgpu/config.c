@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "gpuslice/hami.h"
 #include "config/limits.h"
 #include "vgpu/hami-region.h"
 #include "vgpu/vgpu-internal.h"
@@ -309,25 +310,25 @@ static void load_dir(void)
 
 static void load_env(void)
 {
-    const char *s = getenv("CUDA_DEVICE_MEMORY_LIMIT");
+    const char *s = getenv(HAMI_ENV_MEMORY_LIMIT);
     if (s && *s && vgpu_parse_hami_size(s, &cfg.env_mem) < 0) {
-        VLOG(VGPU_LOG_ERROR, "CUDA_DEVICE_MEMORY_LIMIT=\"%.40s\" is not a size; using 1 byte", s);
+        VLOG(VGPU_LOG_ERROR, HAMI_ENV_MEMORY_LIMIT "=\"%.40s\" is not a size; using 1 byte", s);
         cfg.env_mem = GS_LIMITS_MEMORY_REFUSE;
     }
-    s = getenv("CUDA_DEVICE_SM_LIMIT");
+    s = getenv(HAMI_ENV_SM_LIMIT);
     if (s && *s && parse_percent(s, &cfg.env_sm) < 0) {
-        VLOG(VGPU_LOG_ERROR, "CUDA_DEVICE_SM_LIMIT=\"%.40s\" is not 0..100; using 1", s);
+        VLOG(VGPU_LOG_ERROR, HAMI_ENV_SM_LIMIT "=\"%.40s\" is not 0..100; using 1", s);
         cfg.env_sm = GS_LIMITS_CORES_REFUSE;
     }
     for (int i = 0; i < ENV_INDEX_MAX; i++) {
         char name[64];
-        snprintf(name, sizeof(name), "CUDA_DEVICE_MEMORY_LIMIT_%d", i);
+        snprintf(name, sizeof(name), HAMI_ENV_MEMORY_LIMIT "_%d", i);
         s = getenv(name);
         if (s && *s && vgpu_parse_hami_size(s, &cfg.env_mem_i[i]) < 0) {
             VLOG(VGPU_LOG_ERROR, "%s=\"%.40s\" is not a size; using 1 byte", name, s);
             cfg.env_mem_i[i] = GS_LIMITS_MEMORY_REFUSE;
         }
-        snprintf(name, sizeof(name), "CUDA_DEVICE_SM_LIMIT_%d", i);
+        snprintf(name, sizeof(name), HAMI_ENV_SM_LIMIT "_%d", i);
         s = getenv(name);
         if (s && *s) {
             cfg.env_sm_i_set[i] = true;
@@ -337,7 +338,7 @@ static void load_env(void)
             }
         }
     }
-    s = getenv("CUDA_DEVICE_MEMORY_SHARED_CACHE");
+    s = getenv(HAMI_ENV_SHARED_CACHE);
     if (s && *s)
         snprintf(cfg.shared_cache, sizeof(cfg.shared_cache), "%s", s);
     s = getenv("GPUSLICE_CONTEXT_OVERHEAD");
@@ -346,7 +347,7 @@ static void load_env(void)
         VLOG(VGPU_LOG_ERROR, "GPUSLICE_CONTEXT_OVERHEAD=\"%.40s\" is not a size; ignored", s);
         cfg.ctx_overhead = 0;
     }
-    s = getenv("GPU_CORE_UTILIZATION_POLICY");
+    s = getenv(HAMI_ENV_CORE_POLICY);
     if (s && *s) {
         /* HAMi-core's set_env_utilization_switch: FORCE/force, DISABLE/disable, else default */
         if (strcmp(s, "disable") == 0 || strcmp(s, "DISABLE") == 0)
@@ -355,8 +356,8 @@ static void load_env(void)
             cfg.compute_forced = true;
         else if (strcasecmp(s, "default") != 0)
             VLOG(VGPU_LOG_WARN,
-                 "GPU_CORE_UTILIZATION_POLICY=\"%.40s\" is not force/disable/"
-                 "default; the cap applies",
+                 HAMI_ENV_CORE_POLICY "=\"%.40s\" is not force/disable/"
+                                      "default; the cap applies",
                  s);
     }
 }
@@ -398,7 +399,7 @@ static void load(void)
     load_priority();
     load_dir();
     if (cfg.authoritative && cfg.compute_disabled) {
-        VLOG(VGPU_LOG_WARN, "GPU_CORE_UTILIZATION_POLICY=disable ignored: limits files present");
+        VLOG(VGPU_LOG_WARN, HAMI_ENV_CORE_POLICY "=disable ignored: limits files present");
         cfg.compute_disabled = false;
     }
     /* the claim's log level, unless LIBCUDA_LOG_LEVEL asks for one */

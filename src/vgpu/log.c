@@ -8,13 +8,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gpuslice/hami.h"
 #include "vgpu/vgpu-internal.h"
 
 int vgpu_log_level = 0;
 
 void vgpu_log_init(void)
 {
-    const char *s = getenv("LIBCUDA_LOG_LEVEL");
+    const char *s = getenv(HAMI_ENV_LOG_LEVEL);
     if (!s || !*s)
         return;
     char *end = NULL;
@@ -24,7 +25,7 @@ void vgpu_log_init(void)
     else
         vgpu_log_level = VGPU_LOG_WARN;
     if (end && *end != '\0')
-        vgpu_log(VGPU_LOG_WARN, "LIBCUDA_LOG_LEVEL=\"%.32s\" is not 0..4, using 2", s);
+        vgpu_log(VGPU_LOG_WARN, HAMI_ENV_LOG_LEVEL "=\"%.32s\" is not 0..4, using 2", s);
 }
 
 void vgpu_log(int level, const char *fmt, ...)

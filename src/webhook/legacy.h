@@ -20,6 +20,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "gpuslice/hami.h"
 #include "base/error.h"
 #include "webhook/shape.h"
 #include "webhook/translate.h"
@@ -28,7 +29,7 @@
 /* kube-scheduler's name, which the API server writes into pods that name none. */
 #define WH_KUBE_DEFAULT_SCHEDULER "default-scheduler"
 /* HAMi's node annotation: the node's GPUs as published by HAMi's (or our) device plugin. */
-#define WH_HAMI_NODE_REGISTER "hami.io/node-nvidia-register"
+#define WH_HAMI_NODE_REGISTER HAMI_ANN_NODE_REGISTER
 
 enum wh_mode {
     WH_MODE_DRA = 0,    /* translate to ResourceClaimTemplates (the default) */

@@ -15,12 +15,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpuslice/hami.h"
 #include "base/error.h"
 
-#define WH_ANN_USE_UUID   "nvidia.com/use-gpuuuid"
-#define WH_ANN_NOUSE_UUID "nvidia.com/nouse-gpuuuid"
-#define WH_ANN_USE_TYPE   "nvidia.com/use-gputype"
-#define WH_ANN_NOUSE_TYPE "nvidia.com/nouse-gputype"
+#define WH_ANN_USE_UUID   HAMI_ANN_USE_UUID
+#define WH_ANN_NOUSE_UUID HAMI_ANN_NOUSE_UUID
+#define WH_ANN_USE_TYPE   HAMI_ANN_USE_TYPE
+#define WH_ANN_NOUSE_TYPE HAMI_ANN_NOUSE_TYPE
 #define WH_ANN_TOPOLOGY   "gpuslice.io/topology"
 
 /* Kubernetes' limit on one DRA CEL selector expression. */

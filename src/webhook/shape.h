@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpuslice/hami.h"
 #include "base/error.h"
 #include "webhook/selector.h"
 
@@ -24,10 +25,10 @@ struct wh_vendors;
 
 #define WH_DEFAULT_DEVICE_CLASS "hami-core-gpu.project-hami.io"
 #define WH_DEFAULT_DRIVER       "hami-core-gpu.project-hami.io"
-#define WH_DEFAULT_RES_GPU      "nvidia.com/gpu"
-#define WH_DEFAULT_RES_MEM      "nvidia.com/gpumem"
-#define WH_DEFAULT_RES_MEM_PCT  "nvidia.com/gpumem-percentage"
-#define WH_DEFAULT_RES_CORES    "nvidia.com/gpucores"
+#define WH_DEFAULT_RES_GPU      HAMI_RES_GPU
+#define WH_DEFAULT_RES_MEM      HAMI_RES_MEM
+#define WH_DEFAULT_RES_MEM_PCT  HAMI_RES_MEM_PCT
+#define WH_DEFAULT_RES_CORES    HAMI_RES_CORES
 
 /* The one request of every generated claim. */
 #define WH_REQUEST_NAME "gpu"

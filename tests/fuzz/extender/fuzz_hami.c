@@ -1,17 +1,42 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * libFuzzer target: HAMi's annotation decoders (src/extender/hami.c) on untrusted text. The first
- * byte picks the decoder: even = node annotation (hami.io/node-nvidia-register, JSON or colon
- * form), odd = pod annotation (hami.io/vgpu-devices-allocated). Invariants: never a crash or a
- * sanitizer report; a decoded value re-encodes and decodes to the same devices (round trip).
+ * libFuzzer target: the HAMi codec's decoders (src/hami) on untrusted text. The first byte picks
+ * the decoder (& 3): 0 = node annotation (hami.io/node-nvidia-register, JSON or colon form),
+ * 1 = pod annotation (hami.io/vgpu-devices-allocated), 2 = node lock (hami.io/mutex.lock) and a
+ * Go duration, 3 = filter reasons (ParseReason). Invariants: never a crash or a sanitizer report;
+ * a decoded value re-encodes and decodes to the same values (round trip).
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "extender/hami.h"
+#include "hami/hami.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void lock(const char *s)
+{
+    struct hami_lock a, b;
+    int64_t ns;
+    (void)hami_go_duration_parse(s, &ns);
+    if (hami_lock_parse(s, &a, NULL) < 0 || !a.ns[0] || strchr(a.ns, ',') || strchr(a.pod, ','))
+        return;
+    char v[600];
+    hami_lock_value(v, sizeof(v), a.unix_s, a.ns, a.pod);
+    if (hami_lock_parse(v, &b, NULL) < 0 || b.unix_s != a.unix_s || strcmp(a.ns, b.ns) ||
+        strcmp(a.pod, b.pod))
+        abort();
+}
+
+static void reasons(const char *s)
+{
+    struct hami_reasons a, b;
+    hami_reasons_parse(s, &a);
+    char buf[4096];
+    hami_reasons_format(&a, 8, buf, sizeof(buf));
+    if (strlen(buf) < sizeof(buf) - 1 && hami_reasons_parse(buf, &b) != (int)a.n)
+        abort();
+}
 
 static void node(const char *s)
 {
@@ -72,10 +97,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(s, data + 1, size - 1);
     s[size - 1] = '\0';
-    if (data[0] & 1)
-        pod(s);
-    else
+    switch (data[0] & 3) {
+    case 0:
         node(s);
+        break;
+    case 1:
+        pod(s);
+        break;
+    case 2:
+        lock(s);
+        break;
+    default:
+        reasons(s);
+    }
     free(s);
     return 0;
 }

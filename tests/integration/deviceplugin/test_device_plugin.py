@@ -24,6 +24,76 @@ NODE = 'gpu-node'
 from dplib import Kubelet, pb  # noqa: E402
 
 
+def ann_of(api, name, key):
+    return ((api.get('pods', 'default', name) or {}).get('metadata', {}).get('annotations')
+            or {}).get(key)
+
+
+def scaled(api, tmp, kc, env):
+    """HAMi's deviceMemoryScaling / deviceCoreScaling, libCudaLogLevel, disableCoreLimit: the
+    published devmem/devcore are scaled, the extender places by them, Allocate sets
+    CUDA_OVERSUBSCRIBE, LIBCUDA_LOG_LEVEL and GPU_CORE_UTILIZATION_POLICY (HAMi's server.go)."""
+    node_name = 'scaled-node'
+    api.put({'apiVersion': 'v1', 'kind': 'Node', 'metadata': {'name': node_name}})
+    pdir = os.path.join(tmp, 'plugins2')
+    os.makedirs(pdir)
+    kubelet = Kubelet(pdir)
+    kubelet.start()
+    log = open(os.path.join(tmp, 'plugin2.log'), 'w+')
+    proc = subprocess.Popen([os.environ['GS_DEVICE_PLUGIN'], '--node-name', node_name,
+                             '--kubeconfig', kc, '--device-plugin-dir', pdir,
+                             '--host-dir', os.path.join(tmp, 'host'),
+                             '--state-dir', os.path.join(tmp, 'state'),
+                             '--sysfs-root', os.path.join(tmp, 'sys'),
+                             '--device-memory-scaling', '1.5', '--device-core-scaling', '2',
+                             '--libcuda-log-level', '4', '--disable-core-limit'],
+                            stdout=log, stderr=subprocess.STDOUT, env=env)
+    ext = None
+    try:
+        t.ok(kubelet.wait(1), 'scaled plugin registers')
+        reg = []
+        for _ in range(50):
+            ann = api.get('nodes', None, node_name)['metadata'].get('annotations') or {}
+            if 'hami.io/node-nvidia-register' in ann:
+                reg = json.loads(ann['hami.io/node-nvidia-register'])
+                break
+            time.sleep(0.1)
+        t.ok(len(reg) == 1 and reg[0]['devmem'] == 23040 and reg[0]['devcore'] == 200,
+             'devmem 15360 x 1.5 = 23040, devcore 100 x 2 = 200', diag=reg)
+        ext = Extender(api)
+        node = api.get('nodes', None, node_name)
+        p = create(api, pod('big', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 20000,
+                                     'nvidia.com/gpucores': 60}]))
+        ext.post('/filter', filter_args(p, [node], True))
+        code, b = ext.post('/bind', bind_args(p, node_name))
+        t.is_eq(b, {}, 'the extender places 20000 MiB (above the physical 15360) on the scaled card')
+        endpoint = kubelet.requests[0].endpoint if kubelet.requests else 'none'
+        ch, stub = kubelet.plugin(endpoint)
+        ids = sorted(d.ID for d in next(stub.ListAndWatch(pb.Empty(), timeout=30)).devices)
+        resp = stub.Allocate(pb.AllocateRequest(container_requests=[
+            pb.ContainerAllocateRequest(devices_ids=[ids[0]])]), timeout=10)
+        envs = dict(resp.container_responses[0].envs)
+        t.is_eq((envs.get('CUDA_DEVICE_MEMORY_LIMIT_0'), envs.get('CUDA_OVERSUBSCRIBE'),
+                 envs.get('LIBCUDA_LOG_LEVEL'), envs.get('GPU_CORE_UTILIZATION_POLICY')),
+                ('20000m', 'true', '4', 'disable'),
+                'Allocate: 20000m, CUDA_OVERSUBSCRIBE, LIBCUDA_LOG_LEVEL, core limit disabled')
+        ch.close()
+    finally:
+        proc.terminate()
+        try:
+            rc = proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = proc.wait()
+        t.is_eq(rc, 0, 'the scaled plugin stops cleanly')
+        if t.failed:
+            log.seek(0)
+            t.diag(log.read()[-3000:])
+        if ext:
+            ext.stop()
+        kubelet.stop()
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix='gs-dp-it-')
     dirs = {k: os.path.join(tmp, k) for k in ('plugins', 'host', 'state')}
@@ -134,6 +204,55 @@ def main():
              'gpuslice_device_plugin_allocate_total 2' in metrics and
              'gpuslice_device_plugin_allocate_errors_total 1' in metrics,
              '/metrics: build info, 2 Allocate calls, 1 error', diag=metrics)
+
+        # Init containers first (HAMi's order): kubelet allocates the init container, then the
+        # app container; the init container opts out of control (CUDA_DISABLE_CONTROL=true).
+        p = pod('withinit', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 2000,
+                              'nvidia.com/priority': 1}],
+                init=[{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 3000}])
+        p['spec']['initContainers'][0]['env'] = [{'name': 'CUDA_DISABLE_CONTROL',
+                                                  'value': 'True'}]
+        p = create(api, p)
+        ext.post('/filter', filter_args(p, [node], True))
+        code, b = ext.post('/bind', bind_args(p, NODE))
+        t.is_eq(ann_of(api, 'withinit', 'hami.io/vgpu-devices-allocated'),
+                f'{uuid},NVIDIA,3000,0:;{uuid},NVIDIA,2000,0:;',
+                'the extender writes the init container entry first')
+        got = []
+        for k in range(2):
+            resp = stub.Allocate(pb.AllocateRequest(container_requests=[
+                pb.ContainerAllocateRequest(devices_ids=[ids[5 + k]])]), timeout=10)
+            c = resp.container_responses[0]
+            got.append((dict(c.envs), {m.container_path: m.host_path for m in c.mounts}))
+        t.is_eq([g[0].get('CUDA_DEVICE_MEMORY_LIMIT_0') for g in got], ['3000m', '2000m'],
+                'the first Allocate serves the init container, the second the app container')
+        t.ok('/etc/ld.so.preload' not in got[0][1] and '/etc/ld.so.preload' in got[1][1],
+             'no ld.so.preload for the container with CUDA_DISABLE_CONTROL=True')
+        t.is_eq([g[0].get('CUDA_TASK_PRIORITY') for g in got], [None, '1'],
+                'nvidia.com/priority: 1 -> CUDA_TASK_PRIORITY=1 for that container only')
+        t.ok(all(g[1].get('/tmp/vgpulock') == '/tmp/vgpulock' for g in got),
+             '/tmp/vgpulock mounted as HAMi does')
+        t.is_eq(ann_of(api, 'withinit', 'hami.io/bind-phase'), 'success',
+                'bind-phase success after both containers')
+
+        # An Allocate that cannot be served marks the pod failed and releases its node lock
+        # (PodAllocationFailed in HAMi's device plugin).
+        p = create(api, pod('two', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 1000}]))
+        ext.post('/filter', filter_args(p, [node], True))
+        ext.post('/bind', bind_args(p, NODE))
+        n = api.get('nodes', None, NODE)
+        n['metadata']['annotations']['hami.io/mutex.lock'] = \
+            '2026-12-01T20:00:05+08:00,default,two'
+        api.put(n)
+        try:
+            stub.Allocate(pb.AllocateRequest(container_requests=[
+                pb.ContainerAllocateRequest(devices_ids=[ids[7], ids[8]])]), timeout=10)
+            t.ok(False, 'Allocate with a device count the extender did not assign fails')
+        except grpc.RpcError as e:
+            t.like(e.details(), 'assigned 1 GPUs', 'Allocate with 2 devices for 1 GPU fails')
+        t.is_eq(ann_of(api, 'two', 'hami.io/bind-phase'), 'failed', 'bind-phase failed')
+        t.is_eq((api.get('nodes', None, NODE)['metadata'].get('annotations') or {}).get(
+            'hami.io/mutex.lock'), None, "the pod's node lock is released")
         ch.close()
 
         # kubelet restart: it removes every socket of the directory and serves a new one.
@@ -150,6 +269,7 @@ def main():
         first = next(stub.ListAndWatch(pb.Empty(), timeout=10))
         t.is_eq(len(first.devices), 10, 'ListAndWatch answers on the new socket')
         ch.close()
+        scaled(api, tmp, kc, env)
     finally:
         proc.terminate()
         try:

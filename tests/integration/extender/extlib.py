@@ -39,14 +39,15 @@ current-context: c
 
 
 class Extender:
-    def __init__(self, api, *extra):
+    def __init__(self, api, *extra, env=None):
         self.dir = tempfile.mkdtemp(prefix='gs-ext-')
         self.port = free_port()
         kc = kubeconfig(api.url, os.path.join(self.dir, 'kubeconfig'))
         self.log = open(os.path.join(self.dir, 'stderr'), 'w+')
         self.proc = subprocess.Popen([EXTENDER, f'--listen=127.0.0.1:{self.port}',
                                       f'--kubeconfig={kc}', *extra],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
+                                     stdout=self.log, stderr=subprocess.STDOUT,
+                                     env={**os.environ, **(env or {})})
         self.url = f'http://127.0.0.1:{self.port}'
         for _ in range(200):
             try:
@@ -102,11 +103,12 @@ def gpu(uuid, mem, product='Tesla T4', index=0, count=10, cores=100, numa=0, hea
 
 
 def node(name, gpus, colon=False):
-    """A Node as HAMi's device plugin leaves it (current JSON encoding, or the older one)."""
+    """A Node as HAMi's device plugin leaves it (current JSON encoding, or the older one:
+    EncodeNodeDevices, HAMi v2.6.0 pkg/util/util.go — index before mode)."""
     if colon:
         reg = ''.join(f"{g['id']},{g['count']},{g['devmem']},{g['devcore']},{g['type']},"
-                      f"{g['numa']},{'true' if g['health'] else 'false'},{g['mode']},"
-                      f"{g['index']}:" for g in gpus)
+                      f"{g['numa']},{'true' if g['health'] else 'false'},{g['index']},"
+                      f"{g['mode']}:" for g in gpus)
     else:
         reg = json.dumps(gpus)
     ann = {'hami.io/node-nvidia-register': reg} if gpus is not None else {}
@@ -118,18 +120,23 @@ def node(name, gpus, colon=False):
             'status': {'allocatable': {'nvidia.com/gpu': str(10 * len(gpus or []))}}}
 
 
-def pod(name, containers, annotations=None, ns='default'):
-    """containers: list of dicts of limits (e.g. {'nvidia.com/gpu': 1, 'nvidia.com/gpumem':
-    8000}) — None for a container without GPU resources."""
-    ctrs = []
-    for i, lim in enumerate(containers):
-        c = {'name': f'c{i}', 'image': 'cuda:12'}
-        if lim:
-            c['resources'] = {'limits': {k: str(v) for k, v in lim.items()}}
-        ctrs.append(c)
+def pod(name, containers, annotations=None, ns='default', init=None):
+    """containers (and init: init containers): list of dicts of limits (e.g. {'nvidia.com/gpu':
+    1, 'nvidia.com/gpumem': 8000}) — None for a container without GPU resources."""
+    def ctrs(lims, prefix):
+        out = []
+        for i, lim in enumerate(lims or []):
+            c = {'name': f'{prefix}{i}', 'image': 'cuda:12'}
+            if lim:
+                c['resources'] = {'limits': {k: str(v) for k, v in lim.items()}}
+            out.append(c)
+        return out
+    spec = {'schedulerName': 'hami-scheduler', 'containers': ctrs(containers, 'c')}
+    if init:
+        spec['initContainers'] = ctrs(init, 'init')
     return {'apiVersion': 'v1', 'kind': 'Pod',
             'metadata': {'name': name, 'namespace': ns, 'annotations': annotations or {}},
-            'spec': {'schedulerName': 'hami-scheduler', 'containers': ctrs}}
+            'spec': spec}
 
 
 def create(api, obj):

@@ -2,9 +2,11 @@
 """gpuslice-extender against the fake API server with kube-scheduler's extender JSON: HAMi's
 documented scenarios, HAMi's annotation encodings and reason names, nodeCacheCapable both ways,
 the node lock under concurrent binds (docs/internals/legacy.md)."""
+import datetime
 import json
 import sys
 import threading
+import time
 
 from extlib import Extender, FakeAPI, bind_args, create, filter_args, gpu, node, pod
 from gstest import Tap, reference_path
@@ -57,16 +59,22 @@ def t4_scenario(api, ext, by_name):
     lock_writes = [r for r in api.requests(method='PATCH', match='/nodes/t4')]
     t.is_eq(len(lock_writes), 3, f'{how}: bind took hami.io/mutex.lock, recorded the placement '
             '(gpuslice.io/assign-<uid>) and released the lock')
-    t.is_eq(len(api.requests(method='PATCH', match='/pods/p1')), 0,
-            f'{how}: the pod is changed only through its Binding')
+    # Merge of daemons and hami: the Binding carries HAMi's annotations (daemons); the
+    # hami.io/vgpu-node label (hami) is patched only once the binding was accepted.
+    pod_writes = [r for r in api.requests(match='/pods/p1') if r['method'] in ('PATCH', 'POST')]
+    t.is_eq([(r['method'], r['path'].rsplit('/', 1)[-1]) for r in pod_writes],
+            [('POST', 'binding'), ('PATCH', 'p1')],
+            f'{how}: the pod is changed through its Binding, then only labelled')
+    t.is_eq((got['metadata'].get('labels') or {}).get('hami.io/vgpu-node'), 't4',
+            f'{how}: pod labelled hami.io/vgpu-node')
 
     p2 = create(api, pod('p2', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 8000,
                                  'nvidia.com/gpucores': 10}]))
     code, res = ext.post('/filter', filter_args(p2, [n], by_name))
     msg = (res.get('failedNodes') or {}).get('t4', '')
-    t.ok(msg.startswith('CardInsufficientMemory'), f'{how}: second 8000 MiB pod refused with '
-         'CardInsufficientMemory', diag=json.dumps(res))
-    t.like(msg, 'hami-gpu-0', f'{how}: the reason names the card')
+    # GenReason (HAMi v2.10.0 pkg/device/common/common.go): "<cards>/<total> <reason>".
+    t.is_eq(msg, '1/1 CardInsufficientMemory', f'{how}: second 8000 MiB pod refused with '
+            'CardInsufficientMemory, in HAMi\'s text')
     passed = res.get('nodenames') if by_name else (res.get('nodes') or {}).get('items')
     t.is_eq(passed, [], f'{how}: no node passes')
     p3 = create(api, pod('p3', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 7000,
@@ -97,7 +105,7 @@ def main_scenarios(api, ext):
     big = create(api, pod('big', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 40000}]))
     code, res = ext.post('/filter', filter_args(big, [l4, t4], True))
     fn = res.get('failedNodes') or {}
-    t.ok(sorted(fn) == ['l4', 't4'] and all(m.startswith('CardInsufficientMemory')
+    t.ok(sorted(fn) == ['l4', 't4'] and all(m == '1/1 CardInsufficientMemory'
                                              for m in fn.values()),
          '40000 MiB: CardInsufficientMemory on every node', diag=json.dumps(res))
     t.is_eq(res.get('nodenames'), [], '40000 MiB: no node passes')
@@ -184,6 +192,167 @@ def policy_scenarios(api, ext):
            'an unknown policy is an error naming the annotation')
 
 
+def lock_node_with(api, name, value):
+    n = api.get('nodes', None, name)
+    n['metadata'].setdefault('annotations', {})['hami.io/mutex.lock'] = value
+    api.put(n)
+
+
+def hami_scenarios(api, ext):
+    """Behaviour HAMi's scheduler has (v2.10.0 pkg/device/nvidia/device.go Fit,
+    pkg/scheduler/score.go, pkg/util/nodelock, pkg/util/util.go PatchPodAnnotations)."""
+    api.reset()
+    n = create(api, node('n2', [gpu(A, 16384, index=0, count=2), gpu(B, 16384, index=1, count=2)]))
+    # The label HAMi's monitor selects pods by.
+    p = create(api, pod('lab', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 1000}]))
+    schedule(api, ext, p, [n])
+    labels = api.get('pods', 'default', 'lab')['metadata'].get('labels') or {}
+    t.is_eq(labels.get('hami.io/vgpu-node'), 'n2', 'bind labels the pod hami.io/vgpu-node=<node>')
+    # Task count: each card takes `count` tasks (2 here), then CardTimeSlicingExhausted.
+    for i in range(3):
+        p = create(api, pod(f'cnt{i}', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 100}]))
+        schedule(api, ext, p, [n])
+    p = create(api, pod('cnt-over', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 100}]))
+    code, res = ext.post('/filter', filter_args(p, [n], True))
+    t.is_eq((res.get('failedNodes') or {}).get('n2'), '2/2 CardTimeSlicingExhausted',
+            'the fifth task on two cards of count 2: 2/2 CardTimeSlicingExhausted')
+    # Too many cards asked: NodeInsufficientDevice (fitInDevices).
+    p = create(api, pod('three', [{'nvidia.com/gpu': 3, 'nvidia.com/gpumem': 100}]))
+    code, res = ext.post('/filter', filter_args(p, [n], True))
+    t.is_eq((res.get('failedNodes') or {}).get('n2'), 'NodeInsufficientDevice',
+            'gpu: 3 on a 2-card node: NodeInsufficientDevice')
+
+    # Counts per card, sorted: one card too small, one of the wrong type.
+    api.reset()
+    mix = create(api, node('mix', [gpu(A, 4096, 'Tesla T4', 0), gpu(B, 81920, 'A100-SXM4', 1)]))
+    p = create(api, pod('mixp', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 8000}],
+                        {'nvidia.com/use-gputype': 'T4'}))
+    code, res = ext.post('/filter', filter_args(p, [mix], True))
+    t.is_eq((res.get('failedNodes') or {}).get('mix'),
+            '1/2 CardInsufficientMemory, 1/2 CardTypeMismatch',
+            "GenReason text: a count per card, sorted")
+    # mutex: only idle cards.
+    p = create(api, pod('seed', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 1000}],
+                        {'nvidia.com/use-gpuuuid': B}))
+    schedule(api, ext, p, [mix])
+    p = create(api, pod('mtx', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 1000}],
+                        {'hami.io/gpu-scheduler-policy': 'binpack,mutex',
+                         'nvidia.com/use-gpuuuid': B}))
+    code, res = ext.post('/filter', filter_args(p, [mix], True))
+    t.like((res.get('failedNodes') or {}).get('mix'), 'ExclusiveDeviceAllocateConflict',
+           'gpu-scheduler-policy binpack,mutex: a used card is refused')
+    p = create(api, pod('mtx2', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 1000}],
+                        {'hami.io/gpu-scheduler-policy': 'mutex'}))
+    res, b = schedule(api, ext, p, [mix])
+    t.is_eq(ann(api, 'mtx2', 'hami.io/vgpu-devices-allocated'), f'{A},NVIDIA,1000,0:;',
+            'mutex takes the idle card')
+
+    # numa-bind: both cards of a container on one NUMA node.
+    api.reset()
+    C, D = A[:-1] + 'c', A[:-1] + 'd'
+    nn = create(api, node('numa', [gpu(A, 16384, index=0, numa=0), gpu(B, 16384, index=1, numa=1),
+                                   gpu(C, 16384, index=2, numa=1), gpu(D, 16384, index=3,
+                                                                        numa=0)]))
+    p = create(api, pod('nb', [{'nvidia.com/gpu': 2, 'nvidia.com/gpumem': 1000}],
+                        {'nvidia.com/numa-bind': 'true'}))
+    res, b = schedule(api, ext, p, [nn])
+    got = ann(api, 'nb', 'hami.io/vgpu-devices-allocated') or ''
+    pair = sorted(e.split(',')[0] for e in got.split(':') if ',' in e)
+    t.ok(pair in (sorted([A, D]), sorted([B, C])), 'nvidia.com/numa-bind: two cards on one NUMA '
+         'node', diag=got)
+
+    # HAMi >= 2.7's exclusive default: gpu alone (or gpumem-percentage 100) is gpucores 100.
+    for name, lim, want in (('excl', {'nvidia.com/gpu': 1}, True),
+                            ('pct100', {'nvidia.com/gpu': 1, 'nvidia.com/gpumem-percentage': 100},
+                             True),
+                            ('shared', {'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 100}, False)):
+        api.reset()
+        two = create(api, node('two', [gpu(A, 16384, index=0), gpu(B, 16384, index=1)]))
+        p = create(api, pod(name, [lim]))
+        res, b = schedule(api, ext, p, [two])
+        got = ann(api, name, 'hami.io/vgpu-devices-allocated') or ''
+        if want:
+            t.ok(got.endswith(',100:;') and ',16384,' in got,
+                 f'{name}: the whole card, gpucores 100 (defaultExclusiveCoreIfNeeded)', diag=got)
+        else:
+            t.ok(got.endswith(',100,0:;'), f'{name}: gpumem given: shared compute (0)', diag=got)
+
+    # Init containers: their entries come first (HAMi's annotation order).
+    api.reset()
+    two = create(api, node('two', [gpu(A, 16384, index=0), gpu(B, 16384, index=1)]))
+    p = create(api, pod('withinit', [None, {'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 2000}],
+                        init=[{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 3000}]))
+    res, b = schedule(api, ext, p, [two])
+    got = ann(api, 'withinit', 'hami.io/vgpu-devices-allocated') or ''
+    parts = got.split(';')
+    t.ok(len(parts) == 4 and ',3000,' in parts[0] and parts[1] == '' and ',2000,' in parts[2],
+         'init container entry first, then the app containers', diag=got)
+
+    # A placed pod with an init container counts as HAMi counts it (CollapseInitContainerUsage:
+    # the init container's peak, not init + app): 3000 MiB on the 8000 MiB card, not 5000.
+    api.reset()
+    one = create(api, node('one', [gpu(A, 8000, index=0)]))
+    placed = pod('placed', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 2000}],
+                 {'hami.io/vgpu-node': 'one', 'hami.io/bind-phase': 'success',
+                  'hami.io/vgpu-devices-allocated': f'{A},NVIDIA,3000,0:;{A},NVIDIA,2000,0:;'},
+                 init=[{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 3000}])
+    create(api, placed)
+    p = create(api, pod('after-init', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 5000}]))
+    code, res = ext.post('/filter', filter_args(p, [one], True))
+    t.is_eq(res.get('nodenames'), ['one'], 'init + app on one card count max(3000, 2000): a 5000 '
+            'MiB pod still fits the 8000 MiB card')
+    p = create(api, pod('too-big', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 5001}]))
+    code, res = ext.post('/filter', filter_args(p, [one], True))
+    t.is_eq((res.get('failedNodes') or {}).get('one'), '1/1 CardInsufficientMemory',
+            '5001 MiB does not (to the MiB)')
+
+    # Node lock as HAMi writes it (local time with an offset), honoured to the second.
+    api.reset()
+    t4 = create(api, node('t4', [gpu(T4, 15360)]))
+    holder = create(api, pod('holder', [None]))
+    now = time.time()
+    local = datetime.datetime.fromtimestamp(now - 200, datetime.timezone(datetime.timedelta(
+        hours=8))).strftime('%Y-%m-%dT%H:%M:%S+08:00')
+    lock_node_with(api, 't4', f'{local},default,holder')
+    p = create(api, pod('waiter', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 100}]))
+    code, b = ext.post('/bind', bind_args(p, 't4'))
+    t.like(b.get('error'), 'locked', 'a +08:00 lock taken 200 s ago holds (expiry 300 s)')
+    # Same pod: already ours.
+    lock_node_with(api, 't4', f'{local},default,waiter')
+    code, b = ext.post('/bind', bind_args(p, 't4'))
+    t.is_eq(b, {}, 'a lock this pod holds is re-acquired (LockNode: same pod)')
+    # Dangling: the owner pod does not exist.
+    p = create(api, pod('after-ghost', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 100}]))
+    lock_node_with(api, 't4', f'{local},default,ghost')
+    code, b = ext.post('/bind', bind_args(p, 't4'))
+    t.is_eq(b, {}, 'a lock whose owner pod is gone is taken over')
+    # Expired: 301 s old, in +08:00.
+    old = datetime.datetime.fromtimestamp(now - 301, datetime.timezone(datetime.timedelta(
+        hours=8))).strftime('%Y-%m-%dT%H:%M:%S+08:00')
+    p = create(api, pod('after-old', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 100}]))
+    lock_node_with(api, 't4', f'{old},default,holder')
+    code, b = ext.post('/bind', bind_args(p, 't4'))
+    t.is_eq(b, {}, 'a +08:00 lock 301 s old has expired')
+    _ = holder
+
+
+def expiry_env(api):
+    """HAMI_NODELOCK_EXPIRE (nodelock.setupNodeLockTimeout): 1m makes a 70 s lock stale."""
+    api.reset()
+    create(api, node('t4', [gpu(T4, 15360)]))
+    create(api, pod('holder', [None]))
+    ext = Extender(api, env={'HAMI_NODELOCK_EXPIRE': '1m'})
+    try:
+        stamp = datetime.datetime.fromtimestamp(time.time() - 70, datetime.timezone(
+            datetime.timedelta(hours=-5))).strftime('%Y-%m-%dT%H:%M:%S-05:00')
+        lock_node_with(api, 't4', f'{stamp},default,holder')
+        p = create(api, pod('p', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 100}]))
+        code, b = ext.post('/bind', bind_args(p, 't4'))
+        t.is_eq(b, {}, 'HAMI_NODELOCK_EXPIRE=1m: a 70 s old lock is taken over')
+    finally:
+        t.is_eq(ext.stop(), 0, 'extender with HAMI_NODELOCK_EXPIRE exits cleanly')
+
+
 def concurrent_binds(api):
     """Four 8000 MiB pods race for one T4 through two extender processes: one fits."""
     api.reset()
@@ -268,6 +437,8 @@ def main():
         t.run('main', main_scenarios, api, ext)
         t.run('selection', selection_scenarios, api, ext)
         t.run('policy', policy_scenarios, api, ext)
+        t.run('hami', hami_scenarios, api, ext)
+        t.run('expiry', expiry_env, api)
         t.run('protocol', protocol, api, ext)
         t.run('concurrent', concurrent_binds, api)
     finally:

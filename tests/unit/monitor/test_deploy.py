@@ -221,7 +221,8 @@ def main():
     with open(os.path.join(ROOT, 'docs', 'internals', 'monitor.md')) as f:
         doc = f.read()
     undocumented = sorted(n for n in exported
-                          if '`%s`' % re.sub(r'_(bucket|count|sum)$', '', n) not in doc)
+                          if '`%s`' % n not in doc and
+                          '`%s`' % re.sub(r'_(bucket|count|sum)$', '', n) not in doc)
     t.ok(not undocumented, 'every exported metric is documented in docs/internals/monitor.md',
          diag='undocumented: %s' % undocumented)
 

@@ -115,7 +115,8 @@ int main(void)
                       "device_uuid=\"GPU-standalone\"} 4294967296\n"),
        "limit from the limits file, slice name as the claim label");
     ok(t && strstr(t, "hami_vgpu_memory_used_bytes{namespace=\"\",pod=\"\",container=\"\","
-                      "vdevice_index=\"0\",device_uuid=\"GPU-standalone\"} 1048576000\n"),
+                      "vdevice_index=\"0\",device_uuid=\"GPU-standalone\",zone=\"vGPU\"} "
+                      "1048576000\n"),
        "usage from the slice's region, empty pod labels");
     free(t);
 
