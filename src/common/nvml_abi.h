@@ -188,9 +188,8 @@ typedef unsigned int nvmlDeviceArchitecture_t;
 #define NVML_DEVICE_ARCH_BLACKWELL 10
 #define NVML_DEVICE_ARCH_UNKNOWN   0xffffffff
 
-
-/* ---------------------------------------------------------------- device queries (nvidia-smi -q, DCGM)
- * Types, enum values and layouts below follow NVML's public API reference (nvml.h of the
+/* ---------------------------------------------------------------- device queries (nvidia-smi -q,
+ * DCGM) Types, enum values and layouts below follow NVML's public API reference (nvml.h of the
  * 570/580 drivers, as vendored by NVIDIA/go-nvml gen/nvml/nvml.h). */
 typedef struct nvmlUnit_st *nvmlUnit_t;
 typedef struct nvmlEventSet_st *nvmlEventSet_t;
@@ -444,7 +443,7 @@ typedef struct nvmlAccountingStats_st {
     unsigned int gpuUtilization;
     unsigned int memoryUtilization;
     unsigned long long maxMemoryUsage;
-    unsigned long long time; /* ms the context was active; 0 while running */
+    unsigned long long time;      /* ms the context was active; 0 while running */
     unsigned long long startTime; /* CPU timestamp, µs */
     unsigned int isRunning;
     unsigned int reserved[5];
@@ -515,7 +514,6 @@ typedef struct nvmlHwbcEntry_st {
     char firmwareVersion[32];
 } nvmlHwbcEntry_t;
 
-
 typedef enum nvmlLedColor_enum {
     NVML_LED_COLOR_GREEN = 0,
     NVML_LED_COLOR_AMBER = 1,
@@ -542,15 +540,15 @@ typedef struct nvmlEncoderSessionInfo_st nvmlEncoderSessionInfo_t;
 typedef struct nvmlFBCSessionInfo_st nvmlFBCSessionInfo_t;
 
 /* Events (nvmlEventSet*): types are bits of a 64-bit mask. */
-#define nvmlEventTypeSingleBitEccError    0x0000000000000001ULL
-#define nvmlEventTypeDoubleBitEccError    0x0000000000000002ULL
-#define nvmlEventTypePState               0x0000000000000004ULL
-#define nvmlEventTypeXidCriticalError     0x0000000000000008ULL
-#define nvmlEventTypeClock                0x0000000000000010ULL
-#define nvmlEventTypePowerSourceChange    0x0000000000000080ULL
-#define nvmlEventMigConfigChange          0x0000000000000100ULL
-#define nvmlEventTypeNone                 0x0000000000000000ULL
-#define nvmlEventTypeGpuUnavailableError  0x0000000000004000ULL
+#define nvmlEventTypeSingleBitEccError   0x0000000000000001ULL
+#define nvmlEventTypeDoubleBitEccError   0x0000000000000002ULL
+#define nvmlEventTypePState              0x0000000000000004ULL
+#define nvmlEventTypeXidCriticalError    0x0000000000000008ULL
+#define nvmlEventTypeClock               0x0000000000000010ULL
+#define nvmlEventTypePowerSourceChange   0x0000000000000080ULL
+#define nvmlEventMigConfigChange         0x0000000000000100ULL
+#define nvmlEventTypeNone                0x0000000000000000ULL
+#define nvmlEventTypeGpuUnavailableError 0x0000000000004000ULL
 
 typedef struct nvmlEventData_st {
     nvmlDevice_t device;
@@ -646,7 +644,6 @@ nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link,
 nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsigned int link,
                                                  nvmlPciInfo_t *pci);
 
-
 /* Device queries (nvidia-smi -q, DCGM), units, excluded devices, events. */
 nvmlReturn_t nvmlSystemGetHicVersion(unsigned int *hwbcCount, nvmlHwbcEntry_t *hwbcEntries);
 nvmlReturn_t nvmlSystemGetTopologyGpuSet(unsigned int cpuNumber, unsigned int *count,
@@ -728,8 +725,7 @@ nvmlReturn_t nvmlDeviceGetSupportedPerformanceStates(nvmlDevice_t device, nvmlPs
                                                      unsigned int size);
 nvmlReturn_t nvmlDeviceGetDynamicPstatesInfo(nvmlDevice_t device,
                                              nvmlGpuDynamicPstatesInfo_t *pDynamicPstatesInfo);
-nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type,
-                                    unsigned int *clock);
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock);
 nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type,
                                        unsigned int *clock);
 nvmlReturn_t nvmlDeviceGetApplicationsClock(nvmlDevice_t device, nvmlClockType_t clockType,
@@ -842,8 +838,9 @@ nvmlReturn_t nvmlDeviceGetSamples(nvmlDevice_t device, nvmlSamplingType_t type,
                                   unsigned long long lastSeenTimeStamp,
                                   nvmlValueType_t *sampleValType, unsigned int *sampleCount,
                                   nvmlSample_t *samples);
-nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device,
-                                                   nvmlProcessesUtilizationInfo_t *procesesUtilInfo);
+nvmlReturn_t
+nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device,
+                                      nvmlProcessesUtilizationInfo_t *procesesUtilInfo);
 nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device, unsigned int *infoCount,
                                                    nvmlProcessInfo_v1_t *infos);
 nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount,

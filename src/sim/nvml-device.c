@@ -78,7 +78,8 @@ NVML_API nvmlReturn_t nvmlDeviceGetInforomImageVersion(nvmlDevice_t device, char
 {
     NV_DEVICE(device, i);
     char buf[NVML_DEVICE_INFOROM_VERSION_BUFFER_SIZE];
-    snprintf(buf, sizeof(buf), "G%03u.0200.00.02", (unsigned int)(nv.cfg.dev[i].pci_device_id & 0x3ff));
+    snprintf(buf, sizeof(buf), "G%03u.0200.00.02",
+             (unsigned int)(nv.cfg.dev[i].pci_device_id & 0x3ff));
     return nv_copy_str(version, length, buf);
 }
 
@@ -155,7 +156,8 @@ NVML_API nvmlReturn_t nvmlDeviceGetVirtualizationMode(nvmlDevice_t device,
 /* MIG is not modelled: capable devices (A100, H200) report it disabled; others NOT_SUPPORTED. */
 static bool mig_capable(int i)
 {
-    return nv.cfg.dev[i].arch >= NVML_DEVICE_ARCH_AMPERE && nv.cfg.dev[i].brand != NVML_BRAND_GEFORCE;
+    return nv.cfg.dev[i].arch >= NVML_DEVICE_ARCH_AMPERE &&
+           nv.cfg.dev[i].brand != NVML_BRAND_GEFORCE;
 }
 
 NVML_API nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode,
@@ -487,8 +489,8 @@ NVML_API nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockTy
     return clock_of(i, type, m->sm_max_mhz, m->mem_mhz, m->video_max_mhz, clock);
 }
 
-NVML_API nvmlReturn_t nvmlDeviceGetMaxCustomerBoostClock(nvmlDevice_t device,
-                                                         nvmlClockType_t type, unsigned int *clock)
+NVML_API nvmlReturn_t nvmlDeviceGetMaxCustomerBoostClock(nvmlDevice_t device, nvmlClockType_t type,
+                                                         unsigned int *clock)
 {
     return nvmlDeviceGetMaxClockInfo(device, type, clock);
 }

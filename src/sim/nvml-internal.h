@@ -79,14 +79,14 @@ void nv_model_init(const struct sim_config *cfg);
 
 /* Load-dependent readings (see docs/internals/gpusim.md "NVML device model"). */
 struct nv_reading {
-    unsigned int util_1s;   /* % busy over the last second */
-    unsigned int util_10s;  /* % busy over the last ten seconds (temperature lags) */
-    unsigned int power_mw;  /* idle + (TDP - idle) * util_1s */
-    unsigned int temp_c;    /* idle + (load - idle) * util_10s */
+    unsigned int util_1s;  /* % busy over the last second */
+    unsigned int util_10s; /* % busy over the last ten seconds (temperature lags) */
+    unsigned int power_mw; /* idle + (TDP - idle) * util_1s */
+    unsigned int temp_c;   /* idle + (load - idle) * util_10s */
     unsigned int mem_temp_c;
     unsigned int sm_mhz, mem_mhz, video_mhz;
     unsigned int fan_pct;
-    nvmlPstates_t pstate;   /* P0 while busy in the last second, else P8 */
+    nvmlPstates_t pstate; /* P0 while busy in the last second, else P8 */
     unsigned long long energy_mj;
 };
 void nv_read(int idx, struct nv_reading *r);

@@ -135,8 +135,7 @@ static void model_for(const struct sim_device_cfg *d, struct nv_model *m)
         m->fans = 0;
     }
     uint64_t h = uuid_hash(d->uuid);
-    snprintf(m->serial, sizeof(m->serial), "132%010llu",
-             (unsigned long long)(h % 10000000000ull));
+    snprintf(m->serial, sizeof(m->serial), "132%010llu", (unsigned long long)(h % 10000000000ull));
 }
 
 void nv_model_init(const struct sim_config *cfg)
@@ -178,11 +177,11 @@ void nv_read(int idx, struct nv_reading *r)
     uint64_t tail = __atomic_load_n(&d->tail_ns, __ATOMIC_ACQUIRE);
     uint64_t done = gs_sat_sub_u64(busy_ns, tail > now ? tail - now : 0);
     /* mW × s = mJ; split to keep the products in 64 bits. */
-    unsigned long long idle = (unsigned long long)m->idle_mw * (now / 1000000000ull) +
-                              (unsigned long long)m->idle_mw * (now % 1000000000ull) / 1000000000ull;
-    unsigned long long extra = (unsigned long long)(m->tdp_mw - m->idle_mw) *
-                                   (done / 1000000000ull) +
-                               (unsigned long long)(m->tdp_mw - m->idle_mw) *
-                                   (done % 1000000000ull) / 1000000000ull;
+    unsigned long long idle =
+        (unsigned long long)m->idle_mw * (now / 1000000000ull) +
+        (unsigned long long)m->idle_mw * (now % 1000000000ull) / 1000000000ull;
+    unsigned long long extra =
+        (unsigned long long)(m->tdp_mw - m->idle_mw) * (done / 1000000000ull) +
+        (unsigned long long)(m->tdp_mw - m->idle_mw) * (done % 1000000000ull) / 1000000000ull;
     r->energy_mj = idle + extra;
 }

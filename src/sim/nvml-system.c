@@ -77,7 +77,8 @@ NVML_API nvmlReturn_t nvmlDeviceGetAccountingStats(nvmlDevice_t device, unsigned
     uint64_t busy = 0;
     if (found) {
         struct sim_pid_busy b[SIM_MAX_PROCS];
-        int n = sim_busy_by_pid_locked(nv.st, i, GS_MIN(start_ns, now), now, b, SIM_MAX_PROCS, NULL);
+        int n =
+            sim_busy_by_pid_locked(nv.st, i, GS_MIN(start_ns, now), now, b, SIM_MAX_PROCS, NULL);
         for (int k = 0; k < n; k++)
             if (b[k].slot == slot)
                 busy = b[k].busy_ns;
@@ -414,7 +415,8 @@ NVML_API nvmlReturn_t nvmlSystemGetTopologyGpuSet(unsigned int cpuNumber, unsign
         if (nvmlDeviceGetCpuAffinity(&nv.dev[i], 16, set) == NVML_SUCCESS &&
             cpuNumber < 16 * 8 * sizeof(unsigned long) &&
             (set[cpuNumber / (8 * sizeof(unsigned long))] >>
-             (cpuNumber % (8 * sizeof(unsigned long)))) & 1)
+             (cpuNumber % (8 * sizeof(unsigned long)))) &
+                1)
             found[n++] = &nv.dev[i];
     }
     if (!deviceArray || *count < n) {

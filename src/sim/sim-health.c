@@ -85,7 +85,8 @@ uint32_t sim_health_gen(const struct sim_state *st)
 
 void sim_health_wait(struct sim_state *st, uint32_t gen, unsigned int timeout_ms)
 {
-    struct timespec ts = {.tv_sec = timeout_ms / 1000, .tv_nsec = (long)(timeout_ms % 1000) * 1000000L};
+    struct timespec ts = {.tv_sec = timeout_ms / 1000,
+                          .tv_nsec = (long)(timeout_ms % 1000) * 1000000L};
     /* Returns at a wake, at the timeout, on EAGAIN (the word already moved) or EINTR: callers
      * re-check the state and their own deadline. */
     syscall(SYS_futex, &st->sh->health_gen, FUTEX_WAIT, gen, &ts, NULL, 0);

@@ -72,7 +72,7 @@ struct sim_dev_state {
     uint64_t busy_ns;    /* kernel time ever enqueued (NVML's energy counter) */
     uint32_t lost;       /* 1: fallen off the bus (gpusim-smi lose / recover) */
     uint32_t reserved32;
-    uint64_t xid_count;  /* XID events ever injected; the last SIM_XID_RING in health.xid */
+    uint64_t xid_count; /* XID events ever injected; the last SIM_XID_RING in health.xid */
     struct sim_interval ring[SIM_RING];
 };
 
@@ -84,7 +84,7 @@ struct sim_shared {
     uint64_t config_hash;
     uint64_t last_sweep_ns;
     uint64_t live[SIM_MAX_PROCS / 64]; /* bit i set <=> procs[i].state == SIM_PROC_LIVE */
-    uint32_t health_gen; /* bumped (and futex-woken) at every fault or recovery */
+    uint32_t health_gen;               /* bumped (and futex-woken) at every fault or recovery */
     uint32_t reserved32;
     uint64_t reserved[6];
     union {
