@@ -185,35 +185,19 @@ CU_API CUresult cuInit(unsigned int Flags)
     return r;
 }
 
+/*
+ * At exit another thread of the program may still be inside a call (a monitoring thread, a
+ * stream callback): the library stays usable until the process is gone. Nothing is unmapped,
+ * closed or freed here; our slot and memory go back to the device under the shared lock (a call
+ * racing with it fails cleanly: the slot is -1), and our backing files are unlinked (mappings
+ * keep their pages). The kernel reclaims the rest with the process.
+ */
 __attribute__((destructor)) static void cu_unload(void)
 {
-    if (cu_g.init_state > 0 && cu_g.st) {
-        sim_state_close(cu_g.st); /* gives our memory and slot back */
-        cu_g.st = NULL;
+    if (__atomic_load_n(&cu_g.init_state, __ATOMIC_ACQUIRE) > 0 && cu_g.st) {
+        cu_backing_exit();
+        sim_state_exit(cu_g.st);
     }
-    cu_g.init_state = 0;
-    cu_mem_reset();
-    struct cu_obj *o = cu_g.all;
-    while (o) {
-        struct cu_obj *next = o->all_next;
-        if (o->kind == CU_OBJ_GRAPH) {
-            struct sim_graph *g = (struct sim_graph *)o;
-            for (struct sim_graph_node *n = g->nodes, *nn; n; n = nn) {
-                nn = n->next;
-                free(n);
-            }
-        } else if (o->kind == CU_OBJ_GRAPH_EXEC) {
-            free(((struct sim_graph_exec *)o)->nodes);
-        } else if (o->kind == CU_OBJ_MODULE) {
-            struct sim_module *m = (struct sim_module *)o;
-            sim_image_fini(&m->img);
-            free(m->global_ptr);
-        }
-        free(o);
-        o = next;
-    }
-    cu_g.all = NULL;
-    memset(cu_g.free_list, 0, sizeof(cu_g.free_list));
 }
 
 CU_API CUresult cuDriverGetVersion(int *driverVersion)

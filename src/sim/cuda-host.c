@@ -56,7 +56,8 @@ CU_API CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
                               .size = bytesize,
                               .aux = c,
                               .kind = CU_HOST_ALLOC,
-                              .dev = -1};
+                              .dev = -1,
+                              .flags = Flags};
     pthread_mutex_lock(&cu_g.mem_lock);
     int rc = sim_map_put(&cu_g.hosts, &e);
     pthread_mutex_unlock(&cu_g.mem_lock);
@@ -101,7 +102,8 @@ CU_API CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flag
                               .size = bytesize,
                               .aux = c,
                               .kind = CU_HOST_REGISTERED,
-                              .dev = -1};
+                              .dev = -1,
+                              .flags = Flags};
     pthread_mutex_lock(&cu_g.mem_lock);
     if (host_overlaps_locked(e.key, bytesize))
         r = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
@@ -137,6 +139,29 @@ CU_API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsign
         return CUDA_ERROR_INVALID_VALUE;
     *pdptr = (CUdeviceptr)(uintptr_t)p; /* unified addressing: the same address */
     return CUDA_SUCCESS;
+}
+
+/* Flags the memory was allocated or registered with. The driver reports CU_MEMHOSTALLOC_* flags
+ * for cuMemHostAlloc memory; registered memory is reported with its registration flags. */
+CU_API CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p)
+{
+    CU_CHECK_INIT();
+    if (!pFlags || !p)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&cu_g.mem_lock);
+    const struct sim_map_entry *e = host_range_locked((uint64_t)(uintptr_t)p);
+    unsigned int f = e ? e->flags : 0;
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    if (!e)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pFlags = f;
+    return CUDA_SUCCESS;
+}
+
+uint64_t cu_host_span_locked(uint64_t p)
+{
+    const struct sim_map_entry *e = host_range_locked(p);
+    return e ? e->size - (p - e->key) : 0;
 }
 
 void cu_host_free_ctx_locked(const struct sim_ctx *c)

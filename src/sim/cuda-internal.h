@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "common/cuda_abi.h"
+#include "common/cuda_abi_data.h"
 #include "common/macros.h"
 #include "sim/gpusim.h"
 #include "sim/sim-config.h"
@@ -168,6 +169,9 @@ struct sim_array {
     int dev;
     uint64_t bytes;
     bool mipmapped;
+    CUDA_ARRAY3D_DESCRIPTOR desc;
+    size_t row, height, depth; /* bytes per row, rows per slice, slices (each >= 1) */
+    uint8_t *host;             /* the texels (MAP_NORESERVE; level 0 of a mipmapped array) */
 };
 
 struct sim_vmm {
@@ -188,6 +192,7 @@ enum cu_alloc_kind {
     CU_ALLOC_MAPPING,
     CU_ALLOC_GRAPH,  /* graph memory (launched mem-alloc node) */
     CU_ALLOC_GLOBAL, /* a module's __device__ variable (not freeable, not charged) */
+    CU_ALLOC_IPC,    /* another process's memory opened by cuIpcOpenMemHandle (not charged) */
 };
 
 /* Host memory (cuMemHostAlloc / cuMemAllocHost, cuMemHostRegister): not device memory. */
@@ -290,6 +295,24 @@ CUresult cu_graph_mem_alloc(const struct sim_graph_node *n);
 void cu_graph_mem_free(uint64_t dptr);
 /* Free a pointer allocation of any kind (cuMemFree and friends). */
 CUresult cu_free_ptr(CUdeviceptr dptr);
+
+/* Remove an entry of cu_g.allocs and release its host backing (mem_lock held). 0 or -ENOENT. */
+int cu_alloc_del_locked(uint64_t key, struct sim_map_entry *out);
+/* The allocation holding [p, p + n) (exact key or interior pointer), or NULL (mem_lock held). */
+struct sim_map_entry *cu_alloc_find_locked(uint64_t p);
+/* Host view of an allocation's bytes, mapped on first use (mem_lock held); NULL on failure. */
+uint8_t *cu_backing_map_locked(struct sim_map_entry *e);
+/* Managed memory: host-visible bytes whose address is the device pointer (MAP_NORESERVE). */
+void *cu_backing_managed(uint64_t size);
+/* Unlink this process's backing files (process exit). */
+void cu_backing_exit(void);
+/* The texels of an array, mapped on first use; NULL on failure. */
+uint8_t *cu_array_host(struct sim_array *a);
+/* Give an array's texels back (destroy). */
+void cu_array_release(struct sim_array *a);
+/* Host memory range registered/allocated through cuMemHost*: its size from p, else 0
+ * (mem_lock held). */
+uint64_t cu_host_span_locked(uint64_t p);
 
 /* Map an ordinal to a device index; -1 if invalid. */
 static inline int cu_dev_of(CUdevice d)

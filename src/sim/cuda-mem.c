@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "common/cuda_array.h"
 #include "sim/cuda-internal.h"
@@ -124,7 +125,30 @@ CU_API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned i
         return CUDA_ERROR_INVALID_VALUE;
     if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
         return CUDA_ERROR_INVALID_VALUE;
-    return alloc_charged(dptr, bytesize, CU_ALLOC_MANAGED, c);
+    /* Host-visible: the device pointer is the address of host memory (unified memory). */
+    if (sim_mem_charge(cu_g.st, c->dev, bytesize) < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    void *h = cu_backing_managed(bytesize);
+    struct sim_map_entry e = {.key = (uint64_t)(uintptr_t)h,
+                              .size = bytesize,
+                              .aux = c,
+                              .kind = CU_ALLOC_MANAGED,
+                              .dev = c->dev,
+                              .host = h};
+    int rc = -ENOMEM;
+    if (h) {
+        pthread_mutex_lock(&cu_g.mem_lock);
+        rc = sim_map_put(&cu_g.allocs, &e);
+        pthread_mutex_unlock(&cu_g.mem_lock);
+    }
+    if (rc < 0) {
+        if (h)
+            munmap(h, bytesize);
+        sim_mem_uncharge(cu_g.st, c->dev, bytesize);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *dptr = e.key;
+    return CUDA_SUCCESS;
 }
 
 /* ------------------------------------------------------------------ v1 entry points */
@@ -356,7 +380,7 @@ CUresult cu_free_ptr(CUdeviceptr dptr)
         pthread_mutex_unlock(&cu_g.mem_lock);
         return CUDA_ERROR_INVALID_VALUE;
     }
-    sim_map_del(&cu_g.allocs, dptr, &e);
+    cu_alloc_del_locked(dptr, &e);
     uint64_t give = 0;
     struct sim_pool *p = e.aux;
     if (e.kind == CU_ALLOC_GRAPH) {
@@ -799,7 +823,7 @@ CU_API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
                 break;
             }
             struct sim_map_entry out;
-            sim_map_del(&cu_g.allocs, cur, &out);
+            cu_alloc_del_locked(cur, &out);
             struct sim_vmm *h = out.aux;
             h->maps--;
             if (vmm_gone_locked(h))
@@ -860,7 +884,7 @@ CU_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDe
 
 /* ------------------------------------------------------------------ arrays */
 /* *out is written only when CUDA_SUCCESS is returned. */
-static CUresult array_new(CUarray *out, uint64_t bytes, bool mip)
+static CUresult array_new(CUarray *out, uint64_t bytes, bool mip, const CUDA_ARRAY3D_DESCRIPTOR *d)
 {
     CUresult r;
     struct sim_ctx *c = cu_ctx_current(&r);
@@ -877,6 +901,11 @@ static CUresult array_new(CUarray *out, uint64_t bytes, bool mip)
     a->dev = c->dev;
     a->bytes = bytes;
     a->mipmapped = mip;
+    a->desc = *d;
+    a->row = (size_t)d->Width * gs_cuda_texel_bytes(d->Format, d->NumChannels);
+    a->height = d->Height ? d->Height : 1;
+    a->depth = d->Depth ? d->Depth : 1;
+    a->host = NULL;
     *out = (CUarray)a;
     return CUDA_SUCCESS;
 }
@@ -889,7 +918,8 @@ CU_API CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *
     uint64_t bytes = gs_cuda_array_bytes(d->Width, d->Height, 1, d->Format, d->NumChannels);
     if (!bytes)
         return CUDA_ERROR_INVALID_VALUE; /* unknown format or channel count */
-    return array_new(pHandle, bytes, false);
+    CUDA_ARRAY3D_DESCRIPTOR d3 = {d->Width, d->Height, 0, d->Format, d->NumChannels, 0};
+    return array_new(pHandle, bytes, false, &d3);
 }
 
 CU_API CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *d)
@@ -900,7 +930,7 @@ CU_API CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPT
     uint64_t bytes = gs_cuda_array_bytes(d->Width, d->Height, d->Depth, d->Format, d->NumChannels);
     if (!bytes)
         return CUDA_ERROR_INVALID_VALUE; /* unknown format or channel count */
-    return array_new(pHandle, bytes, false);
+    return array_new(pHandle, bytes, false, d);
 }
 
 CU_API CUresult cuArrayDestroy(CUarray hArray)
@@ -910,6 +940,7 @@ CU_API CUresult cuArrayDestroy(CUarray hArray)
     if (!cu_valid(a, CU_OBJ_ARRAY) || a->mipmapped)
         return CUDA_ERROR_INVALID_HANDLE;
     sim_mem_uncharge(cu_g.st, a->dev, a->bytes);
+    cu_array_release(a);
     cu_obj_del(a);
     return CUDA_SUCCESS;
 }
@@ -926,7 +957,7 @@ CU_API CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARR
         return CUDA_ERROR_INVALID_VALUE; /* unknown format or channel count */
     CUarray a = NULL; /* array_new() sets it on CUDA_SUCCESS, which cu_ctx_current() never gives
                          with a NULL context (in another file, so the analyzer cannot see it) */
-    CUresult r = array_new(&a, total, true);
+    CUresult r = array_new(&a, total, true, d);
     if (r == CUDA_SUCCESS)
         *pHandle = (CUmipmappedArray)a;
     return r;
@@ -939,6 +970,7 @@ CU_API CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)
     if (!cu_valid(a, CU_OBJ_ARRAY) || !a->mipmapped)
         return CUDA_ERROR_INVALID_HANDLE;
     sim_mem_uncharge(cu_g.st, a->dev, a->bytes);
+    cu_array_release(a);
     cu_obj_del(a);
     return CUDA_SUCCESS;
 }
@@ -967,7 +999,7 @@ void cu_ctx_free_owned_locked(struct sim_ctx *c)
                 give[e->dev] = gs_sat_add_u64(give[e->dev], e->size);
             /* Backward-shift deletion may move a later entry into slot i: look at it again.
              * Entries only move towards their home slot, so none is skipped. */
-            sim_map_del(&cu_g.allocs, e->key, NULL);
+            cu_alloc_del_locked(e->key, NULL);
             continue;
         }
         i++;
@@ -980,6 +1012,7 @@ void cu_ctx_free_owned_locked(struct sim_ctx *c)
         if (o->kind == CU_OBJ_ARRAY && ((struct sim_array *)o)->ctx == c) {
             struct sim_array *a = (struct sim_array *)o;
             give[a->dev] = gs_sat_add_u64(give[a->dev], a->bytes);
+            cu_array_release(a);
             cu_obj_del_locked(a);
         } else if (o->kind == CU_OBJ_STREAM && ((struct sim_stream *)o)->ctx == c) {
             cu_obj_del_locked(o);

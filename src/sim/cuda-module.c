@@ -88,7 +88,7 @@ void cu_module_drop_globals_locked(struct sim_module *m)
 {
     for (size_t i = 0; m->global_ptr && i < m->img.n; i++)
         if (m->global_ptr[i])
-            sim_map_del(&cu_g.allocs, m->global_ptr[i], NULL);
+            cu_alloc_del_locked(m->global_ptr[i], NULL);
     free(m->global_ptr);
     m->global_ptr = NULL;
     sim_image_fini(&m->img);

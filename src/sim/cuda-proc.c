@@ -1,25 +1,48 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* gpusim libcuda: cuGetProcAddress over the export table (cuda-exports.def). */
+/* gpusim libcuda: cuGetProcAddress over the export table (cuda-api.def, expanded in cuda-table.c).
+ */
 #include <string.h>
 
 #include "sim/cuda-internal.h"
+#include "sim/cuda-table.h"
 
-struct export
+/*
+ * Entry points gpusim does not model answer what the driver answers without the feature (the
+ * category of their row in cuda-api.def); before cuInit every entry point answers
+ * CUDA_ERROR_NOT_INITIALIZED. One function per category, exported under each row's name by an
+ * assembler alias (their signatures differ, but none of them reads an argument).
+ */
+static CUresult stub(CUresult e)
 {
-    const char *symbol;
-    const char *base;
-    void *fn;
-    int version;
-    int ptsz;
-};
+    return __atomic_load_n(&cu_g.init_state, __ATOMIC_ACQUIRE) > 0 ? e : CUDA_ERROR_NOT_INITIALIZED;
+}
+__attribute__((used)) CUresult gs_cu_stub_ns(void);
+__attribute__((used)) CUresult gs_cu_stub_gfx(void);
+__attribute__((used)) CUresult gs_cu_stub_res(void);
+CUresult gs_cu_stub_ns(void)
+{
+    return stub(CUDA_ERROR_NOT_SUPPORTED);
+}
+CUresult gs_cu_stub_gfx(void)
+{
+    return stub(CUDA_ERROR_INVALID_GRAPHICS_CONTEXT);
+}
+CUresult gs_cu_stub_res(void)
+{
+    return stub(CUDA_ERROR_INVALID_HANDLE);
+}
 
-static const struct export exports[] = {
-#define X(sym, base, ver, ptsz)  {#sym, base, (void *)(sym), ver, ptsz},
-#define XH(sym, base, ver, ptsz) {base, base, (void *)(sym), ver, ptsz},
-#include "sim/cuda-exports.def"
+#define STUB_ALIAS(sym, target)                                                                    \
+    __asm__(".globl " #sym "\n\t.type " #sym ", @function\n\t.set " #sym ", " #target "\n");
+#define STUB_M(sym)
+#define STUB_NS(sym)                 STUB_ALIAS(sym, gs_cu_stub_ns)
+#define STUB_GFX(sym)                STUB_ALIAS(sym, gs_cu_stub_gfx)
+#define STUB_RES(sym)                STUB_ALIAS(sym, gs_cu_stub_res)
+#define X(sym, base, ver, ptsz, cat) STUB_##cat(sym)
+#define XH(sym, base, ver, ptsz, cat)
+#include "sim/cuda-api.def"
 #undef XH
 #undef X
-};
 
 static CUresult resolve(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
                         CUdriverProcAddressQueryResult *status)
@@ -30,16 +53,16 @@ static CUresult resolve(const char *symbol, void **pfn, int cudaVersion, cuuint6
                               CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
         return CUDA_ERROR_INVALID_VALUE;
     int want_ptsz = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
-    const struct export *best = NULL, *best_ptsz = NULL;
+    const struct cu_export *best = NULL, *best_ptsz = NULL;
     bool known = false;
-    for (size_t i = 0; i < GS_ARRAY_SIZE(exports); i++) {
-        const struct export *e = &exports[i];
+    for (size_t i = 0; i < cu_nexports; i++) {
+        const struct cu_export *e = &cu_exports[i];
         if (strcmp(e->base, symbol) != 0)
             continue;
         known = true;
         if (e->version > cudaVersion)
             continue;
-        const struct export **slot = e->ptsz ? &best_ptsz : &best;
+        const struct cu_export **slot = e->ptsz ? &best_ptsz : &best;
         if (!*slot || e->version > (*slot)->version)
             *slot = e;
     }
@@ -47,9 +70,9 @@ static CUresult resolve(const char *symbol, void **pfn, int cudaVersion, cuuint6
         best = best_ptsz;
     if (!best && !known) {
         /* Not a base name: an exact exported symbol (e.g. "cuMemAlloc_v2") is accepted. */
-        for (size_t i = 0; i < GS_ARRAY_SIZE(exports); i++) {
-            if (strcmp(exports[i].symbol, symbol) == 0 && exports[i].version <= cudaVersion) {
-                best = &exports[i];
+        for (size_t i = 0; i < cu_nexports; i++) {
+            if (strcmp(cu_exports[i].symbol, symbol) == 0 && cu_exports[i].version <= cudaVersion) {
+                best = &cu_exports[i];
                 break;
             }
         }

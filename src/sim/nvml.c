@@ -72,14 +72,9 @@ NVML_API nvmlReturn_t nvmlShutdown(void)
     return NVML_SUCCESS;
 }
 
-__attribute__((destructor)) static void nvml_unload(void)
-{
-    if (nv.st) {
-        sim_state_close(nv.st);
-        nv.st = NULL;
-    }
-    nv.refs = 0;
-}
+/* No destructor: a monitoring thread may still be inside a query while the process exits, so the
+ * state stays mapped until the process is gone (the kernel drops the mapping and the byte lock
+ * with it). nvmlShutdown unmaps, as the application asked. */
 
 NVML_API const char *nvmlErrorString(nvmlReturn_t result)
 {

@@ -16,6 +16,8 @@ struct sim_map_entry {
     void *aux;     /* owner object (pool, VMM handle) or NULL */
     uint32_t kind;
     int32_t dev;
+    uint32_t flags; /* gpusim: cuMemHostAlloc/Register flags, IPC open flags */
+    void *host;     /* gpusim: host view of the bytes once mapped (see cuda-copy.c), else NULL */
 };
 
 struct sim_map {

@@ -332,12 +332,21 @@ static void unregister(struct sim_state *st)
     if (st->slot < 0)
         return;
     sim_lock(st);
-    struct sim_proc *p = &st->sh->procs[st->slot];
+    int slot = st->slot;
+    struct sim_proc *p = &st->sh->procs[slot];
     if (p->state == SIM_PROC_LIVE && p->pid == st->pid)
-        reclaim_slot(st->sh, st->slot);
+        reclaim_slot(st->sh, slot);
+    /* Under the lock: a charge racing with us sees -1 and fails instead of touching the slot
+     * after it was given back. */
+    __atomic_store_n(&st->slot, -1, __ATOMIC_RELEASE);
     sim_unlock(st);
-    byte_lock(st->fd, F_OFD_SETLK, F_UNLCK, SIM_LOCK_BASE + st->slot, 1);
-    st->slot = -1;
+    byte_lock(st->fd, F_OFD_SETLK, F_UNLCK, SIM_LOCK_BASE + slot, 1);
+}
+
+void sim_state_exit(struct sim_state *st)
+{
+    if (st)
+        unregister(st);
 }
 
 void sim_state_close(struct sim_state *st)
@@ -407,6 +416,11 @@ int sim_mem_charge(struct sim_state *st, int dev, uint64_t bytes)
     if (now - sh->last_sweep_ns > SWEEP_PERIOD_NS ||
         gs_sat_add_u64(d->used_mem, bytes) > d->total_mem)
         sim_sweep_locked(st, true);
+    int slot = __atomic_load_n(&st->slot, __ATOMIC_ACQUIRE);
+    if (slot < 0) { /* unregistered at exit while we waited for the lock */
+        sim_unlock(st);
+        return -EINVAL;
+    }
     if (gs_sat_add_u64(d->used_mem, bytes) > d->total_mem) {
         sim_unlock(st);
         return -ENOMEM;
@@ -414,7 +428,7 @@ int sim_mem_charge(struct sim_state *st, int dev, uint64_t bytes)
     d->used_mem += bytes;
     if (d->used_mem > d->peak_mem)
         d->peak_mem = d->used_mem;
-    sh->procs[st->slot].mem[dev] += bytes;
+    sh->procs[slot].mem[dev] += bytes;
     sim_unlock(st);
     return 0;
 }
@@ -424,7 +438,12 @@ void sim_mem_uncharge(struct sim_state *st, int dev, uint64_t bytes)
     if (st->slot < 0 || dev < 0 || dev >= st->ndev)
         return;
     sim_lock(st);
-    struct sim_proc *p = &st->sh->procs[st->slot];
+    int slot = __atomic_load_n(&st->slot, __ATOMIC_ACQUIRE);
+    if (slot < 0) {
+        sim_unlock(st);
+        return;
+    }
+    struct sim_proc *p = &st->sh->procs[slot];
     uint64_t b = GS_MIN(bytes, p->mem[dev]);
     p->mem[dev] -= b;
     st->sh->dev[dev].used_mem = gs_sat_sub_u64(st->sh->dev[dev].used_mem, b);
@@ -436,7 +455,12 @@ void sim_ctx_add(struct sim_state *st, int dev, int delta)
     if (st->slot < 0 || dev < 0 || dev >= st->ndev)
         return;
     sim_lock(st);
-    uint32_t *c = &st->sh->procs[st->slot].ctx[dev];
+    int slot = __atomic_load_n(&st->slot, __ATOMIC_ACQUIRE);
+    if (slot < 0) {
+        sim_unlock(st);
+        return;
+    }
+    uint32_t *c = &st->sh->procs[slot].ctx[dev];
     if (delta < 0)
         *c = *c >= (uint32_t)-delta ? *c - (uint32_t)-delta : 0;
     else

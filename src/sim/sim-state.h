@@ -116,6 +116,9 @@ int sim_state_path(const struct sim_config *cfg, char *buf, size_t len, struct g
 int sim_state_open(const struct sim_config *cfg, struct sim_state **out, struct gs_error *err);
 /* Unmap and close; unregisters our slot first if we have one. NULL is a no-op. */
 void sim_state_close(struct sim_state *st);
+/* Process exit: give our slot back (under the lock) but keep the mapping and the descriptor,
+ * since other threads may still be inside a call. */
+void sim_state_exit(struct sim_state *st);
 /* After fork(): forget the parent's slot and mapping without touching the shared state. */
 void sim_state_forget(struct sim_state *st);
 
