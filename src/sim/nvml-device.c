@@ -127,8 +127,10 @@ NVML_API nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeM
 }
 
 /* The Windows driver model does not exist on Linux: NOT_SUPPORTED, as the real NVML. */
+/* NOLINTBEGIN(readability-non-const-parameter): NVML's prototype; nothing is written here */
 NVML_API nvmlReturn_t nvmlDeviceGetDriverModel_v2(nvmlDevice_t device, nvmlDriverModel_t *current,
                                                   nvmlDriverModel_t *pending)
+/* NOLINTEND(readability-non-const-parameter): NVML's prototype */
 {
     NV_DEVICE(device, i);
     (void)i;
@@ -189,7 +191,9 @@ NVML_API nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned 
     return NVML_SUCCESS;
 }
 
+/* NOLINTBEGIN(readability-non-const-parameter): NVML's prototype; nothing is written here */
 NVML_API nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int *id)
+/* NOLINTEND(readability-non-const-parameter): NVML's prototype */
 {
     NV_DEVICE(device, i);
     (void)i;
@@ -197,7 +201,9 @@ NVML_API nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned i
     return NVML_ERROR_NOT_SUPPORTED; /* not a MIG device handle */
 }
 
+/* NOLINTBEGIN(readability-non-const-parameter): NVML's prototype; nothing is written here */
 NVML_API nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int *id)
+/* NOLINTEND(readability-non-const-parameter): NVML's prototype */
 {
     NV_DEVICE(device, i);
     (void)i;
@@ -568,9 +574,11 @@ NVML_API nvmlReturn_t nvmlDeviceGetSupportedGraphicsClocks(nvmlDevice_t device,
     return NVML_SUCCESS;
 }
 
+/* NOLINTBEGIN(readability-non-const-parameter): NVML's prototype; nothing is written here */
 NVML_API nvmlReturn_t nvmlDeviceGetAutoBoostedClocksEnabled(nvmlDevice_t device,
                                                             nvmlEnableState_t *isEnabled,
                                                             nvmlEnableState_t *defaultIsEnabled)
+/* NOLINTEND(readability-non-const-parameter): NVML's prototype */
 {
     NV_DEVICE(device, i);
     (void)i;
@@ -829,11 +837,13 @@ NVML_API nvmlReturn_t nvmlDeviceGetMemoryErrorCounter(nvmlDevice_t device,
     return NVML_SUCCESS;
 }
 
+/* NOLINTBEGIN(readability-non-const-parameter): NVML's prototype; nothing is written here */
 NVML_API nvmlReturn_t nvmlDeviceGetRetiredPages_v2(nvmlDevice_t device,
                                                    nvmlPageRetirementCause_t cause,
                                                    unsigned int *pageCount,
                                                    unsigned long long *addresses,
                                                    unsigned long long *timestamps)
+/* NOLINTEND(readability-non-const-parameter): NVML's prototype */
 {
     NV_DEVICE(device, i);
     (void)addresses;

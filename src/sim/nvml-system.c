@@ -284,7 +284,7 @@ NVML_API nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device,
             return NVML_ERROR_MEMORY;
     }
     nvmlReturn_t r = nvmlDeviceGetProcessUtilization(device, tmp, &n, info->lastSeenTimeStamp);
-    if (r == NVML_SUCCESS) {
+    if (r == NVML_SUCCESS && tmp) {
         for (unsigned int k = 0; k < n; k++)
             info->procUtilArray[k] = (nvmlProcessUtilizationInfo_v1_t){
                 .timeStamp = tmp[k].timeStamp,
@@ -305,7 +305,9 @@ NVML_API nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device,
 static nvmlReturn_t pci_info_prefix(nvmlDevice_t device, void *out, size_t n, size_t zero)
 {
     nvmlPciInfo_t full;
-    nvmlReturn_t r = nvmlDeviceGetPciInfo_v3(device, out ? &full : NULL);
+    nvmlReturn_t r = nvmlDeviceGetPciInfo_v3(device, &full);
+    if (r == NVML_SUCCESS && !out)
+        r = NVML_ERROR_INVALID_ARGUMENT;
     if (r == NVML_SUCCESS) {
         memcpy(out, &full, n);
         memset((char *)out + n, 0, zero);
@@ -398,7 +400,8 @@ NVML_API nvmlReturn_t nvmlDeviceGetTopologyNearestGpus(nvmlDevice_t device,
         *count = n;
         return deviceArray || *count == 0 ? NVML_ERROR_INSUFFICIENT_SIZE : NVML_SUCCESS;
     }
-    memcpy(deviceArray, found, n * sizeof(*found));
+    for (unsigned int k = 0; k < n; k++)
+        deviceArray[k] = found[k];
     *count = n;
     return NVML_SUCCESS;
 }
@@ -423,7 +426,8 @@ NVML_API nvmlReturn_t nvmlSystemGetTopologyGpuSet(unsigned int cpuNumber, unsign
         *count = n;
         return deviceArray || *count == 0 ? NVML_ERROR_INSUFFICIENT_SIZE : NVML_SUCCESS;
     }
-    memcpy(deviceArray, found, n * sizeof(*found));
+    for (unsigned int k = 0; k < n; k++)
+        deviceArray[k] = found[k];
     *count = n;
     return NVML_SUCCESS;
 }
