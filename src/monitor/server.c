@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/httpd.h"
-#include "common/log.h"
-#include "common/macros.h"
+#include "net/httpd.h"
+#include "base/log.h"
+#include "base/macros.h"
 #include "webhook/server.h"
 #include "webhook/tls.h"
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "common/cuda_array.h"
+#include "abi/cuda_array.h"
 #include "sim/cuda-internal.h"
 
 static uint64_t round_up(uint64_t v, uint64_t a)

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "common/error.h"
-#include "common/version.h"
+#include "base/error.h"
+#include "base/version.h"
 #include "gpu/smi.h"
 #include "sim/sim-config.h"
 #include "sim/sim-state.h"

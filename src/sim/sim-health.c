@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/macros.h"
+#include "base/macros.h"
 #include "sim/sim-state.h"
 
 /* Xid 79: "GPU has fallen off the bus" (NVIDIA's Xid catalogue; the kernel driver logs it when

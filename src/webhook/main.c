@@ -8,11 +8,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/daemon.h"
-#include "common/k8s.h"
-#include "common/kubeconfig.h"
-#include "common/log.h"
-#include "common/macros.h"
+#include "base/daemon.h"
+#include "kube/k8s.h"
+#include "kube/kubeconfig.h"
+#include "base/log.h"
+#include "base/macros.h"
 #include "webhook/admit.h"
 #include "webhook/cluster.h"
 #include "webhook/options.h"

@@ -21,7 +21,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "common/error.h"
+#include "base/error.h"
 #include "webhook/admit.h"
 #include "webhook/metrics.h"
 #include "webhook/tls.h"

@@ -12,10 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/clock.h"
-#include "common/fs.h"
-#include "common/log.h"
-#include "common/macros.h"
+#include "base/clock.h"
+#include "base/fs.h"
+#include "base/log.h"
+#include "base/macros.h"
 
 struct pair {
     gnutls_pcert_st pcert[WH_TLS_MAX_CHAIN];

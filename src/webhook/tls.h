@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "base/error.h"
 #include "webhook/metrics.h"
 
 /* TLS 1.2 and 1.3 only, GnuTLS' NORMAL cipher suites. */

@@ -12,6 +12,16 @@ MiB = 1 << 20
 GiB = 1 << 30
 
 
+def sanitized_build():
+    """Why the real programs are skipped in the ASan+UBSan build, or None. They are other people's
+    uninstrumented programs (FFmpeg, numba's LLVM): with the sanitizer runtime preloaded into
+    them the run would test the sanitizer's interplay with them, not gpusim or libvgpu; the
+    instrumented libraries are exercised by the sim and vgpu suites."""
+    if 'address' in os.environ.get('GS_SANITIZE', ''):
+        return 'real programs run against the plain build only (make test runs that one too)'
+    return None
+
+
 class Machine:
     def __init__(self, preset='t4'):
         self.dir = tempfile.mkdtemp(prefix='gs-realprog-')

@@ -18,7 +18,7 @@ import subprocess
 import sys
 
 from gstest import Tap
-from realprog import Machine
+from realprog import Machine, sanitized_build
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TEST_ID = re.compile(r'\((numba\.cuda\.tests\.cudadrv\.[\w.]+)\)')
@@ -80,6 +80,10 @@ def verified(reason, detail):
 
 def main():
     t = Tap()
+    why = sanitized_build()
+    if why:
+        t.skip('numba cudadrv suite', why)
+        return t.done()
     probe = subprocess.run([sys.executable, '-c', 'import numba.cuda'], capture_output=True)
     if probe.returncode != 0:
         t.skip('numba cudadrv suite', f'{sys.executable} cannot import numba '

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "common/cuda_abi_data.h"
+#include "abi/cuda_abi_data.h"
 #include "simtest.h"
 #include "tap.h"
 

@@ -232,7 +232,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix='gs-nvml-') as tmp:
         for preset in ('t4', 'h200', 'a100x8'):
             env = preload_env(sim=True)
-            for k in ('GPUSIM_CONFIG', 'CUDA_VISIBLE_DEVICES', 'LD_PRELOAD'):
+            for k in ('GPUSIM_CONFIG', 'CUDA_VISIBLE_DEVICES'):
                 env.pop(k, None)
             env['GPUSIM_PRESET'] = preset
             env['GPUSIM_STATE'] = os.path.join(tmp, preset + '.state')

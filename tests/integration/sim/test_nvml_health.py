@@ -16,7 +16,7 @@ import tempfile
 import threading
 
 import nvmlpy
-from gstest import Tap, env_paths, preload_env
+from gstest import Tap, env_paths, preload_env, sanitizer_runtime
 
 N = nvmlpy
 
@@ -44,10 +44,14 @@ def cuda_child():
 def main():
     if len(sys.argv) >= 2 and sys.argv[1] == 'cuda-child':
         return cuda_child()
+    rt = sanitizer_runtime()
+    if rt and rt not in os.environ.get('LD_PRELOAD', ''):
+        # This process loads gpusim's (instrumented) libraries itself: the ASan runtime first.
+        os.execve(sys.executable, [sys.executable] + sys.argv, preload_env(sim=True))
     t = Tap()
     with tempfile.TemporaryDirectory(prefix='gs-health-') as tmp:
         env = preload_env(sim=True)
-        for k in ('GPUSIM_CONFIG', 'CUDA_VISIBLE_DEVICES', 'LD_PRELOAD'):
+        for k in ('GPUSIM_CONFIG', 'CUDA_VISIBLE_DEVICES'):
             env.pop(k, None)
         env['GPUSIM_PRESET'] = 't4x2'
         env['GPUSIM_STATE'] = os.path.join(tmp, 'state')
