@@ -7,8 +7,8 @@
  * CUDA driver"); layouts pinned by static_asserts. Kept apart from cuda_abi.h only so gpusim's
  * data path does not touch the header libvgpu's hook list is built from.
  */
-#ifndef GS_COMMON_CUDA_ABI_DATA_H
-#define GS_COMMON_CUDA_ABI_DATA_H
+#ifndef GS_ABI_CUDA_ABI_DATA_H
+#define GS_ABI_CUDA_ABI_DATA_H
 
 #include "abi/cuda_abi.h"
 
@@ -208,6 +208,21 @@ typedef struct CUDA_RESOURCE_VIEW_DESC_st {
     unsigned int reserved[16];
 } CUDA_RESOURCE_VIEW_DESC;
 
+typedef enum CUfunc_cache_enum {
+    CU_FUNC_CACHE_PREFER_NONE = 0x00,
+    CU_FUNC_CACHE_PREFER_SHARED = 0x01,
+    CU_FUNC_CACHE_PREFER_L1 = 0x02,
+    CU_FUNC_CACHE_PREFER_EQUAL = 0x03,
+} CUfunc_cache;
+
+typedef enum CUsharedconfig_enum {
+    CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE = 0x00,
+    CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE = 0x01,
+    CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE = 0x02,
+} CUsharedconfig;
+
+typedef size_t (*CUoccupancyB2DSize)(int blockSize);
+
 typedef unsigned long long CUtexObject;
 typedef unsigned long long CUsurfObject;
 
@@ -223,4 +238,4 @@ static_assert(sizeof(CUDA_RESOURCE_VIEW_DESC) == 112, "CUDA_RESOURCE_VIEW_DESC l
 }
 #endif
 
-#endif /* GS_COMMON_CUDA_ABI_DATA_H */
+#endif /* GS_ABI_CUDA_ABI_DATA_H */

@@ -16,7 +16,9 @@
  * device pointer (host-visible, as with the driver's unified memory). Arrays keep their texels
  * in a private mapping, rows packed (pitch = width x texel size).
  */
+#include <dirent.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -45,7 +47,7 @@ static uint64_t page_size(void)
 }
 
 /* Region and offset of a synthetic device address; false for an address outside them. */
-static bool region_of(uint64_t a, int *region, uint64_t *off)
+bool cu_region_of(uint64_t a, int *region, uint64_t *off)
 {
     if (a >= CU_VA_LOW_BASE && a < CU_VA_LOW_END) {
         *region = CU_VA_SLOT_LOW;
@@ -65,21 +67,27 @@ static bool region_of(uint64_t a, int *region, uint64_t *off)
 /* /dev/shm/gpusim-<hash of the state path>.mem.<slot>.<region> (tmpfs: pages written are memory,
  * never written back to a disk); next to the state file where /dev/shm is missing. Every process
  * of one gpusim state computes the same names. */
-static void backing_path(char *buf, size_t len, int slot, int region)
+static uint64_t path_hash(void)
 {
     uint64_t h = 1469598103934665603ull; /* FNV-1a of the state path */
     for (const char *c = cu_g.st->path; *c; c++)
         h = (h ^ (uint8_t)*c) * 1099511628211ull;
+    return h;
+}
+
+void cu_backing_path(char *buf, size_t len, int slot, const char *kind, int region)
+{
+    uint64_t h = path_hash();
     if (access("/dev/shm", W_OK) == 0)
-        snprintf(buf, len, "/dev/shm/gpusim-%016llx.mem.%d.%d", (unsigned long long)h, slot,
+        snprintf(buf, len, "/dev/shm/gpusim-%016llx.%s.%d.%d", (unsigned long long)h, kind, slot,
                  region);
     else
-        snprintf(buf, len, "%s.mem.%d.%d", cu_g.st->path, slot, region);
+        snprintf(buf, len, "%s.%s.%d.%d", cu_g.st->path, kind, slot, region);
 }
 
 /* The region's file, created on first use (mem_lock held); -1 on failure. A file left by a dead
  * process that had our slot is unlinked first (whoever still maps it keeps its pages). */
-static int backing_fd_locked(int region)
+int cu_backing_fd_locked(int region)
 {
     if (bk.fd1[region] && bk.slot == cu_g.st->slot)
         return bk.fd1[region] - 1;
@@ -93,7 +101,7 @@ static int backing_fd_locked(int region)
     if (cu_g.st->slot < 0)
         return -1;
     char path[PATH_MAX + 32];
-    backing_path(path, sizeof(path), cu_g.st->slot, region);
+    cu_backing_path(path, sizeof(path), cu_g.st->slot, "mem", region);
     unlink(path);
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0)
@@ -110,19 +118,22 @@ uint8_t *cu_backing_map_locked(struct sim_map_entry *e)
         return e->host;
     int region;
     uint64_t off;
-    if (e->kind == CU_ALLOC_RESERVE || !region_of(e->key, &region, &off))
+    if (e->kind == CU_ALLOC_RESERVE || !cu_region_of(e->key, &region, &off))
         return NULL;
-    int fd = backing_fd_locked(region);
+    int fd = cu_backing_fd_locked(region);
     if (fd < 0)
         return NULL;
     uint64_t ps = page_size(), start = off - off % ps;
     uint64_t end = gs_sat_add_u64(off, e->size ? e->size : 1);
     end = gs_sat_add_u64(end, ps - 1);
     end -= end % ps;
-    if (end > bk.len[region]) {
-        if (ftruncate(fd, (off_t)end) < 0)
+    if (end > bk.len[region]) { /* grow only: an IPC opener may have grown it already */
+        struct stat sb;
+        if (fstat(fd, &sb) < 0)
             return NULL;
-        bk.len[region] = end;
+        if ((uint64_t)sb.st_size < end && ftruncate(fd, (off_t)end) < 0)
+            return NULL;
+        bk.len[region] = GS_MAX(end, (uint64_t)sb.st_size);
     }
     void *m = mmap(NULL, end - start, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd,
                    (off_t)start);
@@ -153,7 +164,7 @@ static void backing_release_locked(const struct sim_map_entry *e)
     int region;
     uint64_t off;
     if (e->kind == CU_ALLOC_MANAGED || e->kind == CU_ALLOC_IPC ||
-        !region_of(e->key, &region, &off) || !bk.fd1[region])
+        !cu_region_of(e->key, &region, &off) || !bk.fd1[region])
         return;
     uint64_t a = gs_sat_add_u64(off, ps - 1), b = off + e->size;
     a -= a % ps;
@@ -175,6 +186,46 @@ int cu_alloc_del_locked(uint64_t key, struct sim_map_entry *out)
     return 0;
 }
 
+/* Unlink the backing and event files of slots no live process holds (processes that were
+ * killed, or exited without running destructors): called at cuInit, after registering. Files
+ * an IPC opener still maps keep their pages until it unmaps them. */
+void cu_backing_sweep(void)
+{
+    char dir[PATH_MAX], prefix[64];
+    bool shm = access("/dev/shm", W_OK) == 0;
+    if (shm) {
+        snprintf(dir, sizeof(dir), "/dev/shm");
+        snprintf(prefix, sizeof(prefix), "gpusim-%016llx.", (unsigned long long)path_hash());
+    } else {
+        const char *slash = strrchr(cu_g.st->path, '/');
+        size_t n = slash ? (size_t)(slash - cu_g.st->path) : 1;
+        snprintf(dir, sizeof(dir), "%.*s", (int)n, slash ? cu_g.st->path : ".");
+        snprintf(prefix, sizeof(prefix), "%.48s.", slash ? slash + 1 : cu_g.st->path);
+    }
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    size_t plen = strlen(prefix);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strncmp(de->d_name, prefix, plen) != 0)
+            continue;
+        const char *rest = de->d_name + plen; /* "mem.<slot>.<region>" or "ev.<slot>.0" */
+        const char *dot = strchr(rest, '.');
+        if (!dot || (strncmp(rest, "mem.", 4) != 0 && strncmp(rest, "ev.", 3) != 0))
+            continue;
+        int slot = atoi(dot + 1);
+        if (slot < 0 || slot >= SIM_MAX_PROCS || slot == cu_g.st->slot)
+            continue;
+        sim_lock(cu_g.st);
+        bool live = cu_g.st->sh->procs[slot].state == SIM_PROC_LIVE;
+        sim_unlock(cu_g.st);
+        if (!live)
+            (void)unlinkat(dirfd(d), de->d_name, 0);
+    }
+    closedir(d);
+}
+
 void cu_backing_exit(void)
 {
     if (!cu_g.st || cu_g.st->slot < 0 || bk.slot != cu_g.st->slot)
@@ -183,7 +234,7 @@ void cu_backing_exit(void)
         if (!bk.fd1[i])
             continue;
         char path[PATH_MAX + 32];
-        backing_path(path, sizeof(path), bk.slot, i);
+        cu_backing_path(path, sizeof(path), bk.slot, "mem", i);
         unlink(path); /* mappings (ours, IPC openers') keep their pages */
     }
 }
@@ -295,7 +346,7 @@ static CUresult resolve_unified(uint64_t a, uint64_t n, struct span *out)
         return r;
     int region;
     uint64_t off;
-    if (!a || region_of(a, &region, &off))
+    if (!a || cu_region_of(a, &region, &off))
         return CUDA_ERROR_INVALID_VALUE;
     /* NOLINTNEXTLINE(performance-no-int-to-ptr): unified addressing, a host pointer */
     *out = (struct span){(uint8_t *)(uintptr_t)a, -1, UINT64_MAX};

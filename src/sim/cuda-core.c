@@ -143,6 +143,7 @@ static void do_init(void)
         cu_g.init_error = CUDA_ERROR_OPERATING_SYSTEM;
         goto fail;
     }
+    cu_backing_sweep();
     parse_visible();
     if (cu_g.nvis == 0) {
         cu_g.init_error = CUDA_ERROR_NO_DEVICE;
@@ -196,6 +197,7 @@ __attribute__((destructor)) static void cu_unload(void)
 {
     if (__atomic_load_n(&cu_g.init_state, __ATOMIC_ACQUIRE) > 0 && cu_g.st) {
         cu_backing_exit();
+        cu_ipc_exit();
         sim_state_exit(cu_g.st);
     }
 }

@@ -416,6 +416,7 @@ CU_API CUresult cuCtxSynchronize(void)
     if (!c)
         return r;
     cu_wait_until(__atomic_load_n(&c->tail_ns, __ATOMIC_ACQUIRE));
+    cu_callbacks_wait(__atomic_load_n(&c->cb_seq, __ATOMIC_ACQUIRE));
     cu_pools_trim_at_sync();
     return CUDA_SUCCESS;
 }
@@ -470,6 +471,7 @@ CU_API CUresult cuStreamSynchronize(CUstream hStream)
     if (!s)
         return r;
     cu_wait_until(__atomic_load_n(&s->tail_ns, __ATOMIC_ACQUIRE));
+    cu_callbacks_wait(__atomic_load_n(&s->cb_seq, __ATOMIC_ACQUIRE));
     cu_pools_trim_at_sync();
     return CUDA_SUCCESS;
 }
@@ -485,8 +487,9 @@ CU_API CUresult cuStreamQuery(CUstream hStream)
     struct sim_stream *s = cu_stream_resolve(hStream, &r);
     if (!s)
         return r;
-    return sim_now_ns() >= __atomic_load_n(&s->tail_ns, __ATOMIC_ACQUIRE) ? CUDA_SUCCESS
-                                                                          : CUDA_ERROR_NOT_READY;
+    bool done = sim_now_ns() >= __atomic_load_n(&s->tail_ns, __ATOMIC_ACQUIRE) &&
+                cu_callbacks_done(__atomic_load_n(&s->cb_seq, __ATOMIC_ACQUIRE));
+    return done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 CU_API CUresult cuStreamQuery_ptsz(CUstream hStream)
@@ -505,8 +508,9 @@ CU_API CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int
         return CUDA_ERROR_INVALID_HANDLE;
     if (Flags != 0 && Flags != 1 /* CU_EVENT_WAIT_EXTERNAL */)
         return CUDA_ERROR_INVALID_VALUE;
-    if (e->recorded)
-        atomic_max_u64(&s->tail_ns, e->t_ns);
+    uint64_t t;
+    if (cu_event_time(e, &t))
+        atomic_max_u64(&s->tail_ns, t);
     return CUDA_SUCCESS;
 }
 
@@ -528,10 +532,14 @@ CU_API CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
         return CUDA_ERROR_INVALID_VALUE;
     if (!cu_ctx_current(&r))
         return r;
+    uint64_t *slot = NULL;
+    if ((Flags & CU_EVENT_INTERPROCESS) && !(slot = cu_ipc_event_slot()))
+        return CUDA_ERROR_OUT_OF_MEMORY;
     struct sim_event *e = cu_obj_new(CU_OBJ_EVENT, sizeof(*e));
     if (!e)
         return CUDA_ERROR_OUT_OF_MEMORY;
     e->flags = Flags;
+    e->ipc_t = slot;
     *phEvent = (CUevent)e;
     return CUDA_SUCCESS;
 }
@@ -552,6 +560,8 @@ CU_API CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
     uint64_t dev_tail = __atomic_load_n(&cu_g.st->sh->dev[s->ctx->dev].tail_ns, __ATOMIC_ACQUIRE);
     e->t_ns = GS_MAX(now, GS_MAX(tail, dev_tail));
     e->recorded = true;
+    if (e->ipc_t)
+        __atomic_store_n(e->ipc_t, e->t_ns, __ATOMIC_RELEASE);
     return CUDA_SUCCESS;
 }
 
@@ -578,9 +588,10 @@ CU_API CUresult cuEventQuery(CUevent hEvent)
     struct sim_event *e = (struct sim_event *)hEvent;
     if (!cu_valid(e, CU_OBJ_EVENT))
         return CUDA_ERROR_INVALID_HANDLE;
-    if (!e->recorded)
+    uint64_t t;
+    if (!cu_event_time(e, &t))
         return CUDA_SUCCESS;
-    return sim_now_ns() >= e->t_ns ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    return sim_now_ns() >= t ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 CU_API CUresult cuEventSynchronize(CUevent hEvent)
@@ -589,8 +600,9 @@ CU_API CUresult cuEventSynchronize(CUevent hEvent)
     struct sim_event *e = (struct sim_event *)hEvent;
     if (!cu_valid(e, CU_OBJ_EVENT))
         return CUDA_ERROR_INVALID_HANDLE;
-    if (e->recorded)
-        cu_wait_until(e->t_ns);
+    uint64_t t;
+    if (cu_event_time(e, &t))
+        cu_wait_until(t);
     cu_pools_trim_at_sync();
     return CUDA_SUCCESS;
 }
@@ -628,4 +640,300 @@ CU_API CUresult cuEventDestroy_v2(CUevent hEvent)
         return CUDA_ERROR_INVALID_HANDLE;
     cu_obj_del(e);
     return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ queries (issue 20) */
+CU_API CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
+{
+    /* The pre-11.0 entry point refuses to change an active primary context's flags. */
+    CU_CHECK_INIT();
+    if (cu_dev_of(dev) < 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (__atomic_load_n(&cu_g.primary[dev].refs, __ATOMIC_ACQUIRE) > 0)
+        return CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE;
+    return cuDevicePrimaryCtxSetFlags_v2(dev, flags);
+}
+
+/* The pre-4.0 entry points: the same semantics under the old names. */
+CU_API CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    return cuCtxCreate_v2(pctx, flags, dev);
+}
+CU_API CUresult cuCtxDestroy(CUcontext ctx)
+{
+    return cuCtxDestroy_v2(ctx);
+}
+CU_API CUresult cuCtxPushCurrent(CUcontext ctx)
+{
+    return cuCtxPushCurrent_v2(ctx);
+}
+CU_API CUresult cuCtxPopCurrent(CUcontext *pctx)
+{
+    return cuCtxPopCurrent_v2(pctx);
+}
+CU_API CUresult cuStreamDestroy(CUstream hStream)
+{
+    return cuStreamDestroy_v2(hStream);
+}
+CU_API CUresult cuEventDestroy(CUevent hEvent)
+{
+    return cuEventDestroy_v2(hEvent);
+}
+
+/* A context argument: the given one (validated) or, for NULL, the current one. */
+static struct sim_ctx *ctx_arg(CUcontext ctx, CUresult *err)
+{
+    if (!ctx)
+        return cu_ctx_current(err);
+    struct sim_ctx *c = (struct sim_ctx *)ctx;
+    if (!ctx_usable(c)) {
+        *err = CUDA_ERROR_INVALID_CONTEXT;
+        return NULL;
+    }
+    return c;
+}
+
+/* Whether ctx is one of our contexts, found without dereferencing it (the argument may be
+ * garbage: see v13_ctx_arg). */
+static bool ctx_known(const void *ctx)
+{
+    for (int o = 0; o < cu_g.nvis; o++)
+        if (ctx == &cu_g.primary[o])
+            return true;
+    bool found = false;
+    pthread_mutex_lock(&cu_g.lock);
+    for (const struct cu_obj *o = cu_g.all; o && !found; o = o->all_next)
+        found = (const void *)o == ctx;
+    pthread_mutex_unlock(&cu_g.lock);
+    return found;
+}
+
+/*
+ * The context argument of the CUDA 13.0 entry points cuCtxGetDevice_v2 / cuCtxSynchronize_v2.
+ * A 12.x driver has no such symbols, and programs that probe "<name>_v2" before "<name>" by
+ * dlsym (numba <= 0.58) call them with the old, argument-less signature: while gpusim reports
+ * a 12.x driver the argument is ignored (the current context, as the 12.x entry point they
+ * meant); from 13.0 on it is checked, without ever dereferencing an unknown pointer.
+ */
+static struct sim_ctx *v13_ctx_arg(CUcontext ctx, CUresult *err)
+{
+    if (cu_g.cfg.cuda_version < 13000 || !ctx)
+        return cu_ctx_current(err);
+    if (!ctx_known(ctx)) {
+        *err = CUDA_ERROR_INVALID_CONTEXT;
+        return NULL;
+    }
+    return ctx_arg(ctx, err);
+}
+
+CU_API CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
+{
+    CU_CHECK_INIT();
+    CUresult r;
+    if (!device)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_ctx *c = v13_ctx_arg(ctx, &r);
+    if (!c)
+        return r;
+    *device = c->ordinal;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+    CU_CHECK_INIT();
+    CUresult r;
+    struct sim_ctx *c = v13_ctx_arg(ctx, &r);
+    if (!c)
+        return r;
+    cu_wait_until(__atomic_load_n(&c->tail_ns, __ATOMIC_ACQUIRE));
+    cu_callbacks_wait(__atomic_load_n(&c->cb_seq, __ATOMIC_ACQUIRE));
+    cu_pools_trim_at_sync();
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
+{
+    CU_CHECK_INIT();
+    CUresult r;
+    if (!ctxId)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_ctx *c = ctx_arg(ctx, &r);
+    if (!c)
+        return r;
+    *ctxId = (unsigned long long)(uintptr_t)c; /* unique while the context lives */
+    return CUDA_SUCCESS;
+}
+
+/* Priorities: 0 (least) to -5 (greatest), the range data-centre GPUs report. */
+CU_API CUresult cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
+{
+    CUresult r;
+    if (!cu_ctx_current(&r))
+        return r;
+    if (leastPriority)
+        *leastPriority = 0;
+    if (greatestPriority)
+        *greatestPriority = -5;
+    return CUDA_SUCCESS;
+}
+
+/* Cache and shared-memory bank preferences: recorded per context, no effect on the model. */
+CU_API CUresult cuCtxGetCacheConfig(CUfunc_cache *pconfig)
+{
+    CUresult r;
+    struct sim_ctx *c = cu_ctx_current(&r);
+    if (!c)
+        return r;
+    if (!pconfig)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pconfig = (CUfunc_cache)c->cache_config;
+    return CUDA_SUCCESS;
+}
+CU_API CUresult cuCtxSetCacheConfig(CUfunc_cache config)
+{
+    CUresult r;
+    struct sim_ctx *c = cu_ctx_current(&r);
+    if (!c)
+        return r;
+    if ((unsigned)config > 3)
+        return CUDA_ERROR_INVALID_VALUE;
+    c->cache_config = (int)config;
+    return CUDA_SUCCESS;
+}
+CU_API CUresult cuCtxGetSharedMemConfig(CUsharedconfig *pConfig)
+{
+    CUresult r;
+    struct sim_ctx *c = cu_ctx_current(&r);
+    if (!c)
+        return r;
+    if (!pConfig)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pConfig = (CUsharedconfig)c->smem_config;
+    return CUDA_SUCCESS;
+}
+CU_API CUresult cuCtxSetSharedMemConfig(CUsharedconfig config)
+{
+    CUresult r;
+    struct sim_ctx *c = cu_ctx_current(&r);
+    if (!c)
+        return r;
+    if ((unsigned)config > 2)
+        return CUDA_ERROR_INVALID_VALUE;
+    c->smem_config = (int)config;
+    return CUDA_SUCCESS;
+}
+
+/* Stream queries; NULL / legacy / per-thread name the context's null stream. */
+#define STREAM_Q(name, T, expr)                                                                    \
+    CU_API CUresult name(CUstream hStream, T *out)                                                 \
+    {                                                                                              \
+        CUresult r;                                                                                \
+        struct sim_stream *s = cu_stream_resolve(hStream, &r);                                     \
+        if (!s)                                                                                    \
+            return r;                                                                              \
+        if (!out)                                                                                  \
+            return CUDA_ERROR_INVALID_VALUE;                                                       \
+        *out = (T)(expr);                                                                          \
+        return CUDA_SUCCESS;                                                                       \
+    }
+STREAM_Q(cuStreamGetPriority, int, s->priority)
+STREAM_Q(cuStreamGetPriority_ptsz, int, s->priority)
+STREAM_Q(cuStreamGetFlags, unsigned int, s->flags)
+STREAM_Q(cuStreamGetFlags_ptsz, unsigned int, s->flags)
+STREAM_Q(cuStreamGetCtx, CUcontext, s->ctx)
+STREAM_Q(cuStreamGetCtx_ptsz, CUcontext, s->ctx)
+STREAM_Q(cuStreamGetId, unsigned long long, (uintptr_t)s)
+STREAM_Q(cuStreamGetId_ptsz, unsigned long long, (uintptr_t)s)
+STREAM_Q(cuStreamGetDevice, CUdevice, s->ctx->ordinal)
+STREAM_Q(cuStreamGetDevice_ptsz, CUdevice, s->ctx->ordinal)
+
+/* 12.5: the stream's context, or its green context (gpusim has none: NULL). */
+CU_API CUresult cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, void **pGreenCtx)
+{
+    CUresult r;
+    struct sim_stream *s = cu_stream_resolve(hStream, &r);
+    if (!s)
+        return r;
+    if (!pCtx || !pGreenCtx)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pCtx = (CUcontext)s->ctx;
+    *pGreenCtx = NULL;
+    return CUDA_SUCCESS;
+}
+CU_API CUresult cuStreamGetCtx_v2_ptsz(CUstream hStream, CUcontext *pCtx, void **pGreenCtx)
+{
+    return cuStreamGetCtx_v2(hStream, pCtx, pGreenCtx);
+}
+
+/* ------------------------------------------------------------------ peer access */
+/* Between two simulated GPUs that cuDeviceCanAccessPeer allows (NVLink or the same NUMA node);
+ * the current context gains access to `peer`'s memory. Copies between the devices work either
+ * way (unified addresses); this records what the driver's bookkeeping answers. */
+CU_API CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
+{
+    CUresult r;
+    struct sim_ctx *c = cu_ctx_current(&r);
+    if (!c)
+        return r;
+    struct sim_ctx *p = (struct sim_ctx *)peerContext;
+    if (!ctx_usable(p))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (Flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    int can = 0;
+    if (p->ordinal == c->ordinal ||
+        cuDeviceCanAccessPeer(&can, c->ordinal, p->ordinal) != CUDA_SUCCESS || !can)
+        return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+    if (c->peer[p->ordinal])
+        return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+    c->peer[p->ordinal] = true;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuCtxDisablePeerAccess(CUcontext peerContext)
+{
+    CUresult r;
+    struct sim_ctx *c = cu_ctx_current(&r);
+    if (!c)
+        return r;
+    struct sim_ctx *p = (struct sim_ctx *)peerContext;
+    if (!ctx_usable(p))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (!c->peer[p->ordinal])
+        return CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+    c->peer[p->ordinal] = false;
+    return CUDA_SUCCESS;
+}
+
+/* CUdevice_P2PAttribute: 1 performance rank, 2 access supported, 3 native atomics, 4 CUDA
+ * arrays (5: the same as 4). */
+CU_API CUresult cuDeviceGetP2PAttribute(int *value, int attrib, CUdevice srcDevice,
+                                        CUdevice dstDevice)
+{
+    CU_CHECK_INIT();
+    if (!value || attrib < 1 || attrib > 5)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (cu_dev_of(srcDevice) < 0 || cu_dev_of(dstDevice) < 0 || srcDevice == dstDevice)
+        return CUDA_ERROR_INVALID_DEVICE;
+    int can = 0;
+    CUresult r = cuDeviceCanAccessPeer(&can, srcDevice, dstDevice);
+    if (r != CUDA_SUCCESS)
+        return r;
+    *value = attrib == 1 ? 0 : can;
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ profiler */
+/* No profiler is attached to gpusim: start and stop succeed and record nothing, as the driver
+ * does when no profiling tool is present. */
+CU_API CUresult cuProfilerStart(void)
+{
+    CUresult r;
+    return cu_ctx_current(&r) ? CUDA_SUCCESS : r;
+}
+CU_API CUresult cuProfilerStop(void)
+{
+    CUresult r;
+    return cu_ctx_current(&r) ? CUDA_SUCCESS : r;
 }

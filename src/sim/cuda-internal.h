@@ -58,6 +58,7 @@ struct sim_stream {
     unsigned int flags;
     int priority;
     uint64_t tail_ns; /* end of the last work enqueued on it (atomic) */
+    uint64_t cb_seq;  /* sequence number of its last host callback (cuda-callback.c) */
 };
 
 struct sim_ctx {
@@ -70,15 +71,34 @@ struct sim_ctx {
     uint64_t charged;  /* context overhead charged */
     size_t limits[10]; /* cuCtxGetLimit / cuCtxSetLimit, by CUlimit */
     struct sim_stream null_stream;
-    uint64_t tail_ns; /* end of the last work enqueued in the context (atomic) */
+    uint64_t tail_ns;              /* end of the last work enqueued in the context (atomic) */
+    uint64_t cb_seq;               /* sequence number of its last host callback */
+    bool peer[SIM_MAX_DEVICES];    /* cuCtxEnablePeerAccess, by device ordinal */
+    int cache_config, smem_config; /* cuCtxSetCacheConfig / cuCtxSetSharedMemConfig */
 };
 
 struct sim_event {
     struct cu_obj h;
     unsigned int flags;
     bool recorded;
-    uint64_t t_ns; /* completion time of the work before the record */
+    uint64_t t_ns;   /* completion time of the work before the record */
+    uint64_t *ipc_t; /* interprocess events: the time in a shared file (0 = not recorded) */
 };
+
+/* Completion time of an event's last record; false if never recorded. */
+static inline bool cu_event_time(const struct sim_event *e, uint64_t *t)
+{
+    if (e->ipc_t) {
+        *t = __atomic_load_n(e->ipc_t, __ATOMIC_ACQUIRE);
+        return *t != 0;
+    }
+    *t = e->t_ns;
+    return e->recorded;
+}
+/* An interprocess event's shared time slot (cuda-ipc.c); NULL if none is left. */
+uint64_t *cu_ipc_event_slot(void);
+/* Unlink this process's shared event file (process exit). */
+void cu_ipc_exit(void);
 
 struct sim_func;
 struct sim_library;
@@ -97,8 +117,10 @@ struct sim_func {
     struct cu_obj h;
     struct sim_module *mod;
     struct sim_func *next;
-    uint64_t cost_ns; /* atomic */
+    uint64_t cost_ns; /* atomic; per wave (cuda-launch.c) */
+    bool cost_pinned; /* gpusimSetKernelCost: the launch's whole duration, whatever the grid */
     int max_dynamic_smem, carveout, cluster[3], non_portable_cluster, cluster_policy;
+    int cache_config, smem_config; /* cuFuncSetCacheConfig / cuFuncSetSharedMemConfig */
     char name[256];
 };
 
@@ -304,6 +326,14 @@ struct sim_map_entry *cu_alloc_find_locked(uint64_t p);
 uint8_t *cu_backing_map_locked(struct sim_map_entry *e);
 /* Managed memory: host-visible bytes whose address is the device pointer (MAP_NORESERVE). */
 void *cu_backing_managed(uint64_t size);
+/* Backing file names: <shm or state>.<kind>.<slot>.<region> (cuda-copy.c). */
+void cu_backing_path(char *buf, size_t len, int slot, const char *kind, int region);
+/* Region (CU_VA_SLOT_*) and offset of a synthetic device address; false outside them. */
+bool cu_region_of(uint64_t a, int *region, uint64_t *off);
+/* This process's backing file of a region, created on first use (mem_lock held); -1. */
+int cu_backing_fd_locked(int region);
+/* Unlink the backing/event files of slots no live process holds (at cuInit). */
+void cu_backing_sweep(void);
 /* Unlink this process's backing files (process exit). */
 void cu_backing_exit(void);
 /* The texels of an array, mapped on first use; NULL on failure. */
@@ -313,6 +343,19 @@ void cu_array_release(struct sim_array *a);
 /* Host memory range registered/allocated through cuMemHost*: its size from p, else 0
  * (mem_lock held). */
 uint64_t cu_host_span_locked(uint64_t p);
+
+/* Wait until the host callbacks queued up to sequence number `seq` have run (0: none). */
+void cu_callbacks_wait(uint64_t seq);
+/* Whether the host callbacks up to `seq` have run. */
+bool cu_callbacks_done(uint64_t seq);
+
+/* Blocks of `block` threads with `smem` dynamic shared memory resident on one SM (the
+ * occupancy model, cuda-module.c); 0 if one does not fit. */
+int cu_blocks_per_sm(const struct sim_device_cfg *d, int block, size_t smem);
+/* Cost of launching fn with `blocks` blocks of `block` threads on device index dev: the
+ * kernel's cost per wave times the waves (cuda-launch.c). */
+uint64_t cu_launch_cost(const struct sim_func *fn, int dev, uint64_t blocks, unsigned int block,
+                        size_t smem);
 
 /* Map an ordinal to a device index; -1 if invalid. */
 static inline int cu_dev_of(CUdevice d)

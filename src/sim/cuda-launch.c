@@ -86,6 +86,7 @@ CU_API CUresult gpusimSetKernelCost(CUfunction f, unsigned long long usec)
     if (!fn || usec > 3600ull * 1000000ull)
         return CUDA_ERROR_INVALID_VALUE;
     __atomic_store_n(&fn->cost_ns, (uint64_t)usec * 1000ull, __ATOMIC_RELAXED);
+    __atomic_store_n(&fn->cost_pinned, true, __ATOMIC_RELAXED);
     return CUDA_SUCCESS;
 }
 
@@ -99,8 +100,30 @@ CU_API CUresult gpusimGetKernelCost(CUfunction f, unsigned long long *usec)
 }
 
 /* ------------------------------------------------------------------ launches */
+/*
+ * A launch runs in waves: the device holds sm_count x (blocks per SM) blocks at once (the
+ * occupancy model: threads, registers, shared memory), so a grid of B blocks takes
+ * ceil(B / that) waves, each costing the kernel's cost (sim_busy_<us>: microseconds per wave).
+ * A grid that fits in one wave costs the kernel's cost, as before. A cost set with
+ * gpusimSetKernelCost is the launch's whole duration whatever the grid (tests pin durations
+ * with it).
+ */
+uint64_t cu_launch_cost(const struct sim_func *fn, int dev, uint64_t blocks, unsigned int block,
+                        size_t smem)
+{
+    uint64_t cost = __atomic_load_n(&fn->cost_ns, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&fn->cost_pinned, __ATOMIC_RELAXED))
+        return cost;
+    const struct sim_device_cfg *d = &cu_g.cfg.dev[dev];
+    int per_sm = cu_blocks_per_sm(d, (int)block, smem);
+    uint64_t slots = (uint64_t)GS_MAX(per_sm, 1) * (uint64_t)GS_MAX(d->sm_count, 1);
+    uint64_t waves = blocks / slots + (blocks % slots != 0);
+    return gs_sat_mul_u64(cost, GS_MAX(waves, 1));
+}
+
 static CUresult launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
-                       unsigned int bx, unsigned int by, unsigned int bz, CUstream hStream)
+                       unsigned int bx, unsigned int by, unsigned int bz, unsigned int smem,
+                       CUstream hStream)
 {
     struct sim_func *fn = cu_func_resolve(f);
     if (GS_UNLIKELY(!fn))
@@ -114,7 +137,10 @@ static CUresult launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned 
     struct sim_stream *s = cu_stream_resolve(hStream, &r);
     if (GS_UNLIKELY(!s))
         return r;
-    cu_enqueue(s, __atomic_load_n(&fn->cost_ns, __ATOMIC_RELAXED));
+    const struct sim_device_cfg *d = &cu_g.cfg.dev[s->ctx->dev];
+    if (GS_UNLIKELY(smem > (unsigned int)d->smem_per_block_optin))
+        return CUDA_ERROR_INVALID_VALUE;
+    cu_enqueue(s, cu_launch_cost(fn, s->ctx->dev, (uint64_t)gx * gy * gz, bx * by * bz, smem));
     return CUDA_SUCCESS;
 }
 
@@ -127,7 +153,8 @@ CU_API CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int
     CU_CHECK_INIT();
     if (GS_UNLIKELY(kernelParams && extra))
         return CUDA_ERROR_INVALID_VALUE;
-    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream);
+    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
+                  hStream);
 }
 
 CU_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
@@ -147,7 +174,7 @@ CU_API CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, voi
     if (!config || (kernelParams && extra) || (config->numAttrs && !config->attrs))
         return CUDA_ERROR_INVALID_VALUE;
     return launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
-                  config->blockDimY, config->blockDimZ, config->hStream);
+                  config->blockDimY, config->blockDimZ, config->sharedMemBytes, config->hStream);
 }
 
 CU_API CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
@@ -163,7 +190,8 @@ CU_API CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
                                           CUstream hStream, void **kernelParams)
 {
     CU_CHECK_INIT();
-    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream);
+    return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
+                  hStream);
 }
 
 CU_API CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,

@@ -1151,3 +1151,142 @@ CU_API CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribu
     pthread_mutex_unlock(&cu_g.mem_lock);
     return r;
 }
+
+/* ------------------------------------------------------------------ older entry points */
+CU_API CUresult cuMemGetAddressRange(CUdeviceptr_v1 *pbase, unsigned int *psize,
+                                     CUdeviceptr_v1 dptr)
+{
+    CUdeviceptr b = 0;
+    size_t sz = 0;
+    CUresult r = cuMemGetAddressRange_v2(&b, &sz, dptr);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (pbase)
+        *pbase = (CUdeviceptr_v1)b;
+    if (psize)
+        *psize = (unsigned int)GS_MIN(sz, (size_t)UINT32_MAX);
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuMemAllocHost(void **pp, unsigned int bytesize)
+{
+    return cuMemAllocHost_v2(pp, bytesize);
+}
+
+CU_API CUresult cuMemHostGetDevicePointer(CUdeviceptr_v1 *pdptr, void *p, unsigned int Flags)
+{
+    CUdeviceptr d = 0;
+    if (!pdptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = cuMemHostGetDevicePointer_v2(&d, p, Flags);
+    if (r == CUDA_SUCCESS && d > UINT32_MAX)
+        return CUDA_ERROR_INVALID_VALUE; /* not addressable through the 32-bit ABI */
+    if (r == CUDA_SUCCESS)
+        *pdptr = (CUdeviceptr_v1)d;
+    return r;
+}
+
+CU_API CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
+{
+    return cuMemHostRegister_v2(p, bytesize, Flags);
+}
+
+/* Prefetch and advice are hints about where managed memory should live: gpusim's managed
+ * memory is host memory visible to every device, so they only validate their arguments. */
+static CUresult managed_range(CUdeviceptr p, size_t n)
+{
+    CU_CHECK_INIT();
+    pthread_mutex_lock(&cu_g.mem_lock);
+    const struct sim_map_entry *e = cu_alloc_find_locked(p);
+    bool ok = e && e->kind == CU_ALLOC_MANAGED && n <= e->size - (p - e->key);
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CU_API CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice,
+                                   CUstream hStream)
+{
+    CUresult r;
+    if (!cu_stream_resolve(hStream, &r))
+        return r;
+    if (dstDevice != -1 /* CU_DEVICE_CPU */ && cu_dev_of(dstDevice) < 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    return managed_range(devPtr, count);
+}
+
+CU_API CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count, CUdevice dstDevice,
+                                        CUstream hStream)
+{
+    return cuMemPrefetchAsync(devPtr, count, dstDevice, hStream);
+}
+
+CU_API CUresult cuMemAdvise(CUdeviceptr devPtr, size_t count, int advice, CUdevice device)
+{
+    if (advice < 1 || advice > 6)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (device != -1 && cu_dev_of(device) < 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    return managed_range(devPtr, count);
+}
+
+CU_API CUresult cuStreamAttachMemAsync(CUstream hStream, CUdeviceptr dptr, size_t length,
+                                       unsigned int flags)
+{
+    CUresult r;
+    if (!cu_stream_resolve(hStream, &r))
+        return r;
+    if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST && flags != 4 /* SINGLE */)
+        return CUDA_ERROR_INVALID_VALUE;
+    return managed_range(dptr, length ? length : 1);
+}
+
+CU_API CUresult cuStreamAttachMemAsync_ptsz(CUstream hStream, CUdeviceptr dptr, size_t length,
+                                            unsigned int flags)
+{
+    return cuStreamAttachMemAsync(hStream, dptr, length, flags);
+}
+
+/* ------------------------------------------------------------------ array queries */
+CU_API CUresult cuArrayGetDescriptor_v2(CUDA_ARRAY_DESCRIPTOR *pArrayDescriptor, CUarray hArray)
+{
+    CU_CHECK_INIT();
+    struct sim_array *a = (struct sim_array *)hArray;
+    if (!pArrayDescriptor)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!cu_valid(a, CU_OBJ_ARRAY) || a->mipmapped)
+        return CUDA_ERROR_INVALID_HANDLE;
+    pArrayDescriptor->Width = a->desc.Width;
+    pArrayDescriptor->Height = a->desc.Height;
+    pArrayDescriptor->Format = a->desc.Format;
+    pArrayDescriptor->NumChannels = a->desc.NumChannels;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *pArrayDescriptor, CUarray hArray)
+{
+    CU_CHECK_INIT();
+    struct sim_array *a = (struct sim_array *)hArray;
+    if (!pArrayDescriptor)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!cu_valid(a, CU_OBJ_ARRAY) || a->mipmapped)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *pArrayDescriptor = a->desc;
+    return CUDA_SUCCESS;
+}
+
+/* Level 0 of a mipmapped array is an array (its texels are the mipmapped array's first
+ * level); other levels are not modelled as separate arrays. */
+CU_API CUresult cuMipmappedArrayGetLevel(CUarray *pLevelArray, CUmipmappedArray hMipmappedArray,
+                                         unsigned int level)
+{
+    CU_CHECK_INIT();
+    struct sim_array *a = (struct sim_array *)hMipmappedArray;
+    if (!pLevelArray)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!cu_valid(a, CU_OBJ_ARRAY) || !a->mipmapped)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (level != 0)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    *pLevelArray = (CUarray)a;
+    return CUDA_SUCCESS;
+}

@@ -617,7 +617,7 @@ CU_API CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUker
 #define REGS_PER_THREAD         32 /* what gpusim's functions report (CU_FUNC_ATTRIBUTE_NUM_REGS) */
 
 /* Blocks of `block` threads with `smem` dynamic shared memory that fit on one SM. */
-static int blocks_per_sm(const struct sim_device_cfg *d, int block, size_t smem)
+int cu_blocks_per_sm(const struct sim_device_cfg *d, int block, size_t smem)
 {
     if (block <= 0 || block > 1024)
         return 0;
@@ -640,7 +640,7 @@ static CUresult occupancy(int *numBlocks, CUfunction func, int blockSize, size_t
         return CUDA_ERROR_INVALID_VALUE;
     if (!cu_func_resolve(func))
         return CUDA_ERROR_INVALID_HANDLE;
-    *numBlocks = blocks_per_sm(current_cfg(), blockSize, smem);
+    *numBlocks = cu_blocks_per_sm(current_cfg(), blockSize, smem);
     return CUDA_SUCCESS;
 }
 
@@ -667,7 +667,7 @@ CU_API CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize,
     if (!cu_func_resolve(func))
         return CUDA_ERROR_INVALID_HANDLE;
     const struct sim_device_cfg *d = current_cfg();
-    if (blocks_per_sm(d, blockSize, 0) < numBlocks) {
+    if (cu_blocks_per_sm(d, blockSize, 0) < numBlocks) {
         *dynamicSmemSize = 0; /* that many blocks never fit */
         return CUDA_SUCCESS;
     }
@@ -700,7 +700,7 @@ CU_API CUresult cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func,
         return CUDA_ERROR_INVALID_VALUE;
     int block = (int)GS_MIN((uint64_t)config->blockDimX * config->blockDimY * config->blockDimZ,
                             (uint64_t)INT32_MAX);
-    int per_sm = blocks_per_sm(d, block, config->sharedMemBytes);
+    int per_sm = cu_blocks_per_sm(d, block, config->sharedMemBytes);
     *numClusters = (int)((uint64_t)per_sm * (uint64_t)d->sm_count / size);
     return CUDA_SUCCESS;
 }
@@ -752,4 +752,132 @@ CU_API CUresult cuCtxSetLimit(CUlimit limit, size_t value)
         return CUDA_ERROR_INVALID_VALUE;
     c->limits[limit] = value;
     return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ issue 20 */
+CU_API CUresult cuModuleGetGlobal(CUdeviceptr_v1 *dptr, unsigned int *bytes, CUmodule hmod,
+                                  const char *name)
+{
+    CUdeviceptr d = 0;
+    size_t b = 0;
+    CUresult r = cuModuleGetGlobal_v2(&d, &b, hmod, name);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (d > UINT32_MAX)
+        return CUDA_ERROR_INVALID_VALUE; /* not addressable through the 32-bit ABI */
+    if (dptr)
+        *dptr = (CUdeviceptr_v1)d;
+    if (bytes)
+        *bytes = (unsigned int)GS_MIN(b, (size_t)UINT32_MAX);
+    return CUDA_SUCCESS;
+}
+
+/* Cache / bank preferences: validated and recorded on the function; no effect on the model
+ * (occupancy uses the shared memory the launch asks for). */
+CU_API CUresult cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config)
+{
+    CU_CHECK_INIT();
+    struct sim_func *f = cu_func_resolve(hfunc);
+    if (!f)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if ((unsigned)config > CU_FUNC_CACHE_PREFER_EQUAL)
+        return CUDA_ERROR_INVALID_VALUE;
+    f->cache_config = (int)config;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuFuncSetSharedMemConfig(CUfunction hfunc, CUsharedconfig config)
+{
+    CU_CHECK_INIT();
+    struct sim_func *f = cu_func_resolve(hfunc);
+    if (!f)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if ((unsigned)config > CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE)
+        return CUDA_ERROR_INVALID_VALUE;
+    f->smem_config = (int)config;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice dev)
+{
+    CU_CHECK_INIT();
+    if (cu_dev_of(dev) < 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    return cuFuncSetCacheConfig((CUfunction)kernel, config);
+}
+
+CU_API CUresult cuFuncGetModule(CUmodule *hmod, CUfunction hfunc)
+{
+    CU_CHECK_INIT();
+    struct sim_func *f = cu_func_resolve(hfunc);
+    if (!hmod)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!f)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *hmod = (CUmodule)f->mod;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuFuncGetName(const char **name, CUfunction hfunc)
+{
+    CU_CHECK_INIT();
+    struct sim_func *f = cu_func_resolve(hfunc);
+    if (!name)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!f)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *name = f->name;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuKernelGetName(const char **name, CUkernel hfunc)
+{
+    return cuFuncGetName(name, (CUfunction)hfunc);
+}
+
+/* The block size with the most resident threads per SM (the first, i.e. largest, on a tie),
+ * and the smallest grid that fills the device at that size, the way the driver's calculator
+ * answers: blocks per SM from the same occupancy model as cuOccupancyMaxActiveBlocks... */
+static CUresult potential(int *minGridSize, int *blockSize, CUfunction func, CUoccupancyB2DSize b2d,
+                          size_t smem, int limit, unsigned int flags)
+{
+    CU_CHECK_INIT();
+    if (!minGridSize || !blockSize || flags > CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!cu_func_resolve(func))
+        return CUDA_ERROR_INVALID_HANDLE;
+    const struct sim_device_cfg *d = current_cfg();
+    int max = limit > 0 ? GS_MIN(limit, 1024) : 1024;
+    int best = 0, best_blocks = 0, best_threads = -1;
+    for (int b = max >= 32 ? max - max % 32 : max; b > 0; b = b > 32 ? b - 32 : 0) {
+        size_t sm = b2d ? b2d(b) : smem;
+        int n = cu_blocks_per_sm(d, b, sm);
+        if (n * b > best_threads) {
+            best_threads = n * b;
+            best = b;
+            best_blocks = n;
+        }
+    }
+    if (best_threads <= 0)
+        return CUDA_ERROR_INVALID_VALUE; /* no block size fits (shared memory) */
+    *blockSize = best;
+    *minGridSize = best_blocks * d->sm_count;
+    return CUDA_SUCCESS;
+}
+
+CU_API CUresult cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize, CUfunction func,
+                                                 CUoccupancyB2DSize blockSizeToDynamicSMemSize,
+                                                 size_t dynamicSMemSize, int blockSizeLimit)
+{
+    return potential(minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize,
+                     blockSizeLimit, CU_OCCUPANCY_DEFAULT);
+}
+
+CU_API CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(
+    int *minGridSize, int *blockSize, CUfunction func,
+    CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit,
+    unsigned int flags)
+{
+    return potential(minGridSize, blockSize, func, blockSizeToDynamicSMemSize, dynamicSMemSize,
+                     blockSizeLimit, flags);
 }

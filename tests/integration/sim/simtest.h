@@ -178,6 +178,20 @@ static inline void simtest_cleanup(void)
     if (simtest_dir[0]) {
         char path[320];
         snprintf(path, sizeof(path), "%s/state", simtest_dir);
+        /* gpusim's backing files of this state in /dev/shm (FNV-1a of the state path; the
+         * processes that exited normally removed their own) */
+        unsigned long long h = 1469598103934665603ull;
+        for (const char *c = path; *c; c++)
+            h = (h ^ (unsigned char)*c) * 1099511628211ull;
+        char shm[400];
+        for (int slot = 0; slot < 256; slot++) {
+            for (int region = 0; region < 18; region++) {
+                snprintf(shm, sizeof(shm), "/dev/shm/gpusim-%016llx.mem.%d.%d", h, slot, region);
+                unlink(shm);
+            }
+            snprintf(shm, sizeof(shm), "/dev/shm/gpusim-%016llx.ev.%d.0", h, slot);
+            unlink(shm);
+        }
         unlink(path);
         rmdir(simtest_dir);
         simtest_dir[0] = '\0';
