@@ -8,6 +8,8 @@
 #   make image-offline  the same root filesystem as an OCI image built from dist/ without any base
 #                   image or engine (umoci), in $(BUILD)/image; CI's path
 #   make bench      benchmarks with ratios against in-run baselines
+#   make install-manifests  dist/gpuslice-dra.yaml and dist/gpuslice-legacy.yaml (kubectl kustomize
+#                   of deploy/dra and deploy/legacy) for kubectl apply -f
 #   make lint       clang-format check + clang-tidy
 #   make fuzz       libFuzzer build (clang) in build-fuzz/
 BUILD      ?= build
@@ -18,7 +20,7 @@ JOBS       ?= $(shell nproc)
 PYTHON     ?= /usr/bin/python3
 MESON_OPTS ?=
 
-.PHONY: all deps build stage test test-slow demo bench lint fuzz clean asan image image-offline
+.PHONY: all deps build stage test test-slow demo bench lint fuzz clean asan image image-offline install-manifests
 
 all: stage
 
@@ -61,6 +63,13 @@ image:
 
 image-offline: stage
 	@$(PYTHON) tools/image.py oci --dist $(DIST) --layout $(BUILD)/image
+
+install-manifests:
+	@command -v kubectl >/dev/null || { echo "install-manifests: kubectl (kustomize v5) is not installed" >&2; exit 1; }
+	@mkdir -p $(DIST)
+	kubectl kustomize deploy/dra > $(DIST)/gpuslice-dra.yaml.tmp && mv $(DIST)/gpuslice-dra.yaml.tmp $(DIST)/gpuslice-dra.yaml
+	kubectl kustomize deploy/legacy > $(DIST)/gpuslice-legacy.yaml.tmp && mv $(DIST)/gpuslice-legacy.yaml.tmp $(DIST)/gpuslice-legacy.yaml
+	@echo "install-manifests: $(DIST)/gpuslice-dra.yaml, $(DIST)/gpuslice-legacy.yaml (kubectl apply -f ...)"
 
 bench: stage
 	@tools/bench.sh

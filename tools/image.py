@@ -27,8 +27,41 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 IMAGE = 'ghcr.io/gpuslice/gpuslice'
 VGPU_PATH = 'usr/lib/gpuslice/libvgpu.so'
+DEBIAN_VERSION = '12'
 MULTIARCH = {'x86_64': 'x86_64-linux-gnu', 'aarch64': 'aarch64-linux-gnu'}.get(os.uname().machine,
                                                                                'lib')
+
+
+# What the image's configuration says, the same in deploy/container/Dockerfile (ENV, USER, CMD,
+# LABEL) and in the offline image (umoci config); test_image.py compares the two.
+IMAGE_ENV = 'PATH=/usr/bin'
+IMAGE_CMD = ['/usr/bin/gpuslice', '--help']
+# Root: the kubelet plugin and the device plugin write under /var/lib/kubelet and the CDI dir; the
+# webhook, monitor and extender manifests set runAsUser 65532 (nonroot, in /etc/passwd).
+IMAGE_USER = '0:0'
+IMAGE_LABELS = {
+    'org.opencontainers.image.title': 'gpuslice',
+    'org.opencontainers.image.description': 'gpuslice kubelet plugin, webhook, monitor, legacy '
+                                            'extender and device plugin, CLI and libvgpu.so',
+    'org.opencontainers.image.licenses': 'Apache-2.0',
+    'org.opencontainers.image.source': 'https://github.com/gpuslice/gpuslice',
+}
+
+
+def source_date_epoch():
+    """SOURCE_DATE_EPOCH, else the commit time of HEAD, else 0: every timestamp in the image."""
+    env = os.environ.get('SOURCE_DATE_EPOCH')
+    if env and env.isdigit():
+        return int(env)
+    r = run(['git', '-C', ROOT, 'log', '-1', '--format=%ct'])
+    out = r.stdout.strip() if r.returncode == 0 else ''
+    return int(out) if out.isdigit() else 0
+
+
+def rfc3339(epoch):
+    import datetime
+    return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime(
+        '%Y-%m-%dT%H:%M:%SZ')
 
 
 def die(msg):
@@ -156,6 +189,51 @@ def pkg_info(pkg):
             'priority': prio}
 
 
+def pkg_status(pkg):
+    """The package's dpkg status record, as scanners read /var/lib/dpkg/status.d/<package>."""
+    r = run(['dpkg-query', '-s', pkg])
+    if r.returncode != 0:
+        die(f'{pkg}: dpkg-query -s failed: {r.stderr.strip()}')
+    return r.stdout.rstrip('\n') + '\n'
+
+
+def purl(info):
+    return (f"pkg:deb/debian/{info['name']}@{info['version']}?arch={info['architecture']}"
+            f"&distro=debian-{DEBIAN_VERSION}").replace('+', '%2B')
+
+
+def cyclonedx(ident, epoch, ours, out, sbom_pkgs):
+    """CycloneDX 1.5 JSON: gpuslice (the application), its files with SHA-256, and each Debian
+    package by purl; deterministic (serial number from version+commit, time from the epoch)."""
+    import uuid
+    serial = uuid.uuid5(uuid.NAMESPACE_URL, f"gpuslice:{ident['version']}:{ident['commit']}")
+    root_ref = f"pkg:generic/gpuslice@{ident['version']}"
+    comps = [{'type': 'library', 'bom-ref': purl(p), 'name': p['name'], 'version': p['version'],
+              'purl': purl(p), 'publisher': 'Debian',
+              'properties': [{'name': 'debian:source', 'value': p['source']},
+                             {'name': 'debian:copyright', 'value': p['license_file']}] +
+              [{'name': 'gpuslice:file', 'value': f} for f in p['files']]}
+             for p in sbom_pkgs]
+    comps += [{'type': 'file', 'bom-ref': 'file:' + f, 'name': f,
+               'hashes': [{'alg': 'SHA-256', 'content': sha256(os.path.join(out, f.lstrip('/')))}]}
+              for f in ours]
+    return {
+        'bomFormat': 'CycloneDX', 'specVersion': '1.5', 'serialNumber': f'urn:uuid:{serial}',
+        'version': 1,
+        'metadata': {
+            'timestamp': rfc3339(epoch),
+            'tools': {'components': [{'type': 'application', 'name': 'gpuslice tools/image.py'}]},
+            'component': {'type': 'container', 'bom-ref': root_ref, 'name': 'gpuslice',
+                          'version': ident['version'], 'purl': root_ref,
+                          'licenses': [{'license': {'id': 'Apache-2.0'}}],
+                          'properties': [{'name': 'vcs:commit', 'value': ident['commit']}]},
+        },
+        'components': comps,
+        'dependencies': [{'ref': root_ref,
+                          'dependsOn': [purl(p) for p in sbom_pkgs] + ['file:' + f for f in ours]}],
+    }
+
+
 def copy_file(src, dst, mode=None):
     os.makedirs(os.path.dirname(dst), exist_ok=True)
     shutil.copyfile(src, dst)
@@ -210,6 +288,14 @@ def assemble(dist, out):
         os.symlink('../lib/ld-linux-aarch64.so.1', os.path.join(out, 'usr/lib64',
                                                                 'ld-linux-aarch64.so.1'))
 
+    # The distribution's identity for scanners: /etc/os-release (base-files' file, which we
+    # then list as a package like the libraries' own).
+    osrel = os.path.realpath('/etc/os-release')
+    pkg, owned = dpkg_owner(osrel)
+    copy_file(osrel, os.path.join(out, 'usr/lib/os-release'), 0o644)
+    os.symlink('../usr/lib/os-release', os.path.join(out, 'etc/os-release'))
+    packages.setdefault(pkg, []).extend([{'file': '/usr/lib/os-release', 'from': owned}])
+
     # Licences: each package's copyright file; ours (Apache-2.0) from base-files' copy.
     sbom_pkgs = []
     for pkg in sorted(packages):
@@ -220,6 +306,16 @@ def assemble(dist, out):
         copy_file(os.path.realpath(lic), os.path.join(out, lic.lstrip('/')), 0o644)
         info.update(files=sorted(x['file'] for x in packages[pkg]), license_file=lic)
         sbom_pkgs.append(info)
+        # dpkg's record in the distroless layout (one file per package), which Trivy, Grype
+        # and Syft read, and the file list dpkg would keep for it.
+        status_d = os.path.join(out, 'var/lib/dpkg/status.d')
+        os.makedirs(status_d, exist_ok=True)
+        with open(os.path.join(status_d, info['name']), 'w') as f:
+            f.write(pkg_status(pkg))
+        with open(os.path.join(status_d, info['name'] + '.md5sums'), 'w') as f:
+            for x in sorted(packages[pkg], key=lambda x: x['file']):
+                h = hashlib.md5(open(os.path.join(out, x['file'].lstrip('/')), 'rb').read())
+                f.write(f"{h.hexdigest()}  {x['file'].lstrip('/')}\n")
     apache = os.path.join(ROOT, 'LICENSE') if os.path.exists(os.path.join(ROOT, 'LICENSE')) else '/usr/share/common-licenses/Apache-2.0'
     copy_file(apache, os.path.join(out, 'usr/share/doc/gpuslice/LICENSE'), 0o644)
     with open(os.path.join(out, 'usr/share/doc/gpuslice/copyright'), 'w') as f:
@@ -250,6 +346,15 @@ def assemble(dist, out):
         f.write('# package\tversion\tarchitecture\tsource\n')
         for p in sbom_pkgs:
             f.write(f"{p['name']}\t{p['version']}\t{p['architecture']}\t{p['source']}\n")
+    epoch = source_date_epoch()
+    with open(os.path.join(out, 'usr/share/gpuslice/sbom.cdx.json'), 'w') as f:
+        json.dump(cyclonedx(ident, epoch, ours, out, sbom_pkgs), f, indent=2, sort_keys=True)
+        f.write('\n')
+    # Same inputs, same bytes: every timestamp is the epoch (SOURCE_DATE_EPOCH or HEAD's time).
+    for d, dirs, files in os.walk(out):
+        for n in dirs + files:
+            os.utime(os.path.join(d, n), (epoch, epoch), follow_symlinks=False)
+    os.utime(out, (epoch, epoch))
     return sbom
 
 
@@ -283,16 +388,20 @@ def cmd_oci(args):
         umoci('unpack', '--image', ref, bundle)
         os.rmdir(os.path.join(bundle, 'rootfs'))
         shutil.move(os.path.join(tmp, 'rootfs'), os.path.join(bundle, 'rootfs'))
-        umoci('repack', '--image', ref, bundle)
-        umoci('config', '--image', ref, '--author', 'gpuslice',
-              '--config.env', 'PATH=/usr/bin',
-              '--config.workingdir', '/',
-              '--config.label', 'org.opencontainers.image.title=gpuslice',
-              '--config.label', f"org.opencontainers.image.version={ident['version']}",
-              '--config.label', f"org.opencontainers.image.revision={ident['commit']}",
-              '--config.label', 'org.opencontainers.image.licenses=Apache-2.0',
-              '--config.label', 'org.opencontainers.image.source=https://github.com/gpuslice/'
-                                'gpuslice')
+        created = rfc3339(source_date_epoch())
+        umoci('repack', '--image', ref, '--history.created', created,
+              '--history.created_by', 'tools/image.py oci: root filesystem', bundle)
+        labels = dict(IMAGE_LABELS)
+        labels['org.opencontainers.image.version'] = ident['version']
+        labels['org.opencontainers.image.revision'] = ident['commit']
+        cfg = ['config', '--image', ref, '--author', 'gpuslice', '--created', created,
+               '--history.created', created, '--history.created_by', 'tools/image.py oci: config',
+               '--config.env', IMAGE_ENV, '--config.workingdir', '/', '--config.user', IMAGE_USER]
+        for c in IMAGE_CMD:
+            cfg += ['--config.cmd', c]
+        for k in sorted(labels):
+            cfg += ['--config.label', f'{k}={labels[k]}']
+        umoci(*cfg)
         umoci('gc', '--layout', args.layout)
     print(f"image: OCI image {ref} ({IMAGE}:{tag} once pushed, e.g. "
           f"skopeo copy oci:{ref} docker://{IMAGE}:{tag}); {len(sbom['packages'])} Debian "

@@ -85,6 +85,12 @@ def main():
                       f'{tt:>9}')
                 t.ok(True, f'{op} ({sl} slice): {a:.1f} ns without, {b:.1f} ns with libvgpu '
                            f'(delta {b - a:+.1f} ns, ratio {b / a:.2f}, target {tt})')
+                vc = op + '_vcsw'
+                if vc in res[sl] and vc in res['without']:
+                    va, vb = statistics.median(res['without'][vc]), statistics.median(res[sl][vc])
+                    print(f'# {op:<16}{sl:<10} voluntary context switches per 20,000 launches: '
+                          f'{va:.1f} without, {vb:.1f} with (a capped empty kernel must not '
+                          f'sleep, issue 24)')
     finally:
         shutil.rmtree(d, ignore_errors=True)
     return t.done()

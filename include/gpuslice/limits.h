@@ -13,7 +13,7 @@
  * the directory; when the directory holds at least one limits file it is authoritative: the
  * HAMi-style environment can only tighten it, never loosen it.
  *
- * Format, version 1 (UTF-8 text, '\n' line ends, at most GS_LIMITS_FILE_MAX bytes):
+ * Format, version 1 or 2 (UTF-8 text, '\n' line ends, at most GS_LIMITS_FILE_MAX bytes):
  *
  *   # gpuslice limits v1
  *   version 1
@@ -32,6 +32,23 @@
  *    memory: decimal bytes, 0 = no memory cap. cores: 0..100, 0 or 100 = no compute cap.
  *    Both keys are required, in any order; unknown keys are errors.
  *
+ * Version 2 adds the claim's compute QoS (docs/internals/vgpu.md, "Compute QoS"); each directive
+ * is optional and at most once, and only a `version 2` file may carry them (a version-1 file
+ * with one is malformed). Writers emit `version 1` when none is set, so a file without QoS stays
+ * readable by a version-1 reader; a version-1 reader refuses a version-2 file (safe reading).
+ *  - `policy hard|work-conserving|disabled`: hard = the cap always applies; work-conserving = the
+ *    cap applies only while another tenant of the GPU with the same or a higher priority has work
+ *    pending (HAMi's utilization_switch, cmd/vGPUmonitor/feedback.go CheckPriority); disabled =
+ *    no compute cap (HAMi's GPU_CORE_UTILIZATION_POLICY=disable). Absent: work-conserving.
+ *  - `priority 0|1`: HAMi's CUDA_TASK_PRIORITY values, 0 = high, 1 = low. Absent: 1.
+ *  - `log-level 0..4`: libvgpu's log level (LIBCUDA_LOG_LEVEL meaning) for the claim's processes.
+ *  - `peers PATH`: absolute path, as seen inside the container, of the read-only directory that
+ *    holds every claim of the node, one subdirectory per claim: `<claim>/<claim>.limits` and the
+ *    claim's region at `<claim>/region/region` (the kubelet plugin's layout), or
+ *    `<claim>/limits/<claim>.limits` and `<claim>/region` (`gpuslice run`'s slices). libvgpu reads
+ * its co-tenants' priority, policy and caps from their limits files and their pending work from
+ * their regions, read-only.
+ *
  * Malformed files: the parser reports the first error (line number, field and value) and leaves the
  * SAFEST reading in its output: every device it could name gets memory GS_LIMITS_MEMORY_REFUSE
  * (no allocation can succeed) and cores GS_LIMITS_CORES_REFUSE; if a device line could not be
@@ -43,11 +60,13 @@
 
 #include <assert.h>
 
-#define GS_LIMITS_FORMAT_VERSION 1
-#define GS_LIMITS_HEADER         "# gpuslice limits v1"
-#define GS_LIMITS_DIR_DEFAULT    "/etc/gpuslice/limits.d"
-#define GS_LIMITS_ENV            "GPUSLICE_LIMITS_DIR"
-#define GS_LIMITS_SUFFIX         ".limits"
+#define GS_LIMITS_FORMAT_VERSION     2 /* newest version this code reads and writes */
+#define GS_LIMITS_FORMAT_VERSION_MIN 1 /* oldest version read; written when no QoS is set */
+#define GS_LIMITS_HEADER             "# gpuslice limits v1"
+#define GS_LIMITS_HEADER_V2          "# gpuslice limits v2"
+#define GS_LIMITS_DIR_DEFAULT        "/etc/gpuslice/limits.d"
+#define GS_LIMITS_ENV                "GPUSLICE_LIMITS_DIR"
+#define GS_LIMITS_SUFFIX             ".limits"
 
 #define GS_LIMITS_MAX_DEVICES 32
 #define GS_LIMITS_UUID_MAX    96   /* bytes including NUL */
@@ -55,6 +74,24 @@
 #define GS_LIMITS_PATH_MAX    4096 /* bytes including NUL */
 #define GS_LIMITS_FILE_MAX    65536
 #define GS_LIMITS_LINE_MAX    8192
+
+/* Compute policies (`policy` directive). GS_POLICY_UNSET reads as GS_POLICY_DEFAULT. */
+enum gs_compute_policy {
+    GS_POLICY_UNSET = 0,
+    GS_POLICY_HARD = 1,
+    GS_POLICY_WORK_CONSERVING = 2,
+    GS_POLICY_DISABLED = 3,
+};
+#define GS_POLICY_DEFAULT GS_POLICY_WORK_CONSERVING
+
+/* Priorities (`priority` directive), HAMi's CUDA_TASK_PRIORITY values: lower is higher. */
+#define GS_PRIORITY_HIGH    0
+#define GS_PRIORITY_LOW     1
+#define GS_PRIORITY_DEFAULT GS_PRIORITY_LOW
+#define GS_PRIORITY_UNSET   (-1)
+
+/* Layout of a peers directory (`peers` directive). */
+#define GS_PEERS_REGION_SUBPATH "region/region"
 
 /* The safe reading of a malformed file: memory limit of 1 byte (every allocation is refused) and
  * the smallest compute share. */

@@ -62,6 +62,22 @@
  *   Both are maintained only while the device has a compute cap (cores 1..99): an uncapped launch
  *   does no bookkeeping at all; readers then report them as unknown (absent), not as 0.
  *
+ * Compute QoS (version 3; docs/internals/vgpu.md "Compute QoS"; written by libvgpu with relaxed
+ * atomics, never under a lock):
+ *   pending_ns      CLOCK_MONOTONIC nanoseconds (system-wide, the same in every container) of the
+ *                   last moment a process of the claim had a launch pending on this device:
+ *                   refreshed at most once per millisecond per process while it launches, waits
+ *                   for budget or is held. Co-tenants of the GPU read it (read-only mapping) to
+ *                   tell whether this claim has work pending (within GS_REGION_PENDING_WINDOW_NS).
+ *   qos             what the claim's processes apply, for monitors: bits 0-7 the policy
+ *                   (enum gs_compute_policy, 0 = not published yet), bits 8-15 the priority + 1
+ *                   (0 = not published), bits 16-23 the state (GS_REGION_QOS_STATE_*). Never read
+ *                   back by libvgpu to decide anything (the policy and priority come from the
+ *                   read-only limits file or the environment).
+ *   held_ns         cumulative time launches waited while a higher-priority tenant had work
+ *                   pending (or HAMi's vGPU monitor blocked them), nanoseconds.
+ * Versions: version 3 = version 2 plus qos (in version 2's reserved0), pending_ns and held_ns
+ * (in version 2's reserved[2]); size and every other offset are unchanged.
  * Versions: version 2 = version 1 plus gpu_busy_ns and last_kernel_ns in what version 1 left
  * reserved (zero); size and every other offset are unchanged. Writers (libvgpu) accept only
  * GS_REGION_VERSION. Readers accept GS_REGION_VERSION_MIN_READ..GS_REGION_VERSION and treat the
@@ -79,7 +95,7 @@
 #include "gpuslice/limits.h"
 
 #define GS_REGION_MAGIC            0x4E4F494745525347ULL /* "GSREGION" little-endian */
-#define GS_REGION_VERSION          2
+#define GS_REGION_VERSION          3
 #define GS_REGION_VERSION_MIN_READ 1 /* oldest layout a reader may interpret (see above) */
 
 #define GS_REGION_PATH_DEFAULT "/tmp/gpuslice-region"
@@ -90,6 +106,18 @@
 #define GS_REGION_INIT_TIMEOUT_MS   2000
 #define GS_REGION_SWEEP_INTERVAL_MS 1000
 #define GS_REGION_BURST_NS          100000000LL /* 100 ms of full-device time */
+#define GS_REGION_PENDING_WINDOW_NS 20000000ULL /* pending_ns this recent: work pending */
+
+/* The `qos` word (version 3). */
+#define GS_REGION_QOS_POLICY(q)   ((q)&0xffu)
+#define GS_REGION_QOS_PRIORITY(q) ((int)(((q) >> 8) & 0xffu) - 1) /* -1 = not published */
+#define GS_REGION_QOS_STATE(q)    (((q) >> 16) & 0xffu)
+#define GS_REGION_QOS(pol, prio, st)                                                               \
+    ((uint32_t)(pol) | (uint32_t)((prio) + 1) << 8 | (uint32_t)(st) << 16)
+#define GS_REGION_QOS_STATE_FREE    0 /* no cap applies now (alone, or policy disabled) */
+#define GS_REGION_QOS_STATE_CAPPED  1 /* the cap applies (hard, or contention) */
+#define GS_REGION_QOS_STATE_HELD    2 /* a higher-priority tenant has work pending */
+#define GS_REGION_QOS_STATE_BLOCKED 3 /* HAMi's vGPU monitor blocks launches (recent_kernel) */
 
 enum gs_region_init_state {
     GS_REGION_UNINIT = 0,
@@ -100,11 +128,11 @@ enum gs_region_init_state {
 /* One GPU used by the claim, keyed by UUID. A slot is free while uuid[0] == '\0'; it is filled
  * once (under the lock) and never moved, so readers may cache the index. */
 struct gs_region_device {
-    char uuid[GS_REGION_UUID_MAX]; /* "GPU-..." */
-    _Atomic uint64_t used;         /* bytes charged by all live processes */
-    _Atomic uint64_t memory_limit; /* bytes, last limit a process applied; 0 = no cap */
-    _Atomic uint32_t cores;        /* percent, last cap a process applied; 0/100 = no cap */
-    uint32_t reserved0;
+    char uuid[GS_REGION_UUID_MAX];   /* "GPU-..." */
+    _Atomic uint64_t used;           /* bytes charged by all live processes */
+    _Atomic uint64_t memory_limit;   /* bytes, last limit a process applied; 0 = no cap */
+    _Atomic uint32_t cores;          /* percent, last cap a process applied; 0/100 = no cap */
+    _Atomic uint32_t qos;            /* v3: GS_REGION_QOS_* (policy, priority, state; see above) */
     _Atomic int64_t budget_ns;       /* limiter: GPU time the claim may still use */
     _Atomic uint64_t refill_ns;      /* limiter: CLOCK_MONOTONIC of the last refill */
     _Atomic uint64_t busy_ns;        /* net GPU time charged to the bucket (see above) */
@@ -113,7 +141,8 @@ struct gs_region_device {
     _Atomic uint64_t oom_count;      /* allocations refused at the limit */
     _Atomic uint64_t gpu_busy_ns;    /* v2: busy GPU time, ns, cumulative, monotonic (see above) */
     _Atomic uint64_t last_kernel_ns; /* v2: CLOCK_REALTIME ns of the last launch; 0 = none */
-    uint64_t reserved[2];
+    _Atomic uint64_t pending_ns;     /* v3: CLOCK_MONOTONIC ns the claim last had work pending */
+    _Atomic uint64_t held_ns;        /* v3: time launches spent held by a higher priority, ns */
 };
 
 /* One process using the claim. */
@@ -152,6 +181,9 @@ static_assert(offsetof(struct gs_region_device, gpu_busy_ns) == 168,
               "gs_region_device.gpu_busy_ns");
 static_assert(offsetof(struct gs_region_device, last_kernel_ns) == 176,
               "gs_region_device.last_kernel_ns");
+static_assert(offsetof(struct gs_region_device, qos) == 116, "gs_region_device.qos");
+static_assert(offsetof(struct gs_region_device, pending_ns) == 184, "gs_region_device.pending_ns");
+static_assert(offsetof(struct gs_region_device, held_ns) == 192, "gs_region_device.held_ns");
 static_assert(sizeof(struct gs_region_proc) == 24 + 8 * GS_REGION_MAX_DEVICES, "proc slot size");
 static_assert(offsetof(struct gs_region_proc, used) == 24, "gs_region_proc.used");
 static_assert(offsetof(struct gs_region, lock) == 64, "gs_region.lock");

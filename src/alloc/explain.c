@@ -271,8 +271,14 @@ static void explain_request(struct alloc_state *st, const struct alloc_claim_spe
                 total++;
                 int fits = diagnose(st, claim, node, rq, cls, p, d, x);
                 usable += fits;
+                /* All with capacity requests leaves out devices without room for them
+                 * (validateDeviceRequest: CmpRequestOverCapacity), so they are not needed. */
+                bool cap_left_out = rq->mode == ALLOC_MODE_ALL && rq->n_capreq &&
+                                    (strcmp(x->reason, "CapacityMissing") == 0 ||
+                                     strcmp(x->reason, "CapacityPolicy") == 0 ||
+                                     strcmp(x->reason, "InsufficientCapacity") == 0);
                 if (fits || (strcmp(x->reason, "SelectorMismatch") != 0 &&
-                             strcmp(x->reason, "NodeMismatch") != 0))
+                             strcmp(x->reason, "NodeMismatch") != 0 && !cap_left_out))
                     selectable++;
             }
     }

@@ -709,9 +709,14 @@ static int decode_device_request(const struct dctx *c, const json_t *o, const ch
     snprintf(p, sizeof(p), "%s.count", path);
     if ((r = get_int(c, o, "count", p, false, &rq->count)) < 0)
         return r;
-    if (rq->mode == ALLOC_MODE_EXACT && (rq->count < 1 || rq->count > ALLOC_MAX_RESULTS))
-        return fail(c, p, -EINVAL, "%lld is not between 1 and %d", (long long)rq->count,
-                    ALLOC_MAX_RESULTS);
+    /* A request's count is capped at the results limit here; a firstAvailable subrequest may
+     * ask for more: kube-scheduler skips it for the next one (allocateOne,
+     * errAllocationResultMaxSizeExceeded) and refuses the claim only when its smallest
+     * alternatives together exceed the limit (Allocate, minDevicesPerClaim). */
+    int64_t max_count = allow_admin ? ALLOC_MAX_RESULTS : INT32_MAX;
+    if (rq->mode == ALLOC_MODE_EXACT && (rq->count < 1 || rq->count > max_count))
+        return fail(c, p, -EINVAL, "%lld is not between 1 and %lld", (long long)rq->count,
+                    (long long)max_count);
     if (allow_admin) {
         snprintf(p, sizeof(p), "%s.adminAccess", path);
         if ((r = get_bool(c, o, "adminAccess", p, &rq->admin)) < 0)

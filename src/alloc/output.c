@@ -190,22 +190,58 @@ static bool names_contain(const json_t *arr, const char *name)
     return false;
 }
 
+/* Name a request goes by in results and config: "req", or "req/sub" for the selected
+ * firstAvailable subrequest (upstream requestData.requestName()). */
+static void request_name(const struct alloc_claim_spec *claim, const int *selected_sub, size_t i,
+                         char *buf, size_t len)
+{
+    const struct alloc_request *rq = &claim->req[i];
+    if (selected_sub[i] >= 0 && (size_t)selected_sub[i] < rq->n_sub)
+        snprintf(buf, len, "%s/%s", rq->name, rq->sub[selected_sub[i]].name);
+    else
+        snprintf(buf, len, "%s", rq->name);
+}
+
+/* As kube-scheduler's Allocate() ("Populate configs", structured/internal/experimental/
+ * allocator_experimental.go): each class's configs are added once, at the first request that
+ * used the class, with `requests` naming every request (or "req/sub") that used it; then the
+ * claim's configs. */
 static json_t *configs(const struct alloc_claim_spec *claim,
                        const struct alloc_class *const *sel_class, const int *selected_sub)
 {
     json_t *out = json_array();
     if (!out)
         return NULL;
-    for (size_t i = 0; i < claim->n_req; i++) {
+    size_t first[ALLOC_MAX_REQUESTS], count[ALLOC_MAX_REQUESTS];
+    for (size_t i = 0; i < claim->n_req && i < ALLOC_MAX_REQUESTS; i++) {
         const struct alloc_class *c = sel_class[i];
-        size_t k;
-        const json_t *cfg;
+        count[i] = 0;
         if (!c || !c->config)
             continue;
+        char name[600];
+        request_name(claim, selected_sub, i, name, sizeof(name));
+        size_t prev = i;
+        for (size_t p = 0; p < i; p++)
+            if (sel_class[p] && strcmp(sel_class[p]->name, c->name) == 0 && count[p]) {
+                prev = p;
+                break;
+            }
+        if (prev != i) { /* the class's configs are there already: name this request too */
+            for (size_t k = first[prev]; k < first[prev] + count[prev]; k++)
+                json_array_append_new(json_object_get(json_array_get(out, k), "requests"),
+                                      json_string(name));
+            continue;
+        }
+        first[i] = json_array_size(out);
+        size_t k;
+        const json_t *cfg;
         json_array_foreach(c->config, k, cfg)
         {
-            json_array_append_new(out, config_entry(cfg, "FromClass", NULL));
+            json_t *reqs = json_pack("[s]", name);
+            json_array_append_new(out, config_entry(cfg, "FromClass", reqs));
+            json_decref(reqs);
         }
+        count[i] = json_array_size(out) - first[i];
     }
     size_t k;
     const json_t *cfg;
@@ -233,6 +269,26 @@ static json_t *configs(const struct alloc_claim_spec *claim,
         }
     }
     return out;
+}
+
+/* The tolerations of the request (or subrequest) a result was allocated for: upstream puts
+ * lookupRequest(claim).tolerations() into every result (allocator_experimental.go, Allocate). */
+static const json_t *result_tolerations(const struct alloc_claim_spec *claim, const char *request)
+{
+    const char *slash = strchr(request, '/');
+    size_t len = slash ? (size_t)(slash - request) : strlen(request);
+    for (size_t i = 0; i < claim->n_req; i++) {
+        const struct alloc_request *rq = &claim->req[i];
+        if (strlen(rq->name) != len || strncmp(rq->name, request, len) != 0)
+            continue;
+        if (!slash)
+            return rq->tolerations;
+        for (size_t j = 0; j < rq->n_sub; j++)
+            if (strcmp(rq->sub[j].name, slash + 1) == 0)
+                return rq->sub[j].tolerations;
+        return NULL;
+    }
+    return NULL;
 }
 
 json_t *alloc_allocation_json(const struct alloc_claim_spec *claim, const char *node,
@@ -272,6 +328,9 @@ json_t *alloc_allocation_json(const struct alloc_claim_spec *claim, const char *
             json_decref(o);
             goto fail;
         }
+        const json_t *tol = claim ? result_tolerations(claim, r->request) : NULL;
+        if (json_is_array(tol) && json_array_size(tol))
+            json_object_set_new_nocheck(o, "tolerations", json_deep_copy(tol));
         if (d->binding_conditions)
             json_object_set(o, "bindingConditions", d->binding_conditions);
         if (d->binding_failure_conditions)

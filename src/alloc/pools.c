@@ -306,6 +306,74 @@ static int consider(struct alloc_state *st, struct alloc_node_pools *np, const c
     return 0;
 }
 
+/* Counter sets and their consumption, checked over every slice of the pool's generation, also
+ * those for other nodes, as kube-scheduler's buildPool() does (getAndValidateCounterSets,
+ * validateDeviceCounterConsumption in structured/internal/experimental/pools_experimental.go):
+ * a counter set named twice, or a device consuming from a set or a counter the pool does not
+ * have, makes the whole pool invalid. */
+static void check_counters(struct alloc_state *st, struct alloc_pool *p)
+{
+    const struct alloc_slice_list *all = alloc_pool_slices(st, p->driver, p->pool);
+    int64_t gen = p->slices[0]->generation;
+    if (!all)
+        return;
+    for (size_t a = 0; a < all->n; a++) {
+        const struct alloc_slice *sa = all->v[a];
+        if (sa->generation != gen)
+            continue;
+        for (size_t i = 0; i < sa->n_csets; i++)
+            for (size_t b = a; b < all->n; b++) {
+                const struct alloc_slice *sb = all->v[b];
+                if (sb->generation != gen)
+                    continue;
+                for (size_t j = (b == a ? i + 1 : 0); j < sb->n_csets; j++)
+                    if (strcmp(sa->csets[i].name, sb->csets[j].name) == 0) {
+                        p->invalid = true;
+                        snprintf(p->invalid_reason, sizeof(p->invalid_reason),
+                                 "duplicate counter set name %.100s", sa->csets[i].name);
+                        return;
+                    }
+            }
+    }
+    for (size_t a = 0; a < all->n; a++) {
+        const struct alloc_slice *sa = all->v[a];
+        if (sa->generation != gen)
+            continue;
+        for (size_t d = 0; d < sa->n_dev; d++) {
+            const struct alloc_device *dev = &sa->dev[d];
+            for (size_t k = 0; k < dev->n_consumes; k++) {
+                const struct alloc_counter_set *want = &dev->consumes[k];
+                const struct alloc_counter_set *set = NULL;
+                for (size_t b = 0; b < all->n && !set; b++) {
+                    if (all->v[b]->generation != gen)
+                        continue;
+                    for (size_t j = 0; j < all->v[b]->n_csets && !set; j++)
+                        if (strcmp(all->v[b]->csets[j].name, want->name) == 0)
+                            set = &all->v[b]->csets[j];
+                }
+                if (!set) {
+                    p->invalid = true;
+                    snprintf(p->invalid_reason, sizeof(p->invalid_reason),
+                             "counter set %.60s not found (device %.60s)", want->name, dev->name);
+                    return;
+                }
+                for (size_t c = 0; c < want->n; c++) {
+                    bool found = false;
+                    for (size_t j = 0; j < set->n && !found; j++)
+                        found = strcmp(set->c[j].name, want->c[c].name) == 0;
+                    if (!found) {
+                        p->invalid = true;
+                        snprintf(p->invalid_reason, sizeof(p->invalid_reason),
+                                 "counter %.50s not found in counter set %.50s (device %.40s)",
+                                 want->c[c].name, set->name, dev->name);
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
 const struct alloc_node_pools *alloc_pools_for_node(struct alloc_state *st, const char *node,
                                                     struct gs_error *err)
 {
@@ -384,6 +452,8 @@ const struct alloc_node_pools *alloc_pools_for_node(struct alloc_state *st, cons
                                      "duplicate device name %.100s", p->slices[a]->dev[da].name);
                             break;
                         }
+        if (!p->invalid && !p->incomplete)
+            check_counters(st, p);
     }
     void *old = NULL;
     if (alloc_map_put(&st->node_pools, node, np, &old) < 0) {

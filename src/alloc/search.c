@@ -17,6 +17,10 @@
 #define DEFAULT_MAX_SOLUTIONS 64
 #define DEFAULT_MAX_STEPS     100000UL
 #define DEFAULT_STEP_LIMIT    10000000UL
+/* allocate_one(): no solution because the claim's results would exceed ALLOC_MAX_RESULTS
+ * whatever devices are picked before (kube-scheduler's errAllocationResultMaxSizeExceeded):
+ * the callers unwind to the nearest firstAvailable instead of trying other devices. */
+#define EXCEEDED 2
 
 struct cand {
     struct alloc_device *dev;
@@ -160,7 +164,10 @@ static int allocate_device(struct search *s, struct req_data *rd, size_t ci, boo
     const struct alloc_claim_spec *cl = s->claims[rd->claim];
     if (in_use(s, c, rq->admin))
         return 0;
-    if (rq->admin && c->allocating > 0 && allocating_for_claim(s, ci, rd->claim))
+    /* allocateDevice: an admin request may not take a non-shareable device its own claim is
+     * already getting; a shareable one it may. */
+    if (rq->admin && !c->dev->shareable && c->allocating > 0 &&
+        allocating_for_claim(s, ci, rd->claim))
         return 0;
     struct cur *cur = &s->res[s->n_res];
     cur->consumed = s->qbuf + s->n_res * s->max_cap;
@@ -292,13 +299,19 @@ static int allocate_one(struct search *s, size_t ri, size_t si, size_t di, bool 
         return solution(s);
     struct req_entry *re = &s->reqs[ri];
     if (!in_sub && re->rd[0].parent) {
+        /* allocateOne: a subrequest that ran into the results limit is skipped; when all did,
+         * the limit is reported further up. */
+        bool all_exceeded = true;
         for (size_t k = 0; k < re->n_rd; k++) {
             re->selected = (int)k;
             int r = allocate_one(s, ri, k, 0, true, 0);
+            if (r == EXCEEDED)
+                continue;
+            all_exceeded = false;
             if (r != 0)
                 return r;
         }
-        return 0;
+        return all_exceeded ? EXCEEDED : 0;
     }
     struct req_data *rd = &re->rd[in_sub ? si : 0];
     if (rd->rq->mode == ALLOC_MODE_ALL && rd->n_all == 0)
@@ -306,7 +319,7 @@ static int allocate_one(struct search *s, size_t ri, size_t si, size_t di, bool 
     if (di >= rd->num_devices)
         return allocate_one(s, ri + 1, 0, 0, false, 0);
     if (s->claim_res[rd->claim] + rd->num_devices - di > ALLOC_MAX_RESULTS)
-        return 0;
+        return EXCEEDED;
     if (rd->rq->mode == ALLOC_MODE_ALL) {
         int r = allocate_device(s, rd, rd->all[di], true);
         if (r <= 0)
@@ -321,7 +334,11 @@ static int allocate_one(struct search *s, size_t ri, size_t si, size_t di, bool 
         /* No devices from incomplete or invalid pools; other pools may still serve. */
         if (c->pool->incomplete || c->pool->invalid)
             continue;
-        if (rd->rq->admin ? c->allocating > 0 : in_use(s, c, false))
+        /* Admin access does not conflict with other claims of the pod, only with this claim
+         * (allocateOne: allocatingDeviceForClaim for adminAccess, deviceInUse otherwise). */
+        if (rd->rq->admin
+                ? !c->dev->shareable && c->allocating > 0 && allocating_for_claim(s, ci, rd->claim)
+                : in_use(s, c, false))
             continue;
         int r = selectable(s, rd, ci);
         if (r < 0)
@@ -334,6 +351,11 @@ static int allocate_one(struct search *s, size_t ri, size_t si, size_t di, bool 
         if (!r)
             continue;
         r = allocate_one(s, ri, si, di + 1, in_sub, ci + 1);
+        if (r == EXCEEDED) {
+            /* No other device changes the count: unwind (upstream's aggressive backtrack). */
+            deallocate(s);
+            return r;
+        }
         if (r != 0) {
             /* Stop. A scoring policy restores its best solution afterwards. */
             return r;
@@ -387,12 +409,33 @@ static int setup_request(struct search *s, const struct alloc_request *rq,
     rd->all = alloc_scratch_get(s->st, (s->n_cand + 1) * sizeof(size_t));
     if (!rd->all)
         return -ENOMEM;
+    struct alloc_qty *consumed = NULL;
+    if (rq->n_capreq) {
+        consumed = alloc_scratch_get(s->st, (s->max_cap + 1) * sizeof(*consumed));
+        if (!consumed)
+            return -ENOMEM;
+    }
     for (size_t ci = 0; ci < s->n_cand; ci++) {
         int r = selectable(s, rd, ci);
         if (r < 0)
             return r;
-        if (r)
-            rd->all[rd->n_all++] = ci;
+        if (!r)
+            continue;
+        if (consumed) {
+            /* validateDeviceRequest (allocator_experimental.go), mode All: a device that
+             * lacks a requested capacity, is too small or has too little left is left out
+             * (CmpRequestOverCapacity), the others are allocated. */
+            struct alloc_cap_check chk;
+            r = alloc_capacity_fits(rq, s->cands[ci].dev, s->cands[ci].pending, consumed, &chk,
+                                    s->err);
+            if (r < 0) {
+                gs_error_prefix(s->err, "claim %s/%s, request %s: ", cl->ns, cl->name, rq->name);
+                return r;
+            }
+            if (chk.verdict != ALLOC_CAP_OK)
+                continue;
+        }
+        rd->all[rd->n_all++] = ci;
     }
     rd->num_devices = rd->n_all;
     return 0;
@@ -696,6 +739,7 @@ int alloc_search(struct alloc_state *st, const struct alloc_claim_spec *const *c
     size_t ri = 0;
     for (size_t c = 0; c < n_claims; c++) {
         const struct alloc_claim_spec *claim = claims[c];
+        size_t min_devices = 0;
         for (size_t i = 0; i < claim->n_con; i++)
             s.cons[s.con_off[c] + i].c = &claim->con[i];
         for (size_t i = 0; i < claim->n_req; i++, ri++) {
@@ -707,13 +751,24 @@ int alloc_search(struct alloc_state *st, const struct alloc_claim_spec *const *c
                 goto out;
             re->n_rd = cnt;
             re->selected = -1;
+            size_t least = SIZE_MAX;
             for (size_t k = 0; k < cnt; k++) {
                 re->rd[k].claim = c;
                 r = setup_request(&s, rq->n_sub ? &rq->sub[k] : rq, rq->n_sub ? rq : NULL, np,
                                   &re->rd[k]);
                 if (r < 0)
                     goto out;
+                least = GS_MIN(least, re->rd[k].num_devices);
             }
+            min_devices += least;
+        }
+        /* Allocate(): the smallest number of devices the claim can get must fit one result. */
+        if (min_devices > ALLOC_MAX_RESULTS) {
+            r = gs_error_set(err, -EINVAL,
+                             "claim %s/%s: number of requested devices %zu exceeds the claim "
+                             "limit of %d",
+                             claim->ns, claim->name, min_devices, ALLOC_MAX_RESULTS);
+            goto out;
         }
     }
     r = allocate_one(&s, 0, 0, 0, false, 0);

@@ -50,9 +50,15 @@ struct run_config {
     bool sim;
     bool quiet;
     char *state_dir;
+    int compute_policy;
+    int priority;
 };
 
 static const char *const policies[] = {"binpack", "first-fit", "spread", "topology", NULL};
+/* index 0 = not given: the default policy (work-conserving) / priority (low) */
+static const char *const compute_policies[] = {"default", "hard", "work-conserving", "disabled",
+                                               NULL};
+static const char *const priorities[] = {"default", "high", "low", NULL};
 
 static const struct gs_option run_options[] = {
     {.name = "memory",
@@ -66,7 +72,7 @@ static const struct gs_option run_options[] = {
      .short_flag = 'c',
      .type = GS_OPT_STRING,
      .metavar = "PERCENT",
-     .help = "compute share in percent, 0..100; default: the whole device",
+     .help = "compute share in percent, 1..100; default: the whole device",
      .offset = offsetof(struct run_config, cores)},
     {.name = "gpus",
      .short_flag = 'g',
@@ -117,6 +123,23 @@ static const struct gs_option run_options[] = {
      .def = "false",
      .help = "do not print the slice summary line",
      .offset = offsetof(struct run_config, quiet)},
+    {.name = "compute-policy",
+     .env = "GPUSLICE_COMPUTE_POLICY",
+     .type = GS_OPT_ENUM,
+     .choices = compute_policies,
+     .def = "default",
+     .help = "hard: the compute share is a ceiling; work-conserving (the default, HAMi's): the "
+             "share applies only while another slice of the GPU with the same or a higher "
+             "priority has work pending; disabled: no compute cap",
+     .offset = offsetof(struct run_config, compute_policy)},
+    {.name = "priority",
+     .env = "GPUSLICE_PRIORITY",
+     .type = GS_OPT_ENUM,
+     .choices = priorities,
+     .def = "default",
+     .help = "high (HAMi's CUDA_TASK_PRIORITY 0) or low (1, the default): while a high-priority "
+             "slice has work pending, low-priority slices of its GPU get at most 5 % of it",
+     .offset = offsetof(struct run_config, priority)},
     {.name = "state-dir",
      .env = "GPUSLICE_STATE_DIR",
      .type = GS_OPT_STRING,
@@ -274,6 +297,8 @@ static int parse_request(const struct run_config *cfg, struct sa_request *r, str
     r->gpus = cfg->gpus;
     r->gpu_type = cfg->gpu_type;
     r->name = cfg->name;
+    r->compute_policy = cfg->compute_policy > 0 ? compute_policies[cfg->compute_policy] : NULL;
+    r->priority = cfg->priority == 1 ? 0 : cfg->priority == 2 ? 1 : -1;
     if (cfg->memory) {
         struct gs_quantity q;
         struct gs_error qe = {0};
@@ -288,6 +313,18 @@ static int parse_request(const struct run_config *cfg, struct sa_request *r, str
         int64_t v;
         if (gs_quantity_value(&q, &v) < 0 || v <= 0)
             return gs_error_set(err, -EINVAL, "--memory: \"%s\" must be more than 0", cfg->memory);
+        /* A quantity without a suffix is bytes (Kubernetes' rule), but HAMi users write MiB
+         * (nvidia.com/gpumem: 4096): below the slice minimum (1Mi, the ResourceSlice's validRange)
+         * say so rather than run a slice nobody meant. */
+        if (v < 1024 * 1024) {
+            if (strspn(cfg->memory, "0123456789") == strlen(cfg->memory))
+                return gs_error_set(err, -EINVAL,
+                                    "--memory: \"%s\" is %s bytes, below the 1Mi minimum; a bare "
+                                    "number is bytes (did you mean %sMi?)",
+                                    cfg->memory, cfg->memory, cfg->memory);
+            return gs_error_set(err, -EINVAL, "--memory: \"%s\" is below the 1Mi minimum",
+                                cfg->memory);
+        }
         r->memory = v;
     }
     if (cfg->cores) {
@@ -298,7 +335,13 @@ static int parse_request(const struct run_config *cfg, struct sa_request *r, str
             return gs_error_set(err, -EINVAL, "--cores: \"%s\" is not an integer percentage",
                                 cfg->cores);
         if (v < 0 || v > 100)
-            return gs_error_set(err, -EINVAL, "--cores: %lld is outside 0..100", v);
+            return gs_error_set(err, -EINVAL, "--cores: %lld is outside 1..100", v);
+        /* HAMi's CUDA_DEVICE_SM_LIMIT=0 means "no limit", so 0 would silently be the whole GPU:
+         * refuse it and say how to ask for that. */
+        if (v == 0)
+            return gs_error_set(err, -EINVAL,
+                                "--cores: 0 would mean no compute limit (HAMi's reading); give "
+                                "1..100, or leave --cores out for the whole device");
         r->cores = v;
     }
     if (cfg->name && (!*cfg->name || strlen(cfg->name) > 63 || strpbrk(cfg->name, "/ \t\n")))

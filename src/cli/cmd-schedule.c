@@ -329,15 +329,37 @@ struct sched {
     json_t *items;
     char **done; /* claims allocated so far (namespace/name) */
     size_t n_done;
+    char **used; /* claims a pod references, allocated or not (reported with that pod) */
+    size_t n_used;
     int status;
 };
 
-static bool is_done(const struct sched *s, const char *key)
+static bool in_list(char *const *list, size_t n, const char *key)
 {
-    for (size_t i = 0; i < s->n_done; i++)
-        if (strcmp(s->done[i], key) == 0)
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(list[i], key) == 0)
             return true;
     return false;
+}
+
+static bool is_done(const struct sched *s, const char *key)
+{
+    return in_list(s->done, s->n_done, key);
+}
+
+/* Add key to a list; -ENOMEM is reported by the caller (never a silently shorter list). */
+static int list_add(char ***list, size_t *n, const char *key)
+{
+    if (in_list(*list, *n, key))
+        return 0;
+    char **nl = realloc(*list, (*n + 1) * sizeof(char *));
+    if (!nl)
+        return -ENOMEM;
+    *list = nl;
+    if (!(nl[*n] = strdup(key)))
+        return -ENOMEM;
+    (*n)++;
+    return 0;
 }
 
 static void member_fini(struct member *m)
@@ -435,12 +457,10 @@ static int schedule_group(struct sched *s, const char *pod, struct member *m, si
     free(why);
     if (placed) {
         for (size_t i = 0; i < n; i++) {
-            char **nd = realloc(s->done, (s->n_done + 1) * sizeof(char *));
-            if (nd) {
-                s->done = nd;
-                s->done[s->n_done] = strdup(m[i].key);
-                if (s->done[s->n_done])
-                    s->n_done++;
+            if (list_add(&s->done, &s->n_done, m[i].key) < 0) {
+                fprintf(stderr, "gpuslice schedule: out of memory\n");
+                ret = 2;
+                goto out;
             }
         }
     } else {
@@ -551,6 +571,11 @@ static int schedule_pods(struct sched *s, const struct inputs *in)
                     break;
                 }
                 snprintf(x->key, sizeof(x->key), "%s/%s", ns, cname);
+                if (list_add(&s->used, &s->n_used, x->key) < 0) {
+                    fprintf(stderr, "gpuslice schedule: out of memory\n");
+                    ret = 2;
+                    break;
+                }
                 if (is_allocated(c) || is_done(s, x->key))
                     continue; /* allocated already (shared with another pod) */
                 x->obj = (json_t *)c;
@@ -599,8 +624,8 @@ static int schedule_pods(struct sched *s, const struct inputs *in)
         struct member x = {.obj = o, .where = in->v[i].where, .reason = "Pending (no pod uses it)"};
         snprintf(x.key, sizeof(x.key), "%s/%s", meta_str(o, "namespace", "default"),
                  meta_str(o, "name", ""));
-        if (is_done(s, x.key))
-            continue;
+        if (is_done(s, x.key) || in_list(s->used, s->n_used, x.key))
+            continue; /* reported with the pod that uses it */
         if (s->fmt == OUT_TABLE && s->aopt.explain)
             printf("claim %s: Pending: no pod uses it\n", x.key);
         else
@@ -776,6 +801,9 @@ out:
     for (size_t i = 0; i < sc.n_done; i++)
         free(sc.done[i]);
     free(sc.done);
+    for (size_t i = 0; i < sc.n_used; i++)
+        free(sc.used[i]);
+    free(sc.used);
     json_decref(sc.items);
     alloc_state_free(sc.st);
     return sc.status;

@@ -240,6 +240,18 @@ int sa_build_claim(const struct sa_request *r, json_t **claim, struct gs_error *
                        SA_REQUEST, "exactly", exactly);
     if (!*claim)
         return gs_error_set(err, -ENOMEM, "building the claim: out of memory");
+    if (r->compute_policy || r->priority >= 0) {
+        /* the same opaque config a ResourceClaim carries in DRA (gpu/claim-config.h) */
+        json_t *params = json_pack("{s:s, s:s}", "apiVersion", CLAIM_CONFIG_API_VERSION, "kind",
+                                   CLAIM_CONFIG_KIND);
+        if (r->compute_policy)
+            json_object_set_new(params, "computePolicy", json_string(r->compute_policy));
+        if (r->priority >= 0)
+            json_object_set_new(params, "priority", json_integer(r->priority));
+        json_object_set_new(
+            json_object_get(json_object_get(*claim, "spec"), "devices"), "config",
+            json_pack("[{s:{s:s, s:o}}]", "opaque", "driver", SA_DRIVER, "parameters", params));
+    }
     return 0;
 }
 
@@ -271,6 +283,11 @@ int sa_write_slice(const struct sa_env *env, const json_t *claim, const struct g
     gs_limits_init(l);
     snprintf(l->claim, sizeof(l->claim), "%s", uid);
     snprintf(l->region_path, sizeof(l->region_path), "%s/region", dir);
+    /* compute QoS: the slice's config, and the other slices of this machine as peers */
+    l->policy = plan->qos.policy;
+    l->priority = plan->qos.priority;
+    l->log_level = plan->qos.log_level;
+    snprintf(l->peers_dir, sizeof(l->peers_dir), "%s/slices", env->state_dir);
     for (size_t i = 0; i < plan->n_devices && rc == 0; i++)
         rc = gs_limits_add_device(l, plan->devices[i].uuid, plan->devices[i].memory_limit,
                                   plan->devices[i].cores, err);

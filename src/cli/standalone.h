@@ -41,6 +41,8 @@ struct sa_request {
     int64_t gpus;
     const char *gpu_type; /* case-insensitive substring of productName, or NULL */
     const char *name;
+    const char *compute_policy; /* hard | work-conserving | disabled, or NULL (the default) */
+    int priority;               /* 0 high, 1 low, -1 unset */
 };
 
 /*

@@ -15,7 +15,36 @@
 void gs_limits_init(struct gs_limits *l)
 {
     memset(l, 0, sizeof(*l));
-    l->version = GS_LIMITS_FORMAT_VERSION;
+    l->version = GS_LIMITS_FORMAT_VERSION_MIN; /* what was read; the writer picks its own */
+    l->priority = GS_PRIORITY_UNSET;
+    l->log_level = -1;
+}
+
+static const char *const policy_names[] = {
+    [GS_POLICY_HARD] = "hard",
+    [GS_POLICY_WORK_CONSERVING] = "work-conserving",
+    [GS_POLICY_DISABLED] = "disabled",
+};
+
+const char *gs_compute_policy_name(int policy)
+{
+    if (policy <= GS_POLICY_UNSET || policy > GS_POLICY_DISABLED)
+        return NULL;
+    return policy_names[policy];
+}
+
+int gs_compute_policy_parse(const char *s)
+{
+    for (int i = GS_POLICY_HARD; s && i <= GS_POLICY_DISABLED; i++)
+        if (strcmp(s, policy_names[i]) == 0)
+            return i;
+    return -EINVAL;
+}
+
+bool gs_limits_has_qos(const struct gs_limits *l)
+{
+    return l->policy != GS_POLICY_UNSET || l->priority != GS_PRIORITY_UNSET || l->log_level >= 0 ||
+           l->peers_dir[0];
 }
 
 /* A token: printable ASCII without spaces, non-empty, shorter than max. */
@@ -77,9 +106,22 @@ int gs_limits_add_device(struct gs_limits *l, const char *uuid, uint64_t memory_
 
 int gs_limits_validate(const struct gs_limits *l, struct gs_error *err)
 {
-    if (l->version != GS_LIMITS_FORMAT_VERSION)
-        return gs_error_set(err, -EINVAL, "version: %u is not supported (want %d)", l->version,
-                            GS_LIMITS_FORMAT_VERSION);
+    if (l->version < GS_LIMITS_FORMAT_VERSION_MIN || l->version > GS_LIMITS_FORMAT_VERSION)
+        return gs_error_set(err, -EINVAL, "version: %u is not supported (want %d..%d)", l->version,
+                            GS_LIMITS_FORMAT_VERSION_MIN, GS_LIMITS_FORMAT_VERSION);
+    if (l->policy != GS_POLICY_UNSET && !gs_compute_policy_name(l->policy))
+        return gs_error_set(err, -EINVAL, "policy: %d is not hard, work-conserving or disabled",
+                            l->policy);
+    if (l->priority != GS_PRIORITY_UNSET &&
+        (l->priority < GS_PRIORITY_HIGH || l->priority > GS_PRIORITY_LOW))
+        return gs_error_set(err, -EINVAL, "priority: %d is not 0 (high) or 1 (low)", l->priority);
+    if (l->log_level < -1 || l->log_level > 4)
+        return gs_error_set(err, -EINVAL, "log-level: %d is not 0..4", l->log_level);
+    if (!memchr(l->peers_dir, '\0', sizeof(l->peers_dir)))
+        return gs_error_set(err, -EINVAL, "peers: path is not terminated");
+    if (l->peers_dir[0] && !valid_path(l->peers_dir))
+        return gs_error_set(err, -EINVAL, "peers: \"%.100s\" is not an absolute path on one line",
+                            l->peers_dir);
     if (!memchr(l->claim, '\0', sizeof(l->claim)) || !valid_token(l->claim, GS_LIMITS_CLAIM_MAX))
         return gs_error_set(err, -EINVAL, "claim: \"%.100s\" is not a single printable token",
                             memchr(l->claim, '\0', sizeof(l->claim)) ? l->claim : "(unterminated)");
@@ -122,9 +164,19 @@ int gs_limits_format(const struct gs_limits *l, char *buf, size_t len, struct gs
             return gs_error_set(err, -ENOSPC, "limits file: does not fit in %zu bytes", len);      \
         pos += (size_t)n_;                                                                         \
     } while (0)
-    EMIT("%s\nversion %d\nclaim %s\n", GS_LIMITS_HEADER, GS_LIMITS_FORMAT_VERSION, l->claim);
+    bool v2 = gs_limits_has_qos(l);
+    EMIT("%s\nversion %d\nclaim %s\n", v2 ? GS_LIMITS_HEADER_V2 : GS_LIMITS_HEADER,
+         v2 ? GS_LIMITS_FORMAT_VERSION : GS_LIMITS_FORMAT_VERSION_MIN, l->claim);
     if (l->region_path[0])
         EMIT("region %s\n", l->region_path);
+    if (l->policy != GS_POLICY_UNSET)
+        EMIT("policy %s\n", gs_compute_policy_name(l->policy));
+    if (l->priority != GS_PRIORITY_UNSET)
+        EMIT("priority %d\n", l->priority);
+    if (l->log_level >= 0)
+        EMIT("log-level %d\n", l->log_level);
+    if (l->peers_dir[0])
+        EMIT("peers %s\n", l->peers_dir);
     for (size_t i = 0; i < l->n_devices; i++)
         EMIT("device %s memory=%llu cores=%u\n", l->devices[i].uuid,
              (unsigned long long)l->devices[i].memory_limit, l->devices[i].cores);
@@ -196,6 +248,8 @@ struct parser {
     struct gs_error *err;
     int first_error;
     bool seen_version, seen_claim, seen_region;
+    bool seen_policy, seen_priority, seen_log_level, seen_peers;
+    uint64_t version;
 };
 
 static int fail(struct parser *p, size_t lineno, int code, const char *fmt, ...) GS_PRINTF(4, 5);
@@ -317,6 +371,69 @@ static void parse_device(struct parser *p, size_t lineno, char *rest)
     }
 }
 
+static char *rest_of_line(char *rest)
+{
+    while (*rest == ' ' || *rest == '\t')
+        rest++;
+    size_t n = strlen(rest);
+    while (n > 0 && (rest[n - 1] == ' ' || rest[n - 1] == '\t'))
+        rest[--n] = '\0';
+    return rest;
+}
+
+/* Version-2 directives: policy, priority, log-level, peers. */
+static void parse_qos(struct parser *p, size_t lineno, const char *kw, char *rest)
+{
+    struct gs_limits *o = p->out;
+    if (p->seen_version && p->version < 2) {
+        fail(p, lineno, -EINVAL, "%s: needs version 2 (the file says version %llu)", kw,
+             (unsigned long long)p->version);
+        return;
+    }
+    if (strcmp(kw, "peers") == 0) {
+        rest = rest_of_line(rest);
+        if (p->seen_peers)
+            fail(p, lineno, -EINVAL, "peers: given twice");
+        else if (!valid_path(rest))
+            fail(p, lineno, -EINVAL, "peers: \"%.60s\" is not an absolute path under %d bytes",
+                 rest, GS_LIMITS_PATH_MAX);
+        else
+            memcpy(o->peers_dir, rest, strlen(rest) + 1);
+        p->seen_peers = true;
+        return;
+    }
+    char *v = next_token(&rest);
+    bool extra = v && next_token(&rest);
+    uint64_t n = 0;
+    if (strcmp(kw, "policy") == 0) {
+        int pol = v && !extra ? gs_compute_policy_parse(v) : -EINVAL;
+        if (p->seen_policy)
+            fail(p, lineno, -EINVAL, "policy: given twice");
+        else if (pol < 0)
+            fail(p, lineno, -EINVAL, "policy: \"%.40s\" is not hard, work-conserving or disabled",
+                 v ? v : "");
+        else
+            o->policy = pol;
+        p->seen_policy = true;
+    } else if (strcmp(kw, "priority") == 0) {
+        if (p->seen_priority)
+            fail(p, lineno, -EINVAL, "priority: given twice");
+        else if (!v || extra || parse_u64(v, &n) < 0 || n > GS_PRIORITY_LOW)
+            fail(p, lineno, -EINVAL, "priority: \"%.40s\" is not 0 (high) or 1 (low)", v ? v : "");
+        else
+            o->priority = (int32_t)n;
+        p->seen_priority = true;
+    } else {
+        if (p->seen_log_level)
+            fail(p, lineno, -EINVAL, "log-level: given twice");
+        else if (!v || extra || parse_u64(v, &n) < 0 || n > 4)
+            fail(p, lineno, -EINVAL, "log-level: \"%.40s\" is not 0..4", v ? v : "");
+        else
+            o->log_level = (int32_t)n;
+        p->seen_log_level = true;
+    }
+}
+
 static void parse_line(struct parser *p, size_t lineno, char *line)
 {
     char *rest = line;
@@ -334,10 +451,12 @@ static void parse_line(struct parser *p, size_t lineno, char *line)
             fail(p, lineno, -EINVAL, "version: given twice");
         else if (!v || parse_u64(v, &ver) < 0 || next_token(&rest))
             fail(p, lineno, -EINVAL, "version: \"%.40s\" is not a number", v ? v : "");
-        else if (ver != GS_LIMITS_FORMAT_VERSION)
+        else if (ver < GS_LIMITS_FORMAT_VERSION_MIN || ver > GS_LIMITS_FORMAT_VERSION)
             fail(p, lineno, -EPROTONOSUPPORT,
-                 "version: %llu is not supported (this reader knows %d)", (unsigned long long)ver,
-                 GS_LIMITS_FORMAT_VERSION);
+                 "version: %llu is not supported (this reader knows %d..%d)",
+                 (unsigned long long)ver, GS_LIMITS_FORMAT_VERSION_MIN, GS_LIMITS_FORMAT_VERSION);
+        else
+            p->out->version = (uint32_t)(p->version = ver);
         p->seen_version = true;
     } else if (strcmp(kw, "claim") == 0) {
         char *c = next_token(&rest);
@@ -367,6 +486,9 @@ static void parse_line(struct parser *p, size_t lineno, char *line)
         p->seen_region = true;
     } else if (strcmp(kw, "device") == 0) {
         parse_device(p, lineno, rest);
+    } else if (strcmp(kw, "policy") == 0 || strcmp(kw, "priority") == 0 ||
+               strcmp(kw, "log-level") == 0 || strcmp(kw, "peers") == 0) {
+        parse_qos(p, lineno, kw, rest);
     } else {
         p->out->all_devices = true; /* cannot tell which devices it meant */
         fail(p, lineno, -EINVAL, "unknown directive \"%.40s\"", kw);

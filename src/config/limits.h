@@ -23,6 +23,11 @@ struct gs_limits {
     uint32_t version;                     /* GS_LIMITS_FORMAT_VERSION */
     char claim[GS_LIMITS_CLAIM_MAX];      /* claim UID or name */
     char region_path[GS_LIMITS_PATH_MAX]; /* "" = none given */
+    /* Version 2 (QoS); unset values are not written and make a version-1 file. */
+    int32_t policy;                     /* enum gs_compute_policy, GS_POLICY_UNSET = absent */
+    int32_t priority;                   /* 0..1, GS_PRIORITY_UNSET = absent */
+    int32_t log_level;                  /* 0..4, -1 = absent */
+    char peers_dir[GS_LIMITS_PATH_MAX]; /* "" = none given */
     size_t n_devices;
     struct gs_limits_device devices[GS_LIMITS_MAX_DEVICES];
     /* Set only by a failed parse/read: the file could not be attributed to specific devices, so
@@ -36,6 +41,13 @@ void gs_limits_init(struct gs_limits *l);
 /* Append a device; -EINVAL (bad UUID/cores), -EEXIST (duplicate), -ENOSPC (too many). */
 int gs_limits_add_device(struct gs_limits *l, const char *uuid, uint64_t memory_limit,
                          uint32_t cores, struct gs_error *err);
+
+/* "hard", "work-conserving", "disabled" (NULL for GS_POLICY_UNSET or an unknown value). */
+const char *gs_compute_policy_name(int policy);
+/* The policy named `s` (exact, lower case) or -EINVAL. */
+int gs_compute_policy_parse(const char *s);
+/* Does *l use a version-2 directive? (gs_limits_format then writes version 2.) */
+bool gs_limits_has_qos(const struct gs_limits *l);
 
 /* Find a device by UUID (exact match) or NULL. */
 const struct gs_limits_device *gs_limits_find(const struct gs_limits *l, const char *uuid);

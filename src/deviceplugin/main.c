@@ -37,6 +37,7 @@ struct dp_options {
     int64_t healthcheck_port;
     char *metrics_addr;
     int64_t publish_interval;
+    int64_t gc_interval;
     int log_level;
 };
 
@@ -126,6 +127,14 @@ static const struct gs_option options[] = {
      .min = "1s",
      .offset = OFF(publish_interval),
      .help = "how often the node annotation and handshake are written"},
+    {.name = "gc-interval",
+     .env = "GPUSLICE_DEVICE_PLUGIN_GC_INTERVAL",
+     .type = GS_OPT_DURATION,
+     .def = "60s",
+     .min = "1s",
+     .offset = OFF(gc_interval),
+     .help = "how often the per-container state folders of pods gone from the node are "
+             "removed"},
     {.name = "log-level",
      .env = "GS_LOG_LEVEL",
      .type = GS_OPT_ENUM,
@@ -293,7 +302,7 @@ int main(int argc, char **argv)
     }
     gs_log(GS_LOG_INFO, "starting", "node=%s gpus=%zu split=%" PRId64 " dir=%s", o.node_name,
            inv->n, o.split_count, o.plugin_dir);
-    uint64_t next_publish = 0;
+    uint64_t next_publish = 0, next_gc = 0;
     for (;;) {
         struct gs_error e = {0};
         char q[400];
@@ -305,6 +314,13 @@ int main(int argc, char **argv)
             next_publish = now + (uint64_t)(o.publish_interval / 1000000000LL);
         }
         e = (struct gs_error){0};
+        if (now >= next_gc) {
+            if (dp_plugin_gc(p, &e) < 0)
+                gs_log(GS_LOG_WARN, "state folders not cleaned", "error=%s",
+                       gs_log_quote(q, sizeof(q), e.msg));
+            next_gc = now + (uint64_t)(o.gc_interval / 1000000000LL);
+            e = (struct gs_error){0};
+        }
         if (dp_plugin_tick(p, &e) < 0)
             gs_log(GS_LOG_WARN, "registration failed", "error=%s",
                    gs_log_quote(q, sizeof(q), e.msg));

@@ -2,6 +2,7 @@
 /* Registration, ListAndWatch, Allocate (see plugin.h). */
 #include "deviceplugin/plugin.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -19,13 +20,15 @@
 #include "base/log.h"
 #include "base/macros.h"
 #include "deviceplugin/dp-grpc.h"
+#include "extender/assign.h"
 #include "extender/hami.h"
 
 struct dp_plugin {
     struct dp_config cfg;
     struct dp_server *server;
     char sock[4096], kubelet[4096];
-    ino_t kubelet_ino, sock_ino;
+    ino_t sock_ino;
+    struct stat kubelet_st; /* the kubelet socket registered with */
     bool registered;
     pthread_mutex_t lock; /* stats; Allocate calls one at a time */
     pthread_mutex_t alloc_lock;
@@ -182,83 +185,213 @@ static void list_and_watch(void *user, struct dp_stream *st)
     free(ids);
 }
 
-static const char *ann_of(const json_t *o, const char *k)
+/* A pod the extender placed on this node, as its Node record says (extender/assign.h), matched
+ * to the live pod of that UID; `next` advances in memory while one Allocate serves it. */
+struct candidate {
+    struct ext_assignment rec;
+    char key[128];
+    const json_t *pod; /* borrowed from the list */
+    size_t n_ctrs;     /* spec.containers */
+    int n_entries;     /* container entries of rec.devices */
+    struct hami_ctr_devices *cd;
+    bool touched;
+};
+
+struct plan {
+    json_t *pods; /* the list of this node's pods */
+    struct candidate *c;
+    size_t n;
+};
+
+static void plan_fini(struct plan *pl)
 {
-    return json_string_value(
-        json_object_get(json_object_get(json_object_get(o, "metadata"), "annotations"), k));
+    for (size_t i = 0; i < pl->n; i++) {
+        ext_assignment_fini(&pl->c[i].rec);
+        free(pl->c[i].cd);
+    }
+    free(pl->c);
+    json_decref(pl->pods);
+    *pl = (struct plan){0};
 }
 
-/* The pod on this node in bind-phase allocating with a container entry left to allocate
- * (oldest hami.io/bind-time first). */
-static int find_pod(struct dp_plugin *p, json_t **pod, struct gs_error *err)
+static int cmp_candidate(const void *a, const void *b)
 {
+    const struct candidate *x = a, *y = b;
+    if (x->rec.time != y->rec.time)
+        return x->rec.time < y->rec.time ? -1 : 1;
+    return strcmp(x->rec.uid, y->rec.uid);
+}
+
+/* The records on our Node whose pod is bound here with that UID, oldest first. Pod annotations
+ * are not trusted (the pod's owner can write them): only the Node's records are. */
+static int plan_load(struct dp_plugin *p, struct plan *pl, struct gs_error *err)
+{
+    *pl = (struct plan){0};
+    _cleanup_(gs_json_decrefp) json_t *node = NULL;
+    int r = gs_k8s_get(p->cfg.k8s, &gs_k8s_nodes, NULL, p->cfg.node_name, &node, err);
+    if (r < 0)
+        return gs_error_prefix(err, "node %s: ", p->cfg.node_name);
     char sel[512];
     snprintf(sel, sizeof(sel), "spec.nodeName=%s", p->cfg.node_name);
     struct gs_k8s_list_options lo = {.field_selector = sel};
     _cleanup_(gs_json_decrefp) json_t *list = NULL;
-    int r = gs_k8s_list(p->cfg.k8s, &gs_k8s_pods, NULL, &lo, &list, NULL, err);
-    if (r < 0)
+    if ((r = gs_k8s_list(p->cfg.k8s, &gs_k8s_pods, NULL, &lo, &list, NULL, err)) < 0)
         return r;
-    const json_t *best = NULL;
-    long long best_t = 0;
-    size_t i;
-    const json_t *o;
-    json_array_foreach(json_object_get(list, "items"), i, o)
+    pl->pods = json_incref(json_object_get(list, "items"));
+    const json_t *ann = json_object_get(json_object_get(node, "metadata"), "annotations");
+    pl->c = calloc(json_object_size(ann) + 1, sizeof(*pl->c));
+    if (!pl->c)
+        return gs_error_set(err, -ENOMEM, "out of memory");
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)ann, k, v)
     {
-        const char *phase = ann_of(o, HAMI_ANN_BIND_PHASE);
-        const char *node = ann_of(o, HAMI_ANN_NODE);
-        const char *todo = ann_of(o, HAMI_ANN_TO_ALLOCATE);
-        if (!phase || strcmp(phase, HAMI_BIND_ALLOCATING) != 0 || !node ||
-            strcmp(node, p->cfg.node_name) != 0 || !todo || !strchr(todo, ','))
+        struct candidate *c = &pl->c[pl->n];
+        struct gs_error e = {0};
+        int d = ext_assign_decode(k, json_string_value(v), &c->rec, &e);
+        if (d == -ENOENT)
             continue;
-        const char *bt = ann_of(o, HAMI_ANN_BIND_TIME);
-        long long t = bt ? strtoll(bt, NULL, 10) : 0;
-        if (!best || t < best_t)
-            best = o, best_t = t;
+        if (d < 0) {
+            char q[300];
+            gs_log(GS_LOG_WARN, "placement record ignored", "error=%s",
+                   gs_log_quote(q, sizeof(q), e.msg));
+            ext_assignment_fini(&c->rec);
+            continue;
+        }
+        size_t i;
+        const json_t *o;
+        json_array_foreach(pl->pods, i, o)
+        {
+            const json_t *md = json_object_get(o, "metadata");
+            const char *uid = json_string_value(json_object_get(md, "uid"));
+            const char *ns = json_string_value(json_object_get(md, "namespace"));
+            const char *name = json_string_value(json_object_get(md, "name"));
+            if (uid && ns && name && strcmp(uid, c->rec.uid) == 0 && strcmp(ns, c->rec.ns) == 0 &&
+                strcmp(name, c->rec.name) == 0 && !json_object_get(md, "deletionTimestamp")) {
+                c->pod = o;
+                break;
+            }
+        }
+        if (!c->pod) { /* not bound here (yet, or any more) */
+            ext_assignment_fini(&c->rec);
+            continue;
+        }
+        snprintf(c->key, sizeof(c->key), "%s", k);
+        c->n_ctrs = json_array_size(json_object_get(json_object_get(c->pod, "spec"), "containers"));
+        c->cd = calloc(c->n_ctrs + 1, sizeof(*c->cd));
+        if (!c->cd) {
+            ext_assignment_fini(&c->rec);
+            return gs_error_set(err, -ENOMEM, "out of memory");
+        }
+        c->n_entries = hami_pod_devices_decode(c->rec.devices, c->cd, c->n_ctrs + 1, &e);
+        if (c->n_entries < 0) {
+            char q[300];
+            gs_log(GS_LOG_WARN, "placement record ignored", "pod=%s/%s error=%s", c->rec.ns,
+                   c->rec.name, gs_log_quote(q, sizeof(q), e.msg));
+            ext_assignment_fini(&c->rec);
+            free(c->cd);
+            c->cd = NULL;
+            continue;
+        }
+        pl->n++;
     }
-    if (!best)
-        return gs_error_set(err, -ENOENT,
-                            "no pod on node %s is in %s=%s with devices left to allocate",
-                            p->cfg.node_name, HAMI_ANN_BIND_PHASE, HAMI_BIND_ALLOCATING);
-    *pod = json_incref((json_t *)best);
+    qsort(pl->c, pl->n, sizeof(*pl->c), cmp_candidate);
     return 0;
 }
 
-static void add_env(V1beta1__ContainerAllocateResponse *c, const char *k, const char *v)
+/* The next container of the oldest placement with one left: *cand and *ci. */
+static int plan_next(struct dp_plugin *p, struct plan *pl, struct candidate **cand, int *ci,
+                     struct gs_error *err)
 {
-    V1beta1__ContainerAllocateResponse__EnvsEntry *e = calloc(1, sizeof(*e));
+    for (size_t i = 0; i < pl->n; i++) {
+        struct candidate *c = &pl->c[i];
+        for (int k = (int)c->rec.next; k < c->n_entries && (size_t)k < c->n_ctrs; k++)
+            if (c->cd[k].n) {
+                *cand = c, *ci = k;
+                return 0;
+            }
+    }
+    return gs_error_set(err, -ENOENT,
+                        "no pod placed on node %s by the extender (bind-phase %s with a "
+                        "gpuslice.io/assign- record on the Node) has devices left to allocate",
+                        p->cfg.node_name, HAMI_BIND_ALLOCATING);
+}
+
+/* A DNS label (RFC 1123), as Kubernetes requires of a container name. */
+static bool dns_label(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+            return false;
+    return true;
+}
+
+/* Every device is one of this node's GPUs, once, with memory within the card and cores 0..100. */
+static int check_devices(struct dp_plugin *p, const struct hami_ctr_devices *mine, const char *what,
+                         struct gs_error *err)
+{
+    const struct gpu_inventory *inv = p->cfg.inv;
+    for (size_t i = 0; i < mine->n; i++) {
+        const struct hami_ctr_device *d = &mine->dev[i];
+        const struct gpu_device *g = NULL;
+        for (size_t k = 0; k < inv->n && !g; k++)
+            if (strcmp(inv->dev[k].uuid, d->uuid) == 0)
+                g = &inv->dev[k];
+        if (!g)
+            return gs_error_set(err, -EINVAL, "%s: GPU \"%.80s\" is not a GPU of node %s", what,
+                                d->uuid, p->cfg.node_name);
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(mine->dev[k].uuid, d->uuid) == 0)
+                return gs_error_set(err, -EINVAL, "%s: GPU %s is listed twice", what, d->uuid);
+        int64_t card = (int64_t)(g->memory_total / GPU_MIB);
+        if (d->usedmem <= 0 || d->usedmem > card)
+            return gs_error_set(err, -EINVAL,
+                                "%s: GPU %s: memory %" PRId64 " MiB is not within the card's "
+                                "1..%" PRId64 " MiB",
+                                what, d->uuid, d->usedmem, card);
+        if (d->usedcores < 0 || d->usedcores > 100)
+            return gs_error_set(err, -EINVAL, "%s: GPU %s: cores %" PRId64 " not within 0..100",
+                                what, d->uuid, d->usedcores);
+    }
+    return 0;
+}
+
+static int add_env(V1beta1__ContainerAllocateResponse *c, const char *k, const char *v)
+{
     V1beta1__ContainerAllocateResponse__EnvsEntry **arr =
         realloc(c->envs, (c->n_envs + 1) * sizeof(V1beta1__ContainerAllocateResponse__EnvsEntry *));
-    if (!e || !arr) {
-        free(e);
-        if (arr)
-            c->envs = arr;
-        return;
-    }
+    if (!arr)
+        return -ENOMEM;
+    c->envs = arr;
+    V1beta1__ContainerAllocateResponse__EnvsEntry *e = calloc(1, sizeof(*e));
+    if (!e)
+        return -ENOMEM;
     v1beta1__container_allocate_response__envs_entry__init(e);
     e->key = strdup(k);
     e->value = strdup(v);
-    arr[c->n_envs++] = e;
-    c->envs = arr;
+    arr[c->n_envs++] = e; /* freed by free_ctr, complete or not */
+    return e->key && e->value ? 0 : -ENOMEM;
 }
 
-static void add_mount(V1beta1__ContainerAllocateResponse *c, const char *host, const char *ctr,
-                      bool ro)
+static int add_mount(V1beta1__ContainerAllocateResponse *c, const char *host, const char *ctr,
+                     bool ro)
 {
-    V1beta1__Mount *m = calloc(1, sizeof(*m));
     V1beta1__Mount **arr = realloc(c->mounts, (c->n_mounts + 1) * sizeof(V1beta1__Mount *));
-    if (!m || !arr) {
-        free(m);
-        if (arr)
-            c->mounts = arr;
-        return;
-    }
+    if (!arr)
+        return -ENOMEM;
+    c->mounts = arr;
+    V1beta1__Mount *m = calloc(1, sizeof(*m));
+    if (!m)
+        return -ENOMEM;
     v1beta1__mount__init(m);
     m->host_path = strdup(host);
     m->container_path = strdup(ctr);
     m->read_only = ro;
     arr[c->n_mounts++] = m;
-    c->mounts = arr;
+    return m->host_path && m->container_path ? 0 : -ENOMEM;
 }
 
 static void free_ctr(V1beta1__ContainerAllocateResponse *c)
@@ -277,48 +410,42 @@ static void free_ctr(V1beta1__ContainerAllocateResponse *c)
     free(c->mounts);
 }
 
-/* One container: the next entry of the pod's to-allocate annotation. */
-static int allocate_one(struct dp_plugin *p, size_t n_ids, V1beta1__ContainerAllocateResponse *out,
-                        struct gs_error *err)
+/* One container: the next container of the oldest placement. Nothing is written to the API here
+ * (commit() does, once every container of the request is answered). */
+static int allocate_one(struct dp_plugin *p, struct plan *pl, size_t n_ids,
+                        V1beta1__ContainerAllocateResponse *out, struct gs_error *err)
 {
-    _cleanup_(gs_json_decrefp) json_t *pod = NULL;
-    int r = find_pod(p, &pod, err);
+    struct candidate *c = NULL;
+    int ci = -1;
+    int r = plan_next(p, pl, &c, &ci, err);
     if (r < 0)
         return r;
-    const json_t *md = json_object_get(pod, "metadata");
-    const char *ns = json_string_value(json_object_get(md, "namespace"));
-    const char *name = json_string_value(json_object_get(md, "name"));
-    const char *uid = json_string_value(json_object_get(md, "uid"));
-    const json_t *ctrs = json_object_get(json_object_get(pod, "spec"), "containers");
-    size_t nc = json_array_size(ctrs);
-    _cleanup_free_ struct hami_ctr_devices *cd = calloc(nc + 1, sizeof(*cd));
-    if (!cd)
-        return gs_error_set(err, -ENOMEM, "out of memory");
-    int n = hami_pod_devices_decode(ann_of(pod, HAMI_ANN_TO_ALLOCATE), cd, nc + 1, err);
-    if (n < 0)
-        return gs_error_prefix(err, "pod %s/%s: %s: ", ns, name, HAMI_ANN_TO_ALLOCATE);
-    int ci = -1;
-    for (int i = 0; i < n && ci < 0; i++)
-        if (cd[i].n)
-            ci = i;
-    if (ci < 0 || (size_t)ci >= nc)
-        return gs_error_set(err, -ENOENT, "pod %s/%s: no container left to allocate", ns, name);
-    const struct hami_ctr_devices *mine = &cd[ci];
-    if (mine->n != n_ids)
-        return gs_error_set(err, -EINVAL,
-                            "pod %s/%s container %d: the extender assigned %zu GPUs, kubelet "
-                            "asks for %zu devices",
-                            ns, name, ci, mine->n, n_ids);
+    const char *ns = c->rec.ns, *name = c->rec.name, *uid = c->rec.uid;
+    const json_t *ctrs = json_object_get(json_object_get(c->pod, "spec"), "containers");
+    const struct hami_ctr_devices *mine = &c->cd[ci];
     const char *cname =
         json_string_value(json_object_get(json_array_get(ctrs, (size_t)ci), "name"));
-    char key[512];
-    snprintf(key, sizeof(key), "%s-%s", uid ? uid : name, cname ? cname : "c");
+    char what[400];
+    snprintf(what, sizeof(what), "pod %s/%s container %d", ns, name, ci);
+    if (mine->n != n_ids)
+        return gs_error_set(err, -EINVAL,
+                            "%s: the extender assigned %zu GPUs, kubelet asks for %zu devices",
+                            what, mine->n, n_ids);
+    if (!dns_label(cname))
+        return gs_error_set(err, -EINVAL, "%s: container name \"%.64s\" is not a DNS label", what,
+                            cname ? cname : "");
+    if ((r = check_devices(p, mine, what, err)) < 0)
+        return r;
+    /* Validated before it names a directory: a Kubernetes UID and a DNS label. */
+    char key[EXT_UID_LEN + 1 + 64];
+    snprintf(key, sizeof(key), "%s-%s", uid, cname);
 
     /* Environment as HAMi's device plugin sets it. */
     char visible[GS_LIMITS_MAX_DEVICES * (HAMI_ID_MAX + 1)] = "";
     struct gs_limits lim;
     gs_limits_init(&lim);
     snprintf(lim.claim, sizeof(lim.claim), "%s", key);
+    int e = 0;
     for (size_t i = 0; i < mine->n; i++) {
         const struct hami_ctr_device *d = &mine->dev[i];
         if (i)
@@ -327,19 +454,19 @@ static int allocate_one(struct dp_plugin *p, size_t n_ids, V1beta1__ContainerAll
         char k[64], v[32];
         snprintf(k, sizeof(k), "CUDA_DEVICE_MEMORY_LIMIT_%zu", i);
         snprintf(v, sizeof(v), "%" PRId64 "m", d->usedmem);
-        add_env(out, k, v);
+        e |= add_env(out, k, v);
         if (gs_limits_add_device(&lim, d->uuid, (uint64_t)d->usedmem * 1024 * 1024,
                                  (uint32_t)d->usedcores, err) < 0)
-            return gs_error_prefix(err, "pod %s/%s: ", ns, name);
+            return gs_error_prefix(err, "%s: ", what);
     }
-    add_env(out, "NVIDIA_VISIBLE_DEVICES", visible);
+    e |= add_env(out, "NVIDIA_VISIBLE_DEVICES", visible);
     char v[64];
     snprintf(v, sizeof(v), "%" PRId64, mine->dev[0].usedcores);
-    add_env(out, "CUDA_DEVICE_SM_LIMIT", v);
+    e |= add_env(out, "CUDA_DEVICE_SM_LIMIT", v);
     char cache[1024];
     snprintf(cache, sizeof(cache), "%s/%s.cache", DP_CONTAINER_CACHE, key);
-    add_env(out, "CUDA_DEVICE_MEMORY_SHARED_CACHE", cache);
-    add_env(out, GS_LIMITS_ENV, GS_LIMITS_DIR_DEFAULT);
+    e |= add_env(out, "CUDA_DEVICE_MEMORY_SHARED_CACHE", cache);
+    e |= add_env(out, GS_LIMITS_ENV, GS_LIMITS_DIR_DEFAULT);
 
     /* Limits file (authoritative over the environment, as in DRA mode) and the cache folder. */
     char dir[4096], path[4200], cdir[4096], rdir[4096], rctr[4096];
@@ -347,6 +474,16 @@ static int allocate_one(struct dp_plugin *p, size_t n_ids, V1beta1__ContainerAll
     snprintf(cdir, sizeof(cdir), "%s/containers/%s", p->cfg.state_dir, key);
     snprintf(rdir, sizeof(rdir), "%s/regions/%s", p->cfg.state_dir, key);
     snprintf(rctr, sizeof(rctr), "%s/%s", DP_CONTAINER_REGION_DIR, key);
+    char host[4200];
+    snprintf(host, sizeof(host), "%s/libvgpu.so", p->cfg.host_dir);
+    e |= add_mount(out, host, DP_CONTAINER_VGPU "/libvgpu.so", true);
+    snprintf(host, sizeof(host), "%s/ld.so.preload", p->cfg.host_dir);
+    e |= add_mount(out, host, "/etc/ld.so.preload", true);
+    e |= add_mount(out, dir, GS_LIMITS_DIR_DEFAULT, true);
+    e |= add_mount(out, cdir, DP_CONTAINER_CACHE, false);
+    e |= add_mount(out, rdir, rctr, false);
+    if (e) /* never a partial answer: a container without its limits or preload runs unlimited */
+        return gs_error_set(err, -ENOMEM, "%s: out of memory building the response", what);
     if ((r = gs_mkdir_p(dir, 0755, err)) < 0 || (r = gs_mkdir_p(cdir, 0777, err)) < 0 ||
         (r = gs_mkdir_p(rdir, 0777, err)) < 0)
         return r;
@@ -356,34 +493,65 @@ static int allocate_one(struct dp_plugin *p, size_t n_ids, V1beta1__ContainerAll
     if ((r = gs_limits_path(path, sizeof(path), dir, key, err)) < 0 ||
         (r = gs_limits_write(path, &lim, err)) < 0)
         return r;
-    char host[4200];
-    snprintf(host, sizeof(host), "%s/libvgpu.so", p->cfg.host_dir);
-    add_mount(out, host, DP_CONTAINER_VGPU "/libvgpu.so", true);
-    snprintf(host, sizeof(host), "%s/ld.so.preload", p->cfg.host_dir);
-    add_mount(out, host, "/etc/ld.so.preload", true);
-    add_mount(out, dir, GS_LIMITS_DIR_DEFAULT, true);
-    add_mount(out, cdir, DP_CONTAINER_CACHE, false);
-    add_mount(out, rdir, rctr, false);
+    c->rec.next = (unsigned)ci + 1;
+    c->touched = true;
+    char q[1024];
+    gs_log(GS_LOG_INFO, "allocated", "pod=%s/%s container=%s devices=%s", ns, name, cname,
+           gs_log_quote(q, sizeof(q), visible));
+    return 0;
+}
 
-    /* This container is served: its entry is emptied; the last one ends the bind phase. */
-    cd[ci].n = 0;
-    bool left = false;
-    for (int i = 0; i < n; i++)
-        left |= cd[i].n > 0;
-    _cleanup_free_ char *rest = hami_pod_devices_encode(cd, (size_t)n);
-    _cleanup_(gs_json_decrefp) json_t *ann =
-        json_pack("{s:s}", HAMI_ANN_TO_ALLOCATE, rest ? rest : "");
-    if (!left)
-        json_object_set_new(ann, HAMI_ANN_BIND_PHASE, json_string(HAMI_BIND_SUCCESS));
+/* Every container answered: advance (or remove) the Node records — the commit point — then
+ * HAMi's pod annotations for HAMi's tools (best effort: the record is what counts). */
+static int commit(struct dp_plugin *p, struct plan *pl, struct gs_error *err)
+{
+    _cleanup_(gs_json_decrefp) json_t *ann = json_object();
+    for (size_t i = 0; i < pl->n; i++) {
+        struct candidate *c = &pl->c[i];
+        if (!c->touched)
+            continue;
+        bool left = false;
+        for (int k = (int)c->rec.next; k < c->n_entries; k++)
+            left |= c->cd[k].n > 0;
+        if (left) {
+            char *val =
+                ext_assign_encode(c->rec.ns, c->rec.name, c->rec.time, c->rec.devices, c->rec.next);
+            if (!val)
+                return gs_error_set(err, -ENOMEM, "out of memory");
+            json_object_set_new(ann, c->key, json_string(val));
+            free(val);
+        } else {
+            json_object_set_new(ann, c->key, json_null());
+        }
+    }
     _cleanup_(gs_json_decrefp) json_t *patch =
         json_pack("{s:{s:O}}", "metadata", "annotations", ann);
-    if ((r = gs_k8s_patch(p->cfg.k8s, &gs_k8s_pods, ns, name, NULL, GS_K8S_PATCH_MERGE, patch, 0,
-                          NULL, err)) < 0)
-        return r;
-    char q[1024];
-    gs_log(GS_LOG_INFO, "allocated", "pod=%s/%s container=%s devices=%s bind_phase=%s", ns, name,
-           cname ? cname : "", gs_log_quote(q, sizeof(q), visible),
-           left ? HAMI_BIND_ALLOCATING : HAMI_BIND_SUCCESS);
+    int r = gs_k8s_patch(p->cfg.k8s, &gs_k8s_nodes, NULL, p->cfg.node_name, NULL,
+                         GS_K8S_PATCH_MERGE, patch, 0, NULL, err);
+    if (r < 0)
+        return gs_error_prefix(err, "node %s: placement record: ", p->cfg.node_name);
+    for (size_t i = 0; i < pl->n; i++) {
+        struct candidate *c = &pl->c[i];
+        if (!c->touched)
+            continue;
+        bool left = false;
+        for (int k = 0; k < c->n_entries; k++) {
+            if ((unsigned)k < c->rec.next)
+                c->cd[k].n = 0;
+            left |= c->cd[k].n > 0;
+        }
+        _cleanup_free_ char *rest = hami_pod_devices_encode(c->cd, (size_t)c->n_entries);
+        _cleanup_(gs_json_decrefp) json_t *pa = json_pack(
+            "{s:{s:{s:s,s:s}}}", "metadata", "annotations", HAMI_ANN_TO_ALLOCATE, rest ? rest : "",
+            HAMI_ANN_BIND_PHASE, left ? HAMI_BIND_ALLOCATING : HAMI_BIND_SUCCESS);
+        struct gs_error e = {0};
+        if (gs_k8s_patch(p->cfg.k8s, &gs_k8s_pods, c->rec.ns, c->rec.name, NULL, GS_K8S_PATCH_MERGE,
+                         pa, 0, NULL, &e) < 0) {
+            char q[300];
+            gs_log(GS_LOG_WARN, "pod annotations not updated", "pod=%s/%s error=%s", c->rec.ns,
+                   c->rec.name, gs_log_quote(q, sizeof(q), e.msg));
+        }
+    }
     return 0;
 }
 
@@ -404,13 +572,19 @@ static void allocate(void *user, const uint8_t *req, size_t len, struct dp_reply
         calloc(n + 1, sizeof(V1beta1__ContainerAllocateResponse *));
     struct gs_error err = {0};
     int rc = cr && crp ? 0 : -ENOMEM;
+    struct plan pl = {0};
     pthread_mutex_lock(&p->alloc_lock);
+    if (rc == 0)
+        rc = plan_load(p, &pl, &err);
     for (size_t i = 0; rc == 0 && i < n; i++) {
         v1beta1__container_allocate_response__init(&cr[i]);
         crp[i] = &cr[i];
-        rc = allocate_one(p, in->container_requests[i]->n_devices_ids, &cr[i], &err);
+        rc = allocate_one(p, &pl, in->container_requests[i]->n_devices_ids, &cr[i], &err);
     }
+    if (rc == 0) /* nothing is consumed unless every container was answered */
+        rc = commit(p, &pl, &err);
     pthread_mutex_unlock(&p->alloc_lock);
+    plan_fini(&pl);
     if (rc == 0) {
         V1beta1__AllocateResponse out = V1BETA1__ALLOCATE_RESPONSE__INIT;
         out.n_container_responses = n;
@@ -482,6 +656,14 @@ static int do_register(struct dp_plugin *p, struct gs_error *err)
     return r;
 }
 
+/* The same kubelet socket: a restarted kubelet's new socket may reuse the inode of the one it
+ * removed (tmpfs, ext4 do), but not its change time. */
+static bool same_socket(const struct stat *a, const struct stat *b)
+{
+    return a->st_ino == b->st_ino && a->st_dev == b->st_dev &&
+           a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
 int dp_plugin_tick(struct dp_plugin *p, struct gs_error *err)
 {
     struct stat ks, ss;
@@ -500,13 +682,13 @@ int dp_plugin_tick(struct dp_plugin *p, struct gs_error *err)
     }
     if (!have_kubelet)
         return 0; /* wait for kubelet */
-    if (p->registered && ks.st_ino == p->kubelet_ino)
+    if (p->registered && same_socket(&ks, &p->kubelet_st))
         return 0;
     int r = do_register(p, err);
     if (r < 0)
         return r;
     p->registered = true;
-    p->kubelet_ino = ks.st_ino;
+    p->kubelet_st = ks;
     count(p, &p->stats.registrations);
     gs_log(GS_LOG_INFO, "registered", "kubelet=%s resource=%s endpoint=%s", p->kubelet,
            p->cfg.resource, DP_SOCKET_NAME);
@@ -544,4 +726,59 @@ int dp_plugin_publish(struct dp_plugin *p, struct gs_error *err)
                   reg ? reg : "[]", HAMI_ANN_NODE_HANDSHAKE, hs);
     return gs_k8s_patch(p->cfg.k8s, &gs_k8s_nodes, NULL, p->cfg.node_name, NULL, GS_K8S_PATCH_MERGE,
                         patch, 0, NULL, err);
+}
+
+/* Remove the per-container folders of pods no longer on this node. */
+int dp_plugin_gc(struct dp_plugin *p, struct gs_error *err)
+{
+    char sel[512];
+    snprintf(sel, sizeof(sel), "spec.nodeName=%s", p->cfg.node_name);
+    struct gs_k8s_list_options lo = {.field_selector = sel};
+    _cleanup_(gs_json_decrefp) json_t *list = NULL;
+    int r = gs_k8s_list(p->cfg.k8s, &gs_k8s_pods, NULL, &lo, &list, NULL, err);
+    if (r < 0)
+        return r;
+    const json_t *items = json_object_get(list, "items");
+    int removed = 0;
+    static const char *const kinds[] = {"limits", "containers", "regions"};
+    /* Allocate creates folders under alloc_lock: none appears for a pod missing from `list`. */
+    pthread_mutex_lock(&p->alloc_lock);
+    for (size_t k = 0; k < GS_ARRAY_SIZE(kinds); k++) {
+        char dir[4200];
+        snprintf(dir, sizeof(dir), "%s/%s", p->cfg.state_dir, kinds[k]);
+        DIR *d = opendir(dir);
+        if (!d)
+            continue;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            char uid[EXT_UID_LEN + 1];
+            if (strlen(de->d_name) <= EXT_UID_LEN + 1 || de->d_name[EXT_UID_LEN] != '-')
+                continue;
+            memcpy(uid, de->d_name, EXT_UID_LEN);
+            uid[EXT_UID_LEN] = '\0';
+            if (!ext_uid_valid(uid))
+                continue;
+            bool live = false;
+            size_t i;
+            const json_t *o;
+            json_array_foreach(items, i, o)
+            {
+                const char *pu =
+                    json_string_value(json_object_get(json_object_get(o, "metadata"), "uid"));
+                live |= pu && strcmp(pu, uid) == 0;
+            }
+            if (live)
+                continue;
+            char path[4500];
+            snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+            struct gs_error e = {0};
+            if (gs_rm_rf(path, &e) == 0)
+                removed++;
+        }
+        closedir(d);
+    }
+    pthread_mutex_unlock(&p->alloc_lock);
+    if (removed)
+        gs_log(GS_LOG_INFO, "state folders removed", "count=%d", removed);
+    return removed;
 }

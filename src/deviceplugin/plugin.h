@@ -2,9 +2,9 @@
 /*
  * gpuslice-device-plugin: the kubelet device plugin (API v1beta1) of legacy mode
  * (docs/internals/legacy.md). Advertises every GPU as `split_count` devices of `resource`
- * ("<uuid>-<j>"), and in Allocate hands a container the GPUs the extender chose for it (HAMi's
- * bind-phase protocol: the pod on this node with hami.io/bind-phase=allocating, its
- * hami.io/vgpu-devices-to-allocate entry for the next container), with libvgpu's environment,
+ * ("<uuid>-<j>"), and in Allocate hands a container the GPUs the extender chose for it: the
+ * oldest placement the extender recorded on this Node (extender/assign.h; pod annotations, which
+ * the pod's owner can write, are not trusted), its next container, with libvgpu's environment,
  * mounts and a limits file in our format. Publishes hami.io/node-nvidia-register.
  */
 #ifndef GS_DEVICEPLUGIN_PLUGIN_H
@@ -49,6 +49,9 @@ void dp_plugin_free(struct dp_plugin *p);
 int dp_plugin_tick(struct dp_plugin *p, struct gs_error *err);
 /* Patch the Node with hami.io/node-nvidia-register and the handshake. */
 int dp_plugin_publish(struct dp_plugin *p, struct gs_error *err);
+/* Remove <state-dir>/{limits,containers,regions}/<uid>-<container> of pods no longer bound to
+ * this node. Returns how many were removed, or -errno when the pods cannot be listed. */
+int dp_plugin_gc(struct dp_plugin *p, struct gs_error *err);
 void dp_plugin_stats(struct dp_plugin *p, struct dp_stats *out);
 
 #endif /* GS_DEVICEPLUGIN_PLUGIN_H */

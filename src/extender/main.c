@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gpuslice-extender: options, wiring, signals (see docs/internals/legacy.md). */
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 
 #include "config/config.h"
 #include "base/daemon.h"
+#include "base/fs.h"
 #include "kube/k8s.h"
 #include "kube/kubeconfig.h"
 #include "base/log.h"
@@ -16,9 +18,14 @@
 #include "extender/server.h"
 #include "extender/service.h"
 #include "webhook/server.h"
+#include "webhook/tls.h"
 
 struct ext_options {
     char *listen;
+    char *probe_listen;
+    char *tls_cert_file;
+    char *tls_key_file;
+    char *token_file;
     char *kubeconfig;
     int policy;
     int node_policy;
@@ -37,10 +44,38 @@ static const struct gs_option options[] = {
     {.name = "listen",
      .env = "GS_EXTENDER_LISTEN",
      .type = GS_OPT_STRING,
-     .def = ":8888",
+     .def = "127.0.0.1:8888",
      .metavar = "[HOST]:PORT",
      .offset = OFF(listen),
-     .help = "HTTP address kube-scheduler's extender client calls (empty host = all IPv4)"},
+     .help = "address of the verbs kube-scheduler's extender client calls (it runs beside "
+             "kube-scheduler: loopback; any other address needs --tls-cert-file, --tls-key-file "
+             "and --token-file)"},
+    {.name = "probe-listen",
+     .env = "GPUSLICE_EXTENDER_PROBE_LISTEN",
+     .type = GS_OPT_STRING,
+     .metavar = "[HOST]:PORT",
+     .offset = OFF(probe_listen),
+     .help = "second plain-HTTP address answering only GET /healthz and /metrics (kubelet "
+             "probes, Prometheus); empty = none"},
+    {.name = "tls-cert-file",
+     .env = "GPUSLICE_EXTENDER_TLS_CERT_FILE",
+     .type = GS_OPT_STRING,
+     .metavar = "FILE",
+     .offset = OFF(tls_cert_file),
+     .help = "PEM certificate chain: serve the verbs over HTTPS (re-read when it changes)"},
+    {.name = "tls-key-file",
+     .env = "GPUSLICE_EXTENDER_TLS_KEY_FILE",
+     .type = GS_OPT_STRING,
+     .metavar = "FILE",
+     .offset = OFF(tls_key_file),
+     .help = "PEM private key of --tls-cert-file"},
+    {.name = "token-file",
+     .env = "GPUSLICE_EXTENDER_TOKEN_FILE",
+     .type = GS_OPT_STRING,
+     .metavar = "FILE",
+     .offset = OFF(token_file),
+     .help = "file holding the bearer token every verb and /metrics then require "
+             "(Authorization: Bearer <token>)"},
     {.name = "kubeconfig",
      .env = "KUBECONFIG",
      .type = GS_OPT_STRING,
@@ -89,6 +124,27 @@ static const struct gs_config_spec spec = {
     .config_env = "GS_EXTENDER_CONFIG",
 };
 
+/* The bearer token: the file's first line, at most 4 KiB, not empty. */
+static int read_token(const char *path, char **out, struct gs_error *err)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    int r = gs_read_file(path, 4096, &buf, &len, err);
+    if (r < 0)
+        return r;
+    size_t n = strcspn(buf, "\r\n");
+    buf[n] = '\0';
+    while (n && (buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+        buf[--n] = '\0';
+    if (n < 16) {
+        free(buf);
+        return gs_error_set(err, -EINVAL, "%s: the token is %zu characters, at least 16 wanted",
+                            path, n);
+    }
+    *out = buf;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct ext_options o = {0};
@@ -115,6 +171,32 @@ int main(int argc, char **argv)
         gs_config_free(&spec, &o);
         return 2;
     }
+    struct ext_server_config sv = {.addr = addr};
+    if (o.probe_listen && o.probe_listen[0] &&
+        wh_parse_listen(o.probe_listen, &sv.probe, &err) < 0) {
+        fprintf(stderr, "gpuslice-extender: --probe-listen: %s\n", err.msg);
+        gs_config_free(&spec, &o);
+        return 2;
+    }
+    _cleanup_free_ char *token = NULL;
+    if (o.token_file && o.token_file[0] && read_token(o.token_file, &token, &err) < 0) {
+        fprintf(stderr, "gpuslice-extender: --token-file: %s\n", err.msg);
+        gs_config_free(&spec, &o);
+        return 2;
+    }
+    bool tls = o.tls_cert_file && o.tls_cert_file[0];
+    if (tls != (o.tls_key_file && o.tls_key_file[0])) {
+        fprintf(stderr, "gpuslice-extender: --tls-cert-file and --tls-key-file go together\n");
+        gs_config_free(&spec, &o);
+        return 2;
+    }
+    if (ext_server_check_exposure(&addr, "--listen", tls, token != NULL, &err) < 0) {
+        fprintf(stderr, "gpuslice-extender: %s\n", err.msg);
+        gs_config_free(&spec, &o);
+        return 2;
+    }
+    /* Connection threads must not each grow an arena of their own (as the other daemons). */
+    mallopt(M_ARENA_MAX, 2);
     sigset_t sigs;
     gs_daemon_block_signals(&sigs, 0);
 
@@ -123,6 +205,10 @@ int main(int argc, char **argv)
     struct gs_k8s_client *k8s = NULL;
     struct ext_service *svc = NULL;
     struct ext_server *srv = NULL;
+    if (tls && !(sv.tls = wh_tls_new(o.tls_cert_file, o.tls_key_file, 1000, NULL, &err))) {
+        fprintf(stderr, "gpuslice-extender: %s\n", err.msg);
+        goto out;
+    }
     if (gs_kube_config_load(o.kubeconfig, &kc, &err) < 0) {
         fprintf(stderr, "gpuslice-extender: cannot load the API server configuration: %s\n",
                 err.msg);
@@ -136,13 +222,17 @@ int main(int argc, char **argv)
     struct ext_service_config sc = {.k8s = k8s,
                                     .gpu_policy = (enum alloc_policy)o.policy,
                                     .node_policy = (enum ext_node_policy)o.node_policy};
-    if (!(svc = ext_service_new(&sc)) || !(srv = ext_server_start(svc, &addr, &err))) {
+    sv.svc = svc = ext_service_new(&sc);
+    sv.token = token;
+    if (!svc || !(srv = ext_server_start(&sv, &err))) {
         fprintf(stderr, "gpuslice-extender: %s: %s\n", o.listen, err.msg);
         goto out;
     }
     char q[300];
-    gs_log(GS_LOG_INFO, "serving", "listen=%s port=%u api=%s policy=%s node_policy=%s",
-           gs_log_quote(q, sizeof(q), o.listen), ext_server_port(srv), gs_k8s_client_server(k8s),
+    gs_log(GS_LOG_INFO, "serving",
+           "listen=%s port=%u probe_port=%u tls=%s token=%s api=%s policy=%s node_policy=%s",
+           gs_log_quote(q, sizeof(q), o.listen), ext_server_port(srv), ext_server_probe_port(srv),
+           tls ? "true" : "false", token ? "true" : "false", gs_k8s_client_server(k8s),
            gpu_policies[o.policy], node_policies[o.node_policy]);
     int sig = 0;
     while (sigwait(&sigs, &sig) != 0)
@@ -152,6 +242,7 @@ int main(int argc, char **argv)
 out:
     ext_server_stop(srv);
     ext_service_free(svc);
+    wh_tls_free(sv.tls);
     gs_k8s_client_free(k8s);
     gs_kube_config_fini(&kc);
     gs_config_free(&spec, &o);

@@ -15,6 +15,7 @@
 #include "config/json.h"
 #include "base/log.h"
 #include "base/macros.h"
+#include "extender/assign.h"
 #include "extender/hami.h"
 #include "extender/inventory.h"
 #include "webhook/shape.h"
@@ -204,6 +205,14 @@ static void pass_fini(struct pass *p)
     json_decref(p->nodes);
 }
 
+/* Whether the inventory of this call may stay cached for the next. Node names (kube-scheduler's
+ * nodeCacheCapable, as deployed): yes, it is what the next filter needs. Full Node objects in the
+ * body: only for small lists — an inventory of 10,000 Nodes is about 330 MiB and would stay. */
+static bool cacheable(const json_t *nodes, bool by_name)
+{
+    return by_name || json_array_size(nodes) <= EXT_CACHE_MAX_FULL_NODES;
+}
+
 static int run_pass(struct ext_service *s, const json_t *pod, json_t *nodes, bool use_cache,
                     struct pass *p, struct gs_error *err)
 {
@@ -278,7 +287,7 @@ json_t *ext_filter(struct ext_service *s, const json_t *args, struct gs_error *e
     json_t *out = NULL;
     int r = candidates(s, args, &nodes, &by_name, &e);
     if (r == 0)
-        r = run_pass(s, pod, nodes, true, &p, &e);
+        r = run_pass(s, pod, nodes, cacheable(nodes, by_name), &p, &e);
     else
         json_decref(nodes);
     if (r < 0) {
@@ -337,7 +346,7 @@ json_t *ext_prioritize(struct ext_service *s, const json_t *args, struct gs_erro
     json_t *out = json_array();
     int r = candidates(s, args, &nodes, &by_name, &e);
     if (r == 0)
-        r = run_pass(s, pod, nodes, true, &p, &e);
+        r = run_pass(s, pod, nodes, cacheable(nodes, by_name), &p, &e);
     else
         json_decref(nodes);
     for (size_t i = 0; r == 0 && i < p.n; i++) {
@@ -379,7 +388,9 @@ static int lock_node(struct ext_service *s, const char *node, const char *ns, co
     const char *held =
         json_string_value(json_object_get(json_object_get(md, "annotations"), HAMI_ANN_NODE_LOCK));
     int64_t now = (int64_t)time(NULL), since;
-    if (held && hami_lock_time(held, &since) == 0 && now - since < EXT_LOCK_EXPIRY_S) {
+    /* A lock dated in the future (beyond clock skew) was not taken by a live bind: invalid. */
+    if (held && hami_lock_time(held, &since) == 0 && since <= now + EXT_LOCK_MAX_SKEW_S &&
+        now - since < EXT_LOCK_EXPIRY_S) {
         s->stats.lock_conflicts++;
         gs_error_set(err, -EBUSY, "node %s is locked (%s=\"%.128s\")", node, HAMI_ANN_NODE_LOCK,
                      held);
@@ -401,10 +412,13 @@ static int lock_node(struct ext_service *s, const char *node, const char *ns, co
     return 0;
 }
 
-static void unlock_node(struct ext_service *s, const char *node)
+/* Release the node lock; `record` (may be NULL) names a placement record to drop with it. */
+static void unlock_node(struct ext_service *s, const char *node, const char *record)
 {
     struct gs_error e = {0};
     _cleanup_(gs_json_decrefp) json_t *ann = json_pack("{s:n}", HAMI_ANN_NODE_LOCK);
+    if (record)
+        json_object_set_new(ann, record, json_null());
     if (patch_annotations(s, &gs_k8s_nodes, NULL, node, ann, NULL, &e) < 0) {
         char q[300];
         gs_log(GS_LOG_WARN, "node unlock failed", "node=%s error=%s", node,
@@ -412,61 +426,93 @@ static void unlock_node(struct ext_service *s, const char *node)
     }
 }
 
+/* Only pods of ours are bound: a real, unbound, live pod outside kube-system with the UID
+ * kube-scheduler gave, that requests our resources (checked after the pass). */
+static int check_pod(const json_t *pod, const char *ns, const char *name, const char *uid,
+                     struct gs_error *err)
+{
+    const json_t *md = json_object_get(pod, "metadata");
+    const char *puid = json_string_value(json_object_get(md, "uid"));
+    if (!puid || strcmp(uid, puid) != 0)
+        return gs_error_set(err, -ESTALE, "pod %s/%s has uid %s, not %s", ns, name,
+                            puid ? puid : "(none)", uid);
+    if (json_object_get(md, "deletionTimestamp"))
+        return gs_error_set(err, -ESTALE, "pod %s/%s is being deleted", ns, name);
+    const char *bound =
+        json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName"));
+    if (bound && *bound)
+        return gs_error_set(err, -EEXIST, "pod %s/%s is already bound to %s", ns, name, bound);
+    return 0;
+}
+
 static int bind_locked(struct ext_service *s, const char *ns, const char *name, const char *uid,
                        const char *node, struct gs_error *err)
 {
-    _cleanup_(gs_json_decrefp) json_t *pod = NULL;
-    int r = gs_k8s_get(s->cfg.k8s, &gs_k8s_pods, ns, name, &pod, err);
+    char record[128];
+    int r = ext_assign_key(record, sizeof(record), uid, err);
     if (r < 0)
+        return gs_error_prefix(err, "podUID: ");
+    if (strcmp(ns, "kube-system") == 0)
+        return gs_error_set(
+            err, -EPERM, "pod %s/%s: pods of kube-system are not bound by this extender", ns, name);
+    _cleanup_(gs_json_decrefp) json_t *pod = NULL;
+    if ((r = gs_k8s_get(s->cfg.k8s, &gs_k8s_pods, ns, name, &pod, err)) < 0)
         return r;
-    const char *puid = json_string_value(json_object_get(json_object_get(pod, "metadata"), "uid"));
-    if (uid && *uid && puid && strcmp(uid, puid) != 0)
-        return gs_error_set(err, -ESTALE, "pod %s/%s has uid %s, not %s", ns, name, puid, uid);
+    if ((r = check_pod(pod, ns, name, uid, err)) < 0)
+        return r;
     json_t *node_obj = NULL;
     if ((r = lock_node(s, node, ns, name, &node_obj, err)) < 0)
         return r;
     struct pass p = {0};
     json_t *nodes = json_pack("[o]", node_obj);
     r = run_pass(s, pod, nodes, false, &p, err);
-    if (r == 0 && p.req.n_claims > 0 && p.best != 0)
+    if (r == 0 && p.req.n_claims == 0)
+        r = gs_error_set(err, -EPERM,
+                         "pod %s/%s requests no nvidia.com/gpu: not bound by this extender", ns,
+                         name);
+    if (r == 0 && p.best != 0)
         r = gs_error_set(err, -ENOSPC, "pod %s/%s does not fit on %s: %s", ns, name, node,
                          p.fits[0].message);
-    if (r == 0 && p.req.n_claims > 0) {
-        _cleanup_free_ char *enc = hami_pod_devices_encode(p.fits[0].ctrs, p.req.n_containers);
-        char now[32], bt[32];
-        snprintf(now, sizeof(now), "%lld", (long long)time(NULL));
-        snprintf(bt, sizeof(bt), "%lld", (long long)time(NULL));
-        _cleanup_(gs_json_decrefp) json_t *ann =
-            json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", HAMI_ANN_TO_ALLOCATE, enc ? enc : "",
-                      HAMI_ANN_ALLOCATED, enc ? enc : "", HAMI_ANN_NODE, node, HAMI_ANN_TIME, now,
-                      HAMI_ANN_BIND_PHASE, HAMI_BIND_ALLOCATING, HAMI_ANN_BIND_TIME, bt);
-        r = enc ? patch_annotations(s, &gs_k8s_pods, ns, name, ann, NULL, err)
+    _cleanup_free_ char *enc = NULL;
+    bool recorded = false;
+    int64_t now = (int64_t)time(NULL);
+    if (r == 0 && !(enc = hami_pod_devices_encode(p.fits[0].ctrs, p.req.n_containers)))
+        r = gs_error_set(err, -ENOMEM, "out of memory");
+    if (r == 0) {
+        /* The record the device plugin trusts, on the Node, before the pod is bound. */
+        _cleanup_free_ char *val = ext_assign_encode(ns, name, now, enc, 0);
+        _cleanup_(gs_json_decrefp) json_t *ann = val ? json_pack("{s:s}", record, val) : NULL;
+        r = ann ? patch_annotations(s, &gs_k8s_nodes, NULL, node, ann, NULL, err)
                 : gs_error_set(err, -ENOMEM, "out of memory");
+        recorded = r == 0;
+        if (r < 0)
+            gs_error_prefix(err, "record the placement on node %s: ", node);
+    }
+    if (r == 0) {
+        /* HAMi's annotations travel in the Binding: the API server sets them on the pod in the
+         * same update as spec.nodeName (k8s.io/kubernetes pkg/registry/core/pod/storage
+         * BindingREST.Create -> setPodNodeAndMetadata), so a refused binding leaves the pod as
+         * it was. */
+        char now_s[32], path[512];
+        snprintf(now_s, sizeof(now_s), "%lld", (long long)now);
+        _cleanup_(gs_json_decrefp) json_t *binding = json_pack(
+            "{s:s,s:s,s:{s:s,s:s,s:s,s:{s:s,s:s,s:s,s:s,s:s,s:s}},s:{s:s,s:s,s:s}}", "apiVersion",
+            "v1", "kind", "Binding", "metadata", "name", name, "namespace", ns, "uid", uid,
+            "annotations", HAMI_ANN_TO_ALLOCATE, enc, HAMI_ANN_ALLOCATED, enc, HAMI_ANN_NODE, node,
+            HAMI_ANN_TIME, now_s, HAMI_ANN_BIND_PHASE, HAMI_BIND_ALLOCATING, HAMI_ANN_BIND_TIME,
+            now_s, "target", "apiVersion", "v1", "kind", "Node", "name", node);
+        if (!binding)
+            r = gs_error_set(err, -ENOMEM, "out of memory");
+        else if ((r = gs_k8s_path(path, sizeof(path), &gs_k8s_pods, ns, name, "binding", err)) == 0)
+            r = gs_k8s_request(s->cfg.k8s, "POST", path, binding, NULL, NULL, NULL, err);
         if (r == 0) {
             char q[512];
             gs_log(GS_LOG_INFO, "devices assigned", "pod=%s/%s node=%s devices=%s", ns, name, node,
                    gs_log_quote(q, sizeof(q), enc));
         }
     }
-    if (r == 0) {
-        char path[512];
-        _cleanup_(gs_json_decrefp) json_t *binding =
-            json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s,s:s,s:s}}", "apiVersion", "v1", "kind",
-                      "Binding", "metadata", "name", name, "namespace", ns, "target", "apiVersion",
-                      "v1", "kind", "Node", "name", node);
-        if (puid)
-            json_object_set_new(json_object_get(binding, "metadata"), "uid", json_string(puid));
-        if ((r = gs_k8s_path(path, sizeof(path), &gs_k8s_pods, ns, name, "binding", err)) == 0)
-            r = gs_k8s_request(s->cfg.k8s, "POST", path, binding, NULL, NULL, NULL, err);
-        if (r < 0 && p.req.n_claims > 0) {
-            struct gs_error e2 = {0};
-            _cleanup_(gs_json_decrefp) json_t *ann =
-                json_pack("{s:s}", HAMI_ANN_BIND_PHASE, HAMI_BIND_FAILED);
-            patch_annotations(s, &gs_k8s_pods, ns, name, ann, NULL, &e2);
-        }
-    }
     pass_fini(&p);
-    unlock_node(s, node);
+    unlock_node(s, node, r < 0 && recorded ? record : NULL);
     return r;
 }
 
@@ -476,6 +522,8 @@ json_t *ext_bind(struct ext_service *s, const json_t *args, struct gs_error *err
     const char *ns = json_string_value(get_ci(args, "podNamespace"));
     const char *uid = json_string_value(get_ci(args, "podUID"));
     const char *node = json_string_value(get_ci(args, "node"));
+    if (!uid)
+        uid = "";
     if (!name || !ns || !node) {
         gs_error_set(err, -EINVAL,
                      "ExtenderBindingArgs: podName, podNamespace and node are "

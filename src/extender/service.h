@@ -7,6 +7,9 @@
  *   prioritize: ExtenderArgs -> HostPriorityList [{"host", "score"}]
  *   bind:       ExtenderBindingArgs {"podName", "podNamespace", "podUID", "node"}
  *               -> ExtenderBindingResult {"error"}
+ * bind refuses pods that are not ours (docs/internals/legacy.md "Bind"): no or another UID,
+ * kube-system, already bound or being deleted, no GPU resources; it records the placement on
+ * the Node (extender/assign.h) and changes the pod only through the Binding.
  * One mutex serialises the verbs of one process; HAMi's node lock (hami.io/mutex.lock)
  * serialises binds across processes.
  */
@@ -23,6 +26,11 @@
 
 /* A node lock older than this is taken over (HAMi: 5 minutes). */
 #define EXT_LOCK_EXPIRY_S 300
+/* Full Node lists (nodeCacheCapable false) up to this size keep their inventory cached. */
+#define EXT_CACHE_MAX_FULL_NODES 1000
+
+/* A lock dated more than this in the future is invalid (taken over at once). */
+#define EXT_LOCK_MAX_SKEW_S 60
 
 struct ext_stats {
     uint64_t filter, filter_errors, prioritize, bind, bind_errors, lock_conflicts;

@@ -88,6 +88,7 @@ int claim_plan_build(const json_t *claim, const char *ns, const char *name, cons
     char cname[2 * CLAIM_NAME_MAX + 2];
     snprintf(cname, sizeof(cname), "%s/%s", ns, name);
     memset(out, 0, sizeof(*out));
+    claim_qos_init(&out->qos);
     if (!claim_uid_valid(uid))
         return gs_error_set(err, -EINVAL, "claim %s: invalid UID \"%.80s\"", cname, uid);
     if (copy_field(out->ns, sizeof(out->ns), ns, "namespace", cname, err) < 0 ||
@@ -212,7 +213,7 @@ int claim_plan_build(const json_t *claim, const char *ns, const char *name, cons
     qsort(out->devices, out->n_devices, sizeof(out->devices[0]), cmp_dev_minor);
     for (size_t i = 0; i < out->n_devices; i++)
         out->devices[i].env_index = (unsigned)i;
-    return 0;
+    return claim_qos_from_claim(claim, driver, cname, out, err);
 }
 
 json_t *claim_plan_to_json(const struct claim_plan *p)
@@ -232,8 +233,14 @@ json_t *claim_plan_to_json(const struct claim_plan *p)
                       "minor", (json_int_t)d->minor, "memoryLimit", (json_int_t)d->memory_limit,
                       "cores", (json_int_t)d->cores, "envIndex", (json_int_t)d->env_index));
     }
-    return json_pack("{s:s, s:s, s:s, s:o, s:o}", "namespace", p->ns, "name", p->name, "uid",
-                     p->uid, "results", results, "devices", devices);
+    json_t *j = json_pack("{s:s, s:s, s:s, s:o, s:o}", "namespace", p->ns, "name", p->name, "uid",
+                          p->uid, "results", results, "devices", devices);
+    /* the QoS only when configured: checkpoints without it read as before */
+    if (j && (p->qos.policy || p->qos.priority >= 0 || p->qos.log_level >= 0))
+        json_object_set_new(j, "qos",
+                            json_pack("{s:i, s:i, s:i}", "policy", (int)p->qos.policy, "priority",
+                                      (int)p->qos.priority, "logLevel", (int)p->qos.log_level));
+    return j;
 }
 
 static int get_str(const json_t *o, const char *key, char *dst, size_t len, bool allow_empty,
@@ -259,8 +266,21 @@ static int get_uint(const json_t *o, const char *key, uint64_t max, uint64_t *ou
 int claim_plan_from_json(const json_t *j, struct claim_plan *out, struct gs_error *err)
 {
     memset(out, 0, sizeof(*out));
+    claim_qos_init(&out->qos);
     if (!json_is_object(j))
         return gs_error_set(err, -EINVAL, "checkpoint: claim entry is not an object");
+    const json_t *qos = json_object_get(j, "qos");
+    if (qos) {
+        const json_t *pol = json_object_get(qos, "policy"), *pri = json_object_get(qos, "priority"),
+                     *ll = json_object_get(qos, "logLevel");
+        if (!json_is_integer(pol) || json_integer_value(pol) < 0 || json_integer_value(pol) > 3 ||
+            !json_is_integer(pri) || json_integer_value(pri) < -1 || json_integer_value(pri) > 1 ||
+            !json_is_integer(ll) || json_integer_value(ll) < -1 || json_integer_value(ll) > 4)
+            return gs_error_set(err, -EINVAL, "checkpoint: field qos invalid");
+        out->qos.policy = (int32_t)json_integer_value(pol);
+        out->qos.priority = (int32_t)json_integer_value(pri);
+        out->qos.log_level = (int32_t)json_integer_value(ll);
+    }
     if (get_str(j, "namespace", out->ns, sizeof(out->ns), true, err) < 0 ||
         get_str(j, "name", out->name, sizeof(out->name), true, err) < 0 ||
         get_str(j, "uid", out->uid, sizeof(out->uid), false, err) < 0)

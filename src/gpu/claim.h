@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "gpu/claim-config.h"
 #include "gpu/discovery.h"
 
 #define CLAIM_MAX_RESULTS 32
@@ -46,6 +47,7 @@ struct claim_plan {
     struct claim_result results[CLAIM_MAX_RESULTS];
     size_t n_devices;
     struct claim_device devices[CLAIM_MAX_DEVICES];
+    struct claim_qos qos; /* opaque config of our driver (gpu/claim-config.h) */
 };
 
 /*

@@ -627,6 +627,17 @@ int gs_k8s_request(struct gs_k8s_client *c, const char *method, const char *path
     return do_json(c, method, path, body, content_type, out, http_status, err);
 }
 
+int gs_k8s_request_with(struct gs_k8s_client *c, const char *method, const char *path,
+                        const json_t *body, const struct gs_k8s_call_opts *opts, json_t **out,
+                        long *http_status, struct gs_error *err)
+{
+    if (!c || !method || !path || path[0] != '/')
+        return gs_error_set(err, -EINVAL,
+                            "k8s: request needs a client, a method and a path "
+                            "starting with '/'");
+    return do_json_with(c, method, path, body, NULL, opts, out, http_status, err);
+}
+
 /* ---- paths ---------------------------------------------------------------------------------- */
 
 static bool valid_name(const char *s)

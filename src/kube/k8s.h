@@ -132,6 +132,11 @@ struct gs_k8s_call_opts {
 int gs_k8s_get_with(struct gs_k8s_client *c, const struct gs_k8s_resource *res, const char *ns,
                     const char *name, const struct gs_k8s_call_opts *opts, json_t **out,
                     struct gs_error *err);
+/* gs_k8s_request bounded by `opts` (JSON body): what a caller with a deadline uses for a write
+ * or a list (the webhook's admissions). */
+int gs_k8s_request_with(struct gs_k8s_client *c, const char *method, const char *path,
+                        const json_t *body, const struct gs_k8s_call_opts *opts, json_t **out,
+                        long *http_status, struct gs_error *err);
 /* The client's monotonic clock in milliseconds (the test hook's when one is set). */
 uint64_t gs_k8s_now_ms(const struct gs_k8s_client *c);
 

@@ -25,8 +25,10 @@
 #define CHECKPOINT_MAX  (64u * 1024u * 1024u)
 #define LEDGER_FILE     "ledger.db"
 #define LEDGER_BUSY_MS  200
-#define MAX_CLAIMS      4096
-#define API_BACKOFF_NS  (10ull * 1000000000ull) /* after an API failure, wait before retrying */
+/* Claims listed at most (a 64 MiB checkpoint holds about 200,000); past it the rest are dropped,
+ * logged once per refresh as an error. */
+#define MAX_CLAIMS     65536
+#define API_BACKOFF_NS (10ull * 1000000000ull) /* after an API failure, wait before retrying */
 
 static const char *const cause_names[MON_CAUSE_N] = {
     [MON_CAUSE_REGION_MISSING] = "region_missing",
@@ -101,8 +103,16 @@ struct listing {
 
 static struct listed *listing_add(struct listing *l)
 {
-    if (l->n >= MAX_CLAIMS)
+    if (l->n >= MAX_CLAIMS) {
+        static _Atomic uint64_t logged;
+        uint64_t now = gs_now_ns();
+        if (now - atomic_load(&logged) > 60ull * 1000000000ull) {
+            atomic_store(&logged, now);
+            gs_error_log("too many claims", "listed=%zu max=%d detail=%s", l->n, MAX_CLAIMS,
+                         "the rest are not reported");
+        }
         return NULL;
+    }
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
         struct listed *nv = realloc(l->v, cap * sizeof(*nv));
@@ -622,6 +632,8 @@ void mon_catalog_refresh(struct mon_catalog *c)
     pthread_mutex_unlock(&c->lock);
     free(standalone.v);
     sample_gpus(c, rs);
+    if (c->cfg.sample_gpus)
+        mon_audit_run(c, rs->nv_open ? &rs->nv : NULL);
     resolve_pods(c, rs);
     atomic_store(&c->ready, true);
 }

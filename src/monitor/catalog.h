@@ -32,6 +32,7 @@
 
 #include "base/error.h"
 #include "gpu/claim.h"
+#include "monitor/audit.h"
 #include "monitor/gpus.h"
 #include "monitor/region.h"
 
@@ -115,6 +116,7 @@ struct mon_catalog_config {
     uint64_t refresh_ns;
     uint64_t resync_ns;
     bool sample_gpus; /* open NVML and sample the devices */
+    bool audit_kill;  /* the auditor kills processes over their claim's limit */
 };
 
 struct mon_catalog {
@@ -125,7 +127,8 @@ struct mon_catalog {
     struct mon_gpus gpus; /* discovered devices and their latest samples */
     bool nvml_ok;         /* the last sample succeeded */
     _Atomic uint64_t skipped[MON_CAUSE_N];
-    atomic_bool ready; /* one refresh completed */
+    struct mon_audit audit; /* the auditor's last round (audit.h) */
+    atomic_bool ready;      /* one refresh completed */
     /* refresher-private */
     struct refresher_state *rs;
     pthread_t thread;

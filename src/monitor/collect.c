@@ -10,6 +10,7 @@
 #include "base/clock.h"
 #include "base/macros.h"
 #include "base/version.h"
+#include "config/limits.h"
 
 enum fam {
     /* HAMi vGPU monitor: device and per-container usage */
@@ -34,6 +35,9 @@ enum fam {
     F_CLAIM_CORES,
     F_CLAIM_OOM,
     F_CLAIM_THROTTLED,
+    F_CLAIM_QOS,
+    F_CLAIM_QOS_STATE,
+    F_CLAIM_HELD,
     F_CLAIM_BUSY,
     F_CLAIM_LAUNCHES,
     F_CLAIM_LAST_KERNEL,
@@ -42,6 +46,10 @@ enum fam {
     F_SKIPPED,
     F_SCRAPE,
     F_BUILD,
+    F_AUDIT_AVAILABLE,
+    F_AUDIT_BREACH,
+    F_AUDIT_BREACHES,
+    F_AUDIT_KILLS,
     /* --legacy-metrics */
     F_L_HOST_MEM,
     F_L_HOST_CORE,
@@ -96,6 +104,15 @@ static const struct mon_family_def defs[F_N] = {
                      "Allocations libvgpu refused at the claim's memory limit"},
     [F_CLAIM_THROTTLED] = {"gpuslice_claim_throttled_seconds", MON_COUNTER, MON_MERGE_NONE,
                            "Time kernel launches waited for the claim's compute budget"},
+    [F_CLAIM_QOS] = {"gpuslice_claim_compute_qos_info", MON_GAUGE, MON_MERGE_NONE,
+                     "1, labelled with the compute policy and priority libvgpu applies to the "
+                     "claim"},
+    [F_CLAIM_QOS_STATE] = {"gpuslice_claim_compute_state", MON_GAUGE, MON_MERGE_NONE,
+                           "What the claim's launches obey now: 0 free (no cap applies), 1 "
+                           "capped, 2 held by a higher priority, 3 blocked by HAMi's monitor"},
+    [F_CLAIM_HELD] = {"gpuslice_claim_held_seconds", MON_COUNTER, MON_MERGE_NONE,
+                      "Time kernel launches waited while a higher-priority tenant had work "
+                      "pending"},
     [F_CLAIM_BUSY] = {"gpuslice_claim_gpu_busy_seconds", MON_COUNTER, MON_MERGE_NONE,
                       "Busy GPU time of the claim's kernels (devices with a compute cap)"},
     [F_CLAIM_LAUNCHES] = {"gpuslice_claim_launches", MON_COUNTER, MON_MERGE_NONE,
@@ -108,6 +125,15 @@ static const struct mon_family_def defs[F_N] = {
                           "1 when the claim's shared region was read, 0 when it was skipped"},
     [F_CLAIMS] = {"gpuslice_monitor_claims", MON_GAUGE, MON_MERGE_NONE,
                   "Claims and standalone slices the monitor reports, by source"},
+    [F_AUDIT_AVAILABLE] = {"gpuslice_audit_available", MON_GAUGE, MON_MERGE_NONE,
+                           "1 when NVML reported per-process memory on every GPU at the last "
+                           "audit"},
+    [F_AUDIT_BREACH] = {"gpuslice_audit_process_memory_bytes", MON_GAUGE, MON_MERGE_NONE,
+                        "Physical device memory of a process over its claim's limit (NVML)"},
+    [F_AUDIT_BREACHES] = {"gpuslice_audit_breaches", MON_COUNTER, MON_MERGE_NONE,
+                          "Processes found over their claim's memory limit"},
+    [F_AUDIT_KILLS] = {"gpuslice_audit_kills", MON_COUNTER, MON_MERGE_NONE,
+                       "Processes killed for a breach (--audit-kill)"},
     [F_SKIPPED] = {"gpuslice_monitor_skipped", MON_COUNTER, MON_MERGE_NONE,
                    "Objects skipped because their data was bad, dead or unreachable, by cause"},
     [F_SCRAPE] = {"gpuslice_monitor_scrape_duration_seconds", MON_HISTOGRAM, MON_MERGE_NONE,
@@ -155,10 +181,17 @@ const char *const mon_exported_names[] = {
     "gpuslice_claim_oom_refusals_total",
     "gpuslice_claim_throttled_seconds_total",
     "gpuslice_claim_gpu_busy_seconds_total",
+    "gpuslice_claim_compute_qos_info",
+    "gpuslice_claim_compute_state",
+    "gpuslice_claim_held_seconds_total",
     "gpuslice_claim_launches_total",
     "gpuslice_claim_last_kernel_timestamp_seconds",
     "gpuslice_claim_region_healthy",
     "gpuslice_monitor_claims",
+    "gpuslice_audit_available",
+    "gpuslice_audit_process_memory_bytes",
+    "gpuslice_audit_breaches_total",
+    "gpuslice_audit_kills_total",
     "gpuslice_monitor_skipped_total",
     "gpuslice_monitor_scrape_duration_seconds_bucket",
     "gpuslice_monitor_scrape_duration_seconds_count",
@@ -328,6 +361,15 @@ static void collect_claim(struct scrape *s, struct mon_claim *m, uint64_t real_n
             add(s, F_CLAIM_LAUNCHES, &l, (double)rd->launches);
             if (rd->has_v2)
                 add(s, F_CLAIM_BUSY, &l, (double)rd->gpu_busy_ns / 1e9);
+            if (rd->has_qos) {
+                add(s, F_CLAIM_QOS_STATE, &l, (double)GS_REGION_QOS_STATE(rd->qos));
+                add(s, F_CLAIM_HELD, &l, (double)rd->held_ns / 1e9);
+                struct mon_labels ql = l;
+                const char *pol = gs_compute_policy_name((int)GS_REGION_QOS_POLICY(rd->qos));
+                mon_labels_add(&ql, "policy", pol ? pol : "unknown");
+                mon_labels_add_u(&ql, "priority", (unsigned)GS_REGION_QOS_PRIORITY(rd->qos));
+                add(s, F_CLAIM_QOS, &ql, 1);
+            }
         }
         add(s, F_CLAIM_LAST_KERNEL, &l, last_ts);
 
@@ -383,6 +425,22 @@ static void collect_monitor(struct scrape *s, struct mon_catalog *c, size_t by_s
         mon_labels_add(&l, "source", mon_source_name((enum mon_source)src));
         add(s, F_CLAIMS, &l, (double)by_source[src]);
     }
+    pthread_mutex_lock(&c->lock);
+    mon_labels_init(&l);
+    add(s, F_AUDIT_AVAILABLE, &l, c->audit.available ? 1 : 0);
+    add(s, F_AUDIT_BREACHES, &l, (double)c->audit.breaches_total);
+    add(s, F_AUDIT_KILLS, &l, (double)c->audit.kills_total);
+    for (size_t i = 0; i < c->audit.n; i++) {
+        const struct mon_breach *b = &c->audit.b[i];
+        mon_labels_init(&l);
+        mon_labels_add(&l, "claim_namespace", b->claim_ns);
+        mon_labels_add(&l, "claim", b->claim_name);
+        mon_labels_add(&l, "claim_uid", b->claim_uid);
+        mon_labels_add_u(&l, "pid", (unsigned)b->pid);
+        mon_labels_add(&l, "device_uuid", b->uuid);
+        add(s, F_AUDIT_BREACH, &l, (double)b->used);
+    }
+    pthread_mutex_unlock(&c->lock);
     for (int k = 0; k < MON_CAUSE_N; k++) {
         mon_labels_init(&l);
         mon_labels_add(&l, "cause", mon_cause_name((enum mon_cause)k));

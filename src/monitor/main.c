@@ -121,6 +121,7 @@ static int serve(const struct mon_options *o)
         .refresh_ns = (uint64_t)o->refresh_interval_ns,
         .resync_ns = (uint64_t)o->resync_interval_ns,
         .sample_gpus = true,
+        .audit_kill = o->audit_kill,
     };
     int rc = 0;
     if (mon_catalog_init(&cat, &cc, &err) < 0) {
@@ -131,6 +132,9 @@ static int serve(const struct mon_options *o)
     struct mon_server_config sc = {
         .listen = o->listen,
         .connection_limit = (unsigned)o->max_connections,
+        .per_client_limit = (unsigned)o->max_connections_per_client,
+        .idle_timeout_s = (unsigned)(o->idle_timeout_ns / 1000000000LL),
+        .probe_listen = o->probe_listen,
         .tls = tls,
         .catalog = &cat,
         .collect = {.node = node, .version = gs_version(), .legacy = o->legacy_metrics},

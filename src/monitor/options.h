@@ -27,15 +27,19 @@ struct mon_options {
     char *standalone_state_dir; /* `gpuslice run`'s; NULL = the standalone mode's default */
     char *tls_cert_file;
     char *tls_key_file;
+    char *probe_listen;
     bool legacy_metrics;
     bool kubernetes;
     bool list_metrics;
+    bool audit_kill;
     int log_level; /* index: error, warn, info, debug */
     int64_t refresh_interval_ns;
     int64_t resync_interval_ns;
     int64_t api_timeout_ns;
     int64_t cert_check_interval_ns;
     int64_t max_connections;
+    int64_t max_connections_per_client;
+    int64_t idle_timeout_ns;
 };
 
 /* Parse argv + environment (+ config file) into *o. Returns 0 to run, GS_CONFIG_EXIT when

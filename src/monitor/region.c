@@ -17,7 +17,7 @@
 #include "base/macros.h"
 
 /* Only the header and the device array are read; process slots are libvgpu's business. */
-#define MAP_BYTES offsetof(struct gs_region, procs)
+#define MAP_BYTES sizeof(struct gs_region) /* the process slots too (the auditor) */
 
 static const char *const status_names[MON_REGION_N_STATUS] = {
     [MON_REGION_OK] = "ok",
@@ -38,7 +38,6 @@ const char *mon_region_status_name(enum mon_region_status s)
 void mon_region_init(struct mon_region *r, const char *path)
 {
     memset(r, 0, sizeof(*r));
-    r->fd = -1;
     snprintf(r->path, sizeof(r->path), "%s", path);
 }
 
@@ -46,10 +45,7 @@ static void unmap(struct mon_region *r)
 {
     if (r->map)
         munmap((void *)r->map, r->map_len);
-    if (r->fd >= 0)
-        close(r->fd);
     r->map = NULL;
-    r->fd = -1;
 }
 
 void mon_region_fini(struct mon_region *r)
@@ -65,32 +61,45 @@ void mon_region_fini(struct mon_region *r)
         (status);                                                                                  \
     })
 
-/* (Re)open when not open or when the path now names another file. */
-static enum mon_region_status ensure_open(struct mon_region *r, bool recheck_path,
+/* (Re)open when not open or when the path now names another file. The descriptor is closed once
+ * the file is mapped (the mapping keeps it): 10,000 claims must not hold 10,000 descriptors, which
+ * would leave every later socket past FD_SETSIZE (libmicrohttpd then drops each connection).
+ * A symlink is not followed (lstat, O_NOFOLLOW): the region folder is writable by the container.
+ * *size is the file's size at this check. */
+static enum mon_region_status ensure_open(struct mon_region *r, bool recheck_path, off_t *size,
                                           struct gs_error *err)
 {
+    *size = (off_t)sizeof(struct gs_region);
     if (r->map && !recheck_path)
         return MON_REGION_OK;
     struct stat st;
-    if (stat(r->path, &st) != 0) {
+    if (lstat(r->path, &st) != 0) {
         unmap(r);
         if (errno == ENOENT)
             return FAIL(MON_REGION_MISSING, -ENOENT, "shared region %s: no such file", r->path);
         return FAIL(MON_REGION_UNREADABLE, -errno, "shared region %s: %s", r->path,
                     strerror(errno));
     }
+    if (S_ISLNK(st.st_mode)) {
+        unmap(r);
+        return FAIL(MON_REGION_UNREADABLE, -ELOOP,
+                    "shared region %s: a symbolic link (not followed)", r->path);
+    }
+    *size = st.st_size;
     if (r->map && st.st_dev == r->dev && st.st_ino == r->ino)
         return MON_REGION_OK;
     unmap(r);
-    int fd = open(r->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    int fd = open(r->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
     if (fd < 0)
         return FAIL(errno == ENOENT ? MON_REGION_MISSING : MON_REGION_UNREADABLE, -errno,
-                    "shared region %s: %s", r->path, strerror(errno));
+                    "shared region %s: %s%s", r->path, strerror(errno),
+                    errno == ELOOP ? " (a symbolic link: not followed)" : "");
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
         return FAIL(MON_REGION_UNREADABLE, -EINVAL, "shared region %s: not a regular file",
                     r->path);
     }
+    *size = st.st_size;
     if ((uint64_t)st.st_size < sizeof(struct gs_region)) {
         close(fd);
         return FAIL(MON_REGION_TRUNCATED, -EBADMSG,
@@ -98,13 +107,11 @@ static enum mon_region_status ensure_open(struct mon_region *r, bool recheck_pat
                     (unsigned long long)st.st_size, sizeof(struct gs_region));
     }
     void *m = mmap(NULL, MAP_BYTES, PROT_READ, MAP_SHARED, fd, 0);
-    if (m == MAP_FAILED) {
-        int e = errno;
-        close(fd);
+    int e = errno;
+    close(fd);
+    if (m == MAP_FAILED)
         return FAIL(MON_REGION_UNREADABLE, -e, "shared region %s: cannot map: %s", r->path,
                     strerror(e));
-    }
-    r->fd = fd;
     r->map = m;
     r->map_len = MAP_BYTES;
     r->dev = st.st_dev;
@@ -184,6 +191,10 @@ static void copy_region(const struct gs_region *g, struct header *h, struct mon_
             o->has_v2 ? atomic_load_explicit(&d->gpu_busy_ns, memory_order_acquire) : 0;
         o->last_kernel_ns =
             o->has_v2 ? atomic_load_explicit(&d->last_kernel_ns, memory_order_acquire) : 0;
+        /* v3: the QoS libvgpu applies (published with its first capped launch) */
+        o->qos = h->version >= 3 ? atomic_load_explicit(&d->qos, memory_order_acquire) : 0;
+        o->has_qos = o->has_v2 && GS_REGION_QOS_POLICY(o->qos) != 0;
+        o->held_ns = o->has_qos ? atomic_load_explicit(&d->held_ns, memory_order_acquire) : 0;
         (*n)++;
     }
 }
@@ -193,20 +204,17 @@ enum mon_region_status mon_region_read(struct mon_region *r, struct mon_region_d
                                        struct gs_error *err)
 {
     *n = 0;
-    enum mon_region_status s = ensure_open(r, recheck_path, err);
+    off_t size = 0;
+    enum mon_region_status s = ensure_open(r, recheck_path, &size, err);
     if (s != MON_REGION_OK)
         return s;
-    if (recheck_path) {
-        /* The refresher also checks the size, so a shrunk file is named and counted even when
-         * the part a read touches still lies within it. */
-        struct stat st;
-        if (fstat(r->fd, &st) != 0 || (uint64_t)st.st_size < sizeof(struct gs_region)) {
-            unsigned long long size = (unsigned long long)st.st_size;
-            unmap(r);
-            return FAIL(MON_REGION_TRUNCATED, -EBADMSG,
-                        "shared region %s: %llu bytes, a region has %zu", r->path, size,
-                        sizeof(struct gs_region));
-        }
+    /* The refresher (recheck_path) also checks the size, so a shrunk file is named and counted
+     * even when the part a read touches still lies within it. */
+    if (recheck_path && (uint64_t)size < sizeof(struct gs_region)) {
+        unmap(r);
+        return FAIL(MON_REGION_TRUNCATED, -EBADMSG,
+                    "shared region %s: %llu bytes, a region has %zu", r->path,
+                    (unsigned long long)size, sizeof(struct gs_region));
     }
     struct header h = {0};
     sigjmp_buf jb;
@@ -244,4 +252,33 @@ const struct mon_region_device *mon_region_find(const struct mon_region_device *
         if (strcmp(devs[i].uuid, uuid) == 0)
             return &devs[i];
     return NULL;
+}
+
+uint32_t mon_region_procs(struct mon_region *r, struct mon_region_proc *out, uint32_t max)
+{
+    if (!r->map)
+        return 0;
+    uint32_t n = 0;
+    sigjmp_buf jb;
+    if (sigsetjmp(jb, 0)) {
+        bus_jmp = NULL;
+        unmap(r);
+        return 0;
+    }
+    bus_jmp = &jb;
+    const struct gs_region *g = r->map;
+    uint32_t hint = atomic_load_explicit(&g->n_procs_hint, memory_order_acquire);
+    if (hint > GS_REGION_MAX_PROCS)
+        hint = GS_REGION_MAX_PROCS;
+    for (uint32_t i = 0; i < hint && n < max; i++) {
+        int32_t pid = atomic_load_explicit(&g->procs[i].pid, memory_order_acquire);
+        if (pid <= 0)
+            continue;
+        out[n].pid = pid;
+        out[n].start_time = atomic_load_explicit(&g->procs[i].start_time, memory_order_relaxed);
+        out[n].pidns = atomic_load_explicit(&g->procs[i].pidns, memory_order_relaxed);
+        n++;
+    }
+    bus_jmp = NULL;
+    return n;
 }

@@ -2,7 +2,9 @@
 /*
  * Read-only view of one claim's shared region (include/gpuslice/shared_region.h).
  *
- * The file is opened O_RDONLY and its header + device array mapped PROT_READ once; every read
+ * The file is opened O_RDONLY | O_NOFOLLOW (a symlink is refused: the folder is writable by the
+ * container), its header + device array mapped PROT_READ once and the descriptor closed (10,000
+ * claims hold no descriptors); every read
  * checks the magic, version and size fields and init_state, then copies the device fields with
  * acquire loads. A file truncated under the mapping (the containers mount it read-write) makes a
  * read fault: the read runs under a SIGBUS guard (mon_region_guard) and reports the region
@@ -48,15 +50,24 @@ struct mon_region_device {
     bool has_v2;             /* gpu_busy_ns / last_kernel_ns are meaningful (v2, capped device) */
     uint64_t gpu_busy_ns;    /* v2 */
     uint64_t last_kernel_ns; /* v2: CLOCK_REALTIME ns, 0 = none */
+    bool has_qos;            /* v3: qos word published (policy, priority, state) */
+    uint32_t qos;            /* GS_REGION_QOS_* (include/gpuslice/shared_region.h) */
+    uint64_t held_ns;        /* v3: time launches were held by a higher priority */
 };
 
 struct mon_region {
     char path[4096];
-    int fd;
-    const struct gs_region *map; /* header + devices only */
+    const struct gs_region *map; /* the whole region (header, devices, process slots) */
     size_t map_len;
     dev_t dev;
     ino_t ino;
+};
+
+/* A process slot in use: who libvgpu (or whoever registered it) says runs in the claim. */
+struct mon_region_proc {
+    int32_t pid;         /* in the namespace `pidns` names */
+    uint64_t start_time; /* /proc/<pid>/stat field 22; 0 = unknown */
+    uint64_t pidns;      /* inode of /proc/<pid>/ns/pid; 0 = unknown */
 };
 
 void mon_region_init(struct mon_region *r, const char *path);
@@ -79,5 +90,9 @@ void mon_region_guard(void);
 /* Find a device by UUID in a read snapshot, or NULL. */
 const struct mon_region_device *mon_region_find(const struct mon_region_device *devs, uint32_t n,
                                                 const char *uuid);
+
+/* The process slots in use of a mapped region (at most `max`), read under the SIGBUS guard; 0
+ * when the region is not mapped or faults. */
+uint32_t mon_region_procs(struct mon_region *r, struct mon_region_proc *out, uint32_t max);
 
 #endif /* GS_MONITOR_REGION_H */

@@ -89,6 +89,8 @@ static json_t *device_edits(const struct cdi_config *c, const struct claim_plan 
     cdi_region_host_dir(c, p->uid, path, sizeof(path));
     snprintf(cpath, sizeof(cpath), "%s/%s", CDI_CONTAINER_REGION_DIR, p->uid);
     json_array_append_new(mounts, mount(path, cpath, false));
+    snprintf(path, sizeof(path), "%s/claims", c->host_dir);
+    json_array_append_new(mounts, mount(path, CDI_CONTAINER_PEERS_DIR, true));
 
     json_t *edits = json_pack("{s:o, s:o}", "env", env, "mounts", mounts);
     if (c->selection == CDI_SELECT_VOLUME_MOUNTS) {

@@ -29,7 +29,9 @@
 #define CDI_CONTAINER_LIB        "/usr/local/vgpu/libvgpu.so"
 #define CDI_CONTAINER_PRELOAD    "/etc/ld.so.preload"
 #define CDI_CONTAINER_REGION_DIR "/var/run/gpuslice/claims"
-#define CDI_NVIDIA_DEVICES_DIR   "/var/run/nvidia-container-devices"
+/* The node's claims directory, read-only: co-tenants' limits and regions (compute QoS). */
+#define CDI_CONTAINER_PEERS_DIR "/var/run/gpuslice/peers"
+#define CDI_NVIDIA_DEVICES_DIR  "/var/run/nvidia-container-devices"
 
 enum cdi_gpu_selection {
     CDI_SELECT_VOLUME_MOUNTS = 0,

@@ -145,6 +145,12 @@ int driver_write_claim_files(struct driver *d, const struct claim_plan *p, bool 
     snprintf(lim->claim, sizeof(lim->claim), "%s", p->uid);
     snprintf(lim->region_path, sizeof(lim->region_path), "%s/%s/region", CDI_CONTAINER_REGION_DIR,
              p->uid);
+    /* compute QoS (limits v2): the claim's opaque config, and the claims of the node read-only
+     * so that libvgpu sees its co-tenants (docs/internals/vgpu.md, "Compute QoS") */
+    lim->policy = p->qos.policy;
+    lim->priority = p->qos.priority;
+    lim->log_level = p->qos.log_level;
+    snprintf(lim->peers_dir, sizeof(lim->peers_dir), "%s", CDI_CONTAINER_PEERS_DIR);
     for (size_t i = 0; i < p->n_devices && r == 0; i++)
         r = gs_limits_add_device(lim, p->devices[i].uuid, p->devices[i].memory_limit,
                                  p->devices[i].cores, err);
@@ -369,8 +375,12 @@ void driver_prepare(struct driver *d, size_t n, const struct claim_ref *refs, ui
     uint64_t t_locked = now_ns();
     struct gs_error err = {0};
     size_t fresh = 0;
-    /* Past the deadline nobody waits for the answer: prepare nothing new (kubelet retries). */
-    if (t_locked / 1000000u >= job.bounds.deadline_ms) {
+    /* Past the caller's deadline nobody waits for the answer: prepare nothing new (kubelet
+     * retries). The API requests were cut earlier (job.bounds: the answer margin before it);
+     * what was fetched by then is prepared while the caller still waits, so each retry finds
+     * more claims prepared and converges. */
+    uint64_t caller_ms = deadline_ms ? deadline_ms : job.bounds.deadline_ms;
+    if (t_locked / 1000000u >= caller_ms) {
         for (size_t i = 0; i < n; i++)
             if (out[i].plan && !cached[i])
                 set_error(&out[i],

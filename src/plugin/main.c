@@ -61,13 +61,15 @@ static int install_host_files(const struct plugin_options *o, struct gs_error *e
  * open) for the life of the process and released by the kernel when it dies, even by SIGKILL. The
  * file holds the holder's pid for the message. Returns the fd, or a negative code with err set.
  */
-static int lock_state_dir(const char *state_dir, struct gs_error *err)
+/* flock `dir`/`name` (created) for the life of the process; -EBUSY naming the holder's pid when
+ * another process holds it. `what` says which directory in the message. */
+static int lock_dir(const char *dir, const char *name, const char *what, struct gs_error *err)
 {
     char path[PATH_MAX];
-    int r = gs_mkdir_p(state_dir, 0700, err);
+    int r = gs_mkdir_p(dir, 0700, err);
     if (r < 0)
         return r;
-    snprintf(path, sizeof(path), "%s/" LOCK_FILE_NAME, state_dir);
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return gs_error_set(err, -errno, "cannot open the lock file %s: %s", path, strerror(errno));
@@ -81,8 +83,8 @@ static int lock_state_dir(const char *state_dir, struct gs_error *err)
         if (e == EWOULDBLOCK)
             return gs_error_set(err, -EBUSY,
                                 "another gpuslice-kubelet-plugin (pid %s) is running with the "
-                                "state directory %s; refusing to start a second one",
-                                *pid ? pid : "unknown", state_dir);
+                                "%s %s; refusing to start a second one",
+                                *pid ? pid : "unknown", what, dir);
         return gs_error_set(err, -e, "cannot lock %s: %s", path, strerror(e));
     }
     char buf[32];
@@ -136,12 +138,27 @@ int main(int argc, char **argv)
     bool drv_ok = false;
     char dra_sock[PATH_MAX], reg_sock[PATH_MAX];
     struct registration_info ri = {0};
-    int lock_fd = -1;
+    int lock_fd = -1, lock_fds[3] = {-1, -1, -1};
     if (!inv || !m || !drv)
         goto out;
 
     /* Before anything touches the state, CDI or socket directories. */
-    lock_fd = lock_state_dir(o->state_dir, &err);
+    /* Every directory this instance owns: the state, the sockets, this driver's files in the
+     * CDI and registration folders. A second instance with its own state directory but the same
+     * CDI or socket folder would delete the first's CDI specs at start and its sockets at exit. */
+    char cdi_lock[300], reg_lock[300];
+    snprintf(cdi_lock, sizeof(cdi_lock), ".gpuslice-%s.lock", o->driver_name);
+    snprintf(reg_lock, sizeof(reg_lock), ".%s-reg.lock", o->driver_name);
+    lock_fd = lock_dir(o->state_dir, LOCK_FILE_NAME, "state directory", &err);
+    if (lock_fd >= 0 &&
+        ((lock_fds[0] =
+              lock_dir(o->plugin_dir, ".gpuslice-sockets.lock", "socket directory", &err)) < 0 ||
+         (lock_fds[1] = lock_dir(o->cdi_root, cdi_lock, "CDI directory (this driver)", &err)) < 0 ||
+         (lock_fds[2] = lock_dir(o->registrar_dir, reg_lock, "registration directory (this driver)",
+                                 &err)) < 0)) {
+        close(lock_fd);
+        lock_fd = -1;
+    }
     if (lock_fd < 0) {
         char q[sizeof(err.msg) + 8];
         gs_error_log("cannot start", "error=%s", gs_log_quote(q, sizeof(q), err.msg));
@@ -281,6 +298,9 @@ out:
     free(inv);
     if (lock_fd >= 0)
         close(lock_fd);
+    for (size_t i = 0; i < GS_ARRAY_SIZE(lock_fds); i++)
+        if (lock_fds[i] >= 0)
+            close(lock_fds[i]);
     options_free(o);
     free(o);
     return rc;

@@ -17,6 +17,7 @@
 #include <strings.h>
 
 #include "config/limits.h"
+#include "vgpu/hami-region.h"
 #include "vgpu/vgpu-internal.h"
 
 #define ENV_INDEX_MAX 64
@@ -27,6 +28,10 @@ struct file_device {
     uint32_t cores;
     char region_path[GS_LIMITS_PATH_MAX];
     bool refused; /* named by a malformed file: the safe reading wins over every grant */
+    /* QoS of the first file granting the device (limits v2) */
+    int32_t policy, priority;
+    char claim[GS_LIMITS_CLAIM_MAX];
+    char peers_dir[GS_LIMITS_PATH_MAX];
 };
 
 static struct {
@@ -43,6 +48,9 @@ static struct {
     bool env_sm_i_set[ENV_INDEX_MAX];
     char shared_cache[GS_LIMITS_PATH_MAX];
     bool compute_disabled;
+    bool compute_forced;  /* GPU_CORE_UTILIZATION_POLICY=force */
+    int32_t env_priority; /* CUDA_TASK_PRIORITY, GS_PRIORITY_UNSET when absent */
+    int32_t file_log_level;
     uint64_t ctx_overhead;        /* GPUSLICE_CONTEXT_OVERHEAD: at least this much per context */
     char dir[GS_LIMITS_PATH_MAX]; /* the limits directory in use */
 } cfg;
@@ -95,12 +103,60 @@ int vgpu_parse_size(const char *s, uint64_t *out)
     return 0;
 }
 
-static int parse_percent(const char *s, uint32_t *out)
+/* HAMi-core's reading of its limit variables (multiprocess_memory_limit.c, get_limit_from_env):
+ * strtoul base 0 (decimal, 0x hex, 0 octal) and a K/M/G suffix (powers of 1024). Stricter than
+ * HAMi-core on what it cannot read (trailing characters are an error, never ignored); the
+ * "Mi"/"mb" spellings our own parser takes are kept (HAMi-core would read "4Gi" as 4 bytes). */
+int vgpu_parse_hami_size(const char *s, uint64_t *out)
 {
+    if (!s || *s < '0' || *s > '9')
+        return -EINVAL;
     char *end = NULL;
     errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || !end || end == s || *end != '\0' || v < 0 || v > 100)
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno == ERANGE)
+        return -ERANGE;
+    if (errno || end == s)
+        return -EINVAL;
+    uint64_t mult = 1;
+    const char *p = end;
+    switch (*p) {
+    case '\0':
+        break;
+    case 'k':
+    case 'K':
+        mult = 1ULL << 10;
+        p++;
+        break;
+    case 'm':
+    case 'M':
+        mult = 1ULL << 20;
+        p++;
+        break;
+    case 'g':
+    case 'G':
+        mult = 1ULL << 30;
+        p++;
+        break;
+    default:
+        return -EINVAL;
+    }
+    if (mult > 1 && (*p == 'i' || *p == 'b' || *p == 'B'))
+        p++;
+    if (*p != '\0')
+        return -EINVAL;
+    uint64_t r;
+    if (__builtin_mul_overflow((uint64_t)v, mult, &r))
+        return -ERANGE;
+    *out = r;
+    return 0;
+}
+
+/* CUDA_DEVICE_SM_LIMIT(_<i>): HAMi-core reads it with the same parser as the memory limits. */
+static int parse_percent(const char *s, uint32_t *out)
+{
+    uint64_t v = 0;
+    if (vgpu_parse_hami_size(s, &v) < 0 || v > 100)
         return -EINVAL;
     *out = (uint32_t)v;
     return 0;
@@ -115,7 +171,8 @@ static struct file_device *file_dev_find(const char *uuid)
 }
 
 /* Two claims granting the same GPU to one container add up; 0 (no cap) dominates. */
-static void merge_device(const struct gs_limits_device *d, const char *region, bool malformed)
+static void merge_device(const struct gs_limits *l, const struct gs_limits_device *d,
+                         const char *region, bool malformed)
 {
     struct file_device *f = file_dev_find(d->uuid);
     if (f && malformed)
@@ -133,6 +190,10 @@ static void merge_device(const struct gs_limits_device *d, const char *region, b
         f->cores = d->cores == 100 ? 0 : d->cores;
         f->refused = malformed;
         snprintf(f->region_path, sizeof(f->region_path), "%s", region);
+        f->policy = l->policy;
+        f->priority = l->priority;
+        snprintf(f->claim, sizeof(f->claim), "%s", l->claim);
+        snprintf(f->peers_dir, sizeof(f->peers_dir), "%s", l->peers_dir);
         return;
     }
     if (f->memory_limit != 0)
@@ -141,6 +202,11 @@ static void merge_device(const struct gs_limits_device *d, const char *region, b
     uint32_t c = d->cores == 100 ? 0 : d->cores;
     if (f->cores != 0)
         f->cores = c == 0 || f->cores + c >= 100 ? 0 : f->cores + c;
+    /* two claims' QoS: the lower priority and the stricter policy (hard) where they differ */
+    if (l->priority != GS_PRIORITY_UNSET && l->priority > f->priority)
+        f->priority = l->priority;
+    if (l->policy != f->policy)
+        f->policy = GS_POLICY_HARD;
     VLOG(VGPU_LOG_INFO, "limits: %s granted by several claims; limits added, region %s kept",
          d->uuid, f->region_path);
 }
@@ -233,7 +299,9 @@ static void load_dir(void)
         if (l->all_devices)
             cfg.all_restricted = true;
         for (size_t k = 0; k < l->n_devices; k++)
-            merge_device(&l->devices[k], l->region_path, r < 0);
+            merge_device(l, &l->devices[k], l->region_path, r < 0);
+        if (r == 0 && l->log_level >= 0 && l->log_level > cfg.file_log_level)
+            cfg.file_log_level = l->log_level;
         free(names[i]);
     }
     free(l);
@@ -242,7 +310,7 @@ static void load_dir(void)
 static void load_env(void)
 {
     const char *s = getenv("CUDA_DEVICE_MEMORY_LIMIT");
-    if (s && *s && vgpu_parse_size(s, &cfg.env_mem) < 0) {
+    if (s && *s && vgpu_parse_hami_size(s, &cfg.env_mem) < 0) {
         VLOG(VGPU_LOG_ERROR, "CUDA_DEVICE_MEMORY_LIMIT=\"%.40s\" is not a size; using 1 byte", s);
         cfg.env_mem = GS_LIMITS_MEMORY_REFUSE;
     }
@@ -255,7 +323,7 @@ static void load_env(void)
         char name[64];
         snprintf(name, sizeof(name), "CUDA_DEVICE_MEMORY_LIMIT_%d", i);
         s = getenv(name);
-        if (s && *s && vgpu_parse_size(s, &cfg.env_mem_i[i]) < 0) {
+        if (s && *s && vgpu_parse_hami_size(s, &cfg.env_mem_i[i]) < 0) {
             VLOG(VGPU_LOG_ERROR, "%s=\"%.40s\" is not a size; using 1 byte", name, s);
             cfg.env_mem_i[i] = GS_LIMITS_MEMORY_REFUSE;
         }
@@ -280,9 +348,12 @@ static void load_env(void)
     }
     s = getenv("GPU_CORE_UTILIZATION_POLICY");
     if (s && *s) {
-        if (strcasecmp(s, "disable") == 0)
+        /* HAMi-core's set_env_utilization_switch: FORCE/force, DISABLE/disable, else default */
+        if (strcmp(s, "disable") == 0 || strcmp(s, "DISABLE") == 0)
             cfg.compute_disabled = true;
-        else if (strcasecmp(s, "force") != 0 && strcasecmp(s, "default") != 0)
+        else if (strcmp(s, "force") == 0 || strcmp(s, "FORCE") == 0)
+            cfg.compute_forced = true;
+        else if (strcasecmp(s, "default") != 0)
             VLOG(VGPU_LOG_WARN,
                  "GPU_CORE_UTILIZATION_POLICY=\"%.40s\" is not force/disable/"
                  "default; the cap applies",
@@ -290,15 +361,54 @@ static void load_env(void)
     }
 }
 
+/* CUDA_TASK_PRIORITY: HAMi-core reads it with atoi at region initialisation, and HAMi's monitor
+ * indexes a two-level table by it (feedback.go): 0 = high, 1 = low. Anything else is the safe
+ * (low) reading, with a message. */
+static void load_priority(void)
+{
+    cfg.env_priority = GS_PRIORITY_UNSET;
+    const char *s = getenv("CUDA_TASK_PRIORITY");
+    if (!s || !*s)
+        return;
+    if (strcmp(s, "0") == 0)
+        cfg.env_priority = GS_PRIORITY_HIGH;
+    else if (strcmp(s, "1") == 0)
+        cfg.env_priority = GS_PRIORITY_LOW;
+    else {
+        VLOG(VGPU_LOG_ERROR, "CUDA_TASK_PRIORITY=\"%.40s\" is not 0 (high) or 1 (low); using 1", s);
+        cfg.env_priority = GS_PRIORITY_LOW;
+    }
+}
+
+/* The region path of environment mode: HAMi-core's layout lives at
+ * CUDA_DEVICE_MEMORY_SHARED_CACHE itself (for HAMi's monitor), ours next to it. */
+static void env_region_path(char *buf, size_t len)
+{
+    if (cfg.shared_cache[0])
+        snprintf(buf, len, "%s" VGPU_REGION_SUFFIX, cfg.shared_cache);
+    else
+        snprintf(buf, len, "%s", GS_REGION_PATH_DEFAULT);
+}
+
 static void load(void)
 {
     vgpu_log_init();
+    cfg.file_log_level = -1;
     load_env();
+    load_priority();
     load_dir();
     if (cfg.authoritative && cfg.compute_disabled) {
         VLOG(VGPU_LOG_WARN, "GPU_CORE_UTILIZATION_POLICY=disable ignored: limits files present");
         cfg.compute_disabled = false;
     }
+    /* the claim's log level, unless LIBCUDA_LOG_LEVEL asks for one */
+    const char *ll = getenv("LIBCUDA_LOG_LEVEL");
+    if (cfg.file_log_level >= 0 && (!ll || !*ll))
+        vgpu_log_level = cfg.file_log_level;
+    /* environment mode under HAMi: keep HAMi-core's region for HAMi's vGPU monitor */
+    if (!cfg.authoritative && cfg.shared_cache[0])
+        vgpu_hami_open(cfg.shared_cache, cfg.env_priority == GS_PRIORITY_UNSET ? GS_PRIORITY_DEFAULT
+                                                                               : cfg.env_priority);
     VLOG(VGPU_LOG_INFO, "config: %zu limits file(s), %zu device(s)%s", cfg.n_files, cfg.n,
          cfg.all_restricted ? ", every device restricted" : "");
 }
@@ -362,12 +472,15 @@ void vgpu_config_for(int ordinal, const char *uuid, struct vgpu_device_config *o
     /* Without a region named by a file or CUDA_DEVICE_MEMORY_SHARED_CACHE, the processes of a
      * container share the fixed default region (as HAMi-core's /tmp/cudevshr.cache): two
      * processes never each get the full limit. */
-    const char *shared = cfg.shared_cache[0] ? cfg.shared_cache : GS_REGION_PATH_DEFAULT;
+    out->priority = cfg.env_priority;
+    /* force: the cap always applies; default: HAMi's utilization_switch (hard without HAMi) */
+    out->policy = cfg.compute_forced ? GS_POLICY_HARD : GS_POLICY_UNSET;
     if (!cfg.authoritative) {
         out->memory_limit = env_mem;
         out->cores = env_sm;
-        snprintf(out->region_path, sizeof(out->region_path), "%s",
-                 env_mem || env_sm || cfg.shared_cache[0] ? shared : "");
+        if (env_mem || env_sm || cfg.shared_cache[0])
+            env_region_path(out->region_path, sizeof(out->region_path));
+        vgpu_hami_device(ordinal, uuid, env_mem, env_sm);
         return;
     }
     out->from_file = true;
@@ -384,6 +497,14 @@ void vgpu_config_for(int ordinal, const char *uuid, struct vgpu_device_config *o
         /* The environment may tighten, never loosen. */
         out->memory_limit = min_cap(f->memory_limit, env_mem);
         out->cores = (uint32_t)min_cap(f->cores, env_sm);
+        out->policy = f->policy == GS_POLICY_UNSET ? GS_POLICY_DEFAULT : f->policy;
+        if (cfg.compute_forced && out->policy == GS_POLICY_WORK_CONSERVING)
+            out->policy = GS_POLICY_HARD;
+        out->priority = f->priority;
+        if (cfg.env_priority > out->priority)
+            out->priority = cfg.env_priority; /* lower priority: tighter */
+        snprintf(out->claim, sizeof(out->claim), "%s", f->claim);
+        snprintf(out->peers_dir, sizeof(out->peers_dir), "%s", f->peers_dir);
     }
     /* A file without a region line: the fixed default, never a path from the environment (which
      * could give each process a region of its own). */

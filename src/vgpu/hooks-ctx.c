@@ -499,6 +499,7 @@ GS_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
 {
     NEED(cuCtxDestroy_v2);
     CUresult r;
+    vgpu_limiter_ctx_going(ctx); /* its measurements outlive it */
     CALL_REAL(r, cuCtxDestroy_v2, ctx);
     if (r == CUDA_SUCCESS && ctx_tracking())
         forget(ctx);
@@ -572,6 +573,7 @@ static CUresult primary_release(CUresult (*real)(CUdevice), CUdevice dev)
     if (!ctx_tracking() || !tracked_dev(dev))
         return real(dev);
     CUcontext p = primary_handle(dev);
+    vgpu_limiter_ctx_going(p); /* perhaps its last release: its measurements outlive it */
     vgpu_depth++;
     CUresult r = real(dev);
     vgpu_depth--;
@@ -586,6 +588,7 @@ static CUresult primary_reset(CUresult (*real)(CUdevice), CUdevice dev)
     if (!ctx_tracking() || !tracked_dev(dev))
         return real(dev);
     CUcontext p = primary_handle(dev);
+    vgpu_limiter_ctx_going(p);
     vgpu_depth++;
     CUresult r = real(dev);
     vgpu_depth--;

@@ -28,7 +28,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "vgpu/hami-region.h"
 #include "vgpu/limiter.h"
+#include "vgpu/qos.h"
 #include "vgpu/vgpu-internal.h"
 
 #define EST_SLOTS       1024 /* estimates per process (direct-mapped, replaced on collision) */
@@ -43,6 +45,7 @@
 #define STAMP_EVERY_NS  1000000ULL /* last_kernel_ns is refreshed at most once per ms */
 #define FLUSH_EVERY_NS  1000000ULL /* a thread publishes its counters every ms (or clock tick) */
 #define REFILL_EVERY_NS 50000ULL   /* a bucket with budget left is refilled at most every 50 us */
+#define HOLD_POLL_NS    1000000LL  /* a launch blocked by HAMi's monitor looks again every ms */
 
 /* key, ns, samples and taken are written under lim_lock with atomic stores and read without it
  * by the fast path (a launch of a known kernel that is not measured takes no lock). */
@@ -68,6 +71,7 @@ struct record {
     uint64_t key;
     struct gs_region_device *rd;
     int64_t charged; /* charged up front */
+    int64_t idle_ns; /* host time of the launch call when the device was idle (not GPU time) */
     int32_t dev;
     uint32_t refs; /* threads waiting on `end` without the mutex */
     uint32_t state;
@@ -366,6 +370,9 @@ static void consume_locked(struct record *p, CUresult q)
         atomic_fetch_add_explicit(&rd->gpu_busy_ns, (uint64_t)p->charged, memory_order_relaxed);
         return;
     }
+    /* The start event ran at once (the stream was idle): the events also span the host's
+     * launch call, time the GPU spent waiting for the kernel, not running it. */
+    ns = ns > p->idle_ns ? ns - p->idle_ns : 0;
     int64_t delta = ns - p->charged;
     struct estimate *e = est_slot(p->key);
     atomic_fetch_sub_explicit(&rd->budget_ns, delta, memory_order_relaxed);
@@ -423,6 +430,13 @@ static void wait_record_locked(int32_t i)
 static int32_t rec_take_locked(void)
 {
     recs_init_locked();
+    /* every record in flight: first take back those already completed (a loop of empty kernels
+     * completes them as fast as it launches; waiting on one would block the thread and cost a
+     * context switch per launch, issue 24) */
+    for (unsigned before = fifo_head + 1; n_free == 0 && fifo_head != before;) {
+        before = fifo_head;
+        poll_locked();
+    }
     while (n_free == 0 && fifo_head != fifo_tail) {
         /* every record in flight: wait for the oldest rather than leave this launch unmeasured */
         unsigned before = fifo_head;
@@ -498,6 +512,7 @@ static uint64_t gate(struct gs_region_device *rd, uint32_t cores)
         int64_t wait = (-b) * 100 / cores + WAIT_MIN_NS;
         if (wait > WAIT_MAX_NS)
             wait = WAIT_MAX_NS;
+        vgpu_qos_pending(rd, now); /* still has work pending while it waits */
         ops->sleep_ns(wait);
         atomic_fetch_add_explicit(&rd->throttled_ns, (uint64_t)wait, memory_order_relaxed);
         if (pthread_mutex_trylock(&lim_lock) == 0) {
@@ -505,6 +520,48 @@ static uint64_t gate(struct gs_region_device *rd, uint32_t cores)
             pthread_mutex_unlock(&lim_lock);
         }
     }
+}
+
+/* HAMi's vGPU monitor blocks launches (recent_kernel < 0, HAMi-core's rate_limiter): wait until
+ * it lifts the block, looking every millisecond (HAMi-core sleeps a second at a time). */
+static void hami_wait(struct gs_region_device *rd)
+{
+    if (GS_LIKELY(!vgpu_hami_blocked()))
+        return;
+    uint64_t t0 = ops->now_ns();
+    while (vgpu_hami_blocked()) {
+        vgpu_qos_pending(rd, ops->now_ns());
+        ops->sleep_ns(HOLD_POLL_NS);
+    }
+    atomic_fetch_add_explicit(&rd->held_ns, ops->now_ns() - t0, memory_order_relaxed);
+}
+
+/* The QoS verdict (qos.c), then the bucket at the cap it says: none (alone under
+ * work-conserving, disabled), the claim's cap, or the hold floor while a higher priority has
+ * work pending. Returns the monotonic time the launch may go. */
+static uint64_t qos_gate(struct gs_region_device *rd, int dev, uint32_t cores)
+{
+    hami_wait(rd);
+    uint64_t now = ops->coarse_ns ? ops->coarse_ns() : ops->now_ns();
+    struct vgpu_qos_verdict v = vgpu_qos_verdict(dev, rd, cores, now);
+    if (v.cores == 0) {
+        /* free: keep the bucket refilled and out of debt, so a cap that applies again later
+         * starts from at most a burst, never from the debt of the free run */
+        refill(rd, cores, now, false);
+        if (atomic_load_explicit(&rd->budget_ns, memory_order_relaxed) < 0)
+            atomic_store_explicit(&rd->budget_ns, 0, memory_order_relaxed);
+        return now;
+    }
+    if (v.state != GS_REGION_QOS_STATE_HELD)
+        return gate(rd, v.cores);
+    /* held: at most the floor's burst, then the floor's rate */
+    int64_t cap = GS_REGION_BURST_NS * (int64_t)v.cores / 100;
+    if (atomic_load_explicit(&rd->budget_ns, memory_order_relaxed) > cap)
+        atomic_store_explicit(&rd->budget_ns, cap, memory_order_relaxed);
+    uint64_t t = gate(rd, v.cores);
+    if (t > now)
+        atomic_fetch_add_explicit(&rd->held_ns, t - now, memory_order_relaxed);
+    return t;
 }
 
 static void stamp(struct gs_region_device *rd, int dev, uint64_t now)
@@ -515,6 +572,7 @@ static void stamp(struct gs_region_device *rd, int dev, uint64_t now)
                                                  memory_order_relaxed))
         return;
     atomic_store_explicit(&rd->last_kernel_ns, ops->wall_ns(), memory_order_relaxed);
+    vgpu_hami_launched();
 }
 
 /* ------------------------------------------------------------------ launches */
@@ -529,14 +587,18 @@ void vgpu_limiter_begin(struct vgpu_launch *l, struct gs_region_device *rd, int 
     l->key = mix_key(key, dev);
 
     /* Wait for budget first: the measurement must not include our own throttling. */
-    uint64_t now = gate(rd, cores);
+    uint64_t now = qos_gate(rd, dev, cores);
     stamp(rd, dev, now);
     struct counters *c = counters_for(rd);
     c->now_ns = now;
 
     /* Consume completed measurements every POLL_EVERY_NS (whoever gets the mutex). */
-    if (atomic_load_explicit(&n_in_flight, memory_order_relaxed) &&
-        now - atomic_load_explicit(&last_poll_ns, memory_order_relaxed) >= POLL_EVERY_NS &&
+    /* (the coarse clock ticks every 1-4 ms: a fast loop also polls when half the records are
+     * in flight, so it never runs out of them and has to wait) */
+    uint32_t inflight = atomic_load_explicit(&n_in_flight, memory_order_relaxed);
+    if (inflight &&
+        (now - atomic_load_explicit(&last_poll_ns, memory_order_relaxed) >= POLL_EVERY_NS ||
+         inflight >= REC_MAX / 2) &&
         pthread_mutex_trylock(&lim_lock) == 0) {
         atomic_store_explicit(&last_poll_ns, now, memory_order_relaxed);
         poll_locked();
@@ -571,9 +633,11 @@ void vgpu_limiter_begin(struct vgpu_launch *l, struct gs_region_device *rd, int 
         e = est_slot(l->key);
         if (i >= 0) {
             struct record *p = &recs[i];
+            uint64_t t0 = ops->now_ns();
             if (p->start && ops->event_record(p->start, stream) == CUDA_SUCCESS) {
                 STORE(e->taken, e->taken + 1);
                 l->rec = i;
+                l->rec_ns = t0;
             } else {
                 p->drop = 1;
                 rec_free_locked(i);
@@ -586,6 +650,7 @@ charge:
     l->precharged = pre;
     atomic_fetch_sub_explicit(&rd->budget_ns, pre, memory_order_relaxed);
     c->busy += pre;
+    vgpu_qos_queued(dev, rd, now, pre);
 }
 
 void vgpu_limiter_end(struct vgpu_launch *l, CUresult launched)
@@ -612,6 +677,16 @@ void vgpu_limiter_end(struct vgpu_launch *l, CUresult launched)
     pthread_mutex_lock(&lim_lock);
     struct record *p = &recs[l->rec];
     if (p->end && ops->event_record(p->end, l->stream) == CUDA_SUCCESS) {
+        /* Had the start event completed once the end was recorded? Then the stream was idle and
+         * the host's launch call (from before the start record to after the end record) lies
+         * between the events: time the GPU waited for the kernel, not ran it (issue 24: an
+         * empty kernel costs no GPU time, or a loop of them is throttled and sleeps). With work
+         * queued ahead the start event is still pending: no correction. */
+        p->idle_ns = 0;
+        if (ops->event_query(p->start) == CUDA_SUCCESS) {
+            uint64_t t = ops->now_ns();
+            p->idle_ns = t > l->rec_ns ? (int64_t)(t - l->rec_ns) : 0;
+        }
         p->key = l->key;
         p->rd = rd;
         p->dev = l->dev;
@@ -627,6 +702,29 @@ void vgpu_limiter_end(struct vgpu_launch *l, CUresult launched)
     }
     pthread_mutex_unlock(&lim_lock);
     counters_maybe_flush(c);
+}
+
+/* A context is about to go: its measurements in flight would die with their events (a fresh
+ * context per kernel, destroyed at once, was never measured and ran uncapped: issue 21 item 5).
+ * Wait for them now — the driver's destroy waits for the context's work anyway — and consume
+ * them measured, oldest first (measurements are consumed in launch order). */
+void vgpu_limiter_ctx_going(void *ctx)
+{
+    if (!ctx || !atomic_load_explicit(&n_in_flight, memory_order_relaxed))
+        return;
+    pthread_mutex_lock(&lim_lock);
+    for (;;) {
+        bool any = false;
+        for (unsigned k = fifo_head; k != fifo_tail && !any; k++)
+            any = recs[fifo[k % REC_MAX]].ctx == ctx;
+        if (!any)
+            break;
+        unsigned before = fifo_head;
+        wait_record_locked(fifo[fifo_head % REC_MAX]);
+        if (fifo_head == before)
+            break; /* the oldest cannot complete (driver error): leave the rest to ctx_gone */
+    }
+    pthread_mutex_unlock(&lim_lock);
 }
 
 void vgpu_limiter_ctx_gone(void *ctx)
@@ -701,6 +799,14 @@ void vgpu_limiter_before(struct vgpu_launch *l, uint64_t key, CUstream stream)
     int dev = vgpu_device_index(d);
     if (dev < 0 || dev >= GS_REGION_MAX_DEVICES)
         return;
+    if (GS_UNLIKELY(!vgpu_qos_configured(dev))) {
+        struct vgpu_qos_self self = {.policy = d->cfg.policy,
+                                     .priority = d->cfg.priority,
+                                     .claim = d->cfg.claim,
+                                     .peers_dir = d->cfg.peers_dir,
+                                     .uuid = d->uuid};
+        vgpu_qos_configure(dev, &self);
+    }
     vgpu_limiter_begin(l, vgpu_region_dev(d->region, d->slot), dev, d->cfg.cores, key, stream);
 }
 

@@ -43,6 +43,10 @@ void vgpu_limiter_end(struct vgpu_launch *l, CUresult launched);
 /* A context is gone (destroyed, reset, last primary release): the events the limiter kept in it
  * went with it. Called by the context hooks after the driver call succeeded. */
 void vgpu_limiter_ctx_gone(void *ctx);
+/* A context is about to be destroyed (or reset, or released): its measurements in flight are
+ * waited for and consumed measured first, so they outlive it. Called by the context hooks
+ * before the driver call. */
+void vgpu_limiter_ctx_going(void *ctx);
 /* Consume completed measurements now (the launch path and the gate do it on their own) and
  * publish the calling thread's counters. */
 void vgpu_limiter_poll(void);

@@ -494,6 +494,23 @@ int vgpu_region_sweep(struct vgpu_region *vr, enum vgpu_sweep_mode mode)
     return reclaimed;
 }
 
+/* Observer of this process's usage (HAMi-core's region mirror, hami-region.c): called after the
+ * lock is released with the process's new charge on the device. */
+static vgpu_usage_hook_fn usage_hook;
+
+void vgpu_region_set_usage_hook(vgpu_usage_hook_fn fn)
+{
+    __atomic_store_n(&usage_hook, fn, __ATOMIC_RELEASE);
+}
+
+static void notify_usage(struct gs_region *r, int slot, int p)
+{
+    vgpu_usage_hook_fn fn = __atomic_load_n(&usage_hook, __ATOMIC_ACQUIRE);
+    if (GS_UNLIKELY(fn) && p >= 0)
+        fn(r->devices[slot].uuid,
+           atomic_load_explicit(&r->procs[p].used[slot], memory_order_relaxed));
+}
+
 int vgpu_region_reserve(struct vgpu_region *vr, int slot, uint64_t size, uint64_t limit)
 {
     struct gs_region *r = vr->shm;
@@ -520,6 +537,8 @@ int vgpu_region_reserve(struct vgpu_region *vr, int slot, uint64_t size, uint64_
             memory_order_release);
     }
     region_unlock(r);
+    if (rc == 0)
+        notify_usage(r, slot, p);
     return rc;
 }
 
@@ -538,6 +557,9 @@ void vgpu_region_release(struct vgpu_region *vr, int slot, uint64_t size)
         atomic_store_explicit(
             &d->used, gs_sat_sub_u64(atomic_load_explicit(&d->used, memory_order_relaxed), give),
             memory_order_release);
+        region_unlock(r);
+        notify_usage(r, slot, vr->proc);
+        return;
     }
     region_unlock(r);
 }

@@ -68,7 +68,15 @@ struct vgpu_device_config {
     uint32_t cores;        /* 0 = no cap (100 is normalised to 0) */
     char region_path[GS_LIMITS_PATH_MAX];
     bool from_file;
+    /* Compute QoS (docs/internals/vgpu.md, "Compute QoS") */
+    int32_t policy;   /* enum gs_compute_policy; GS_POLICY_UNSET: HAMi's switch (env mode) */
+    int32_t priority; /* 0 high, 1 low, GS_PRIORITY_UNSET: the default (1) */
+    char claim[GS_LIMITS_CLAIM_MAX];
+    char peers_dir[GS_LIMITS_PATH_MAX]; /* "" = co-tenants not visible */
 };
+
+/* Environment mode: our region next to HAMi-core's at CUDA_DEVICE_MEMORY_SHARED_CACHE. */
+#define VGPU_REGION_SUFFIX ".gpuslice"
 
 /* Parse env + limits directory once. */
 void vgpu_config_load(void);
@@ -78,6 +86,9 @@ void vgpu_config_for(int ordinal, const char *uuid, struct vgpu_device_config *o
 bool vgpu_config_authoritative(void);
 /* "8000m" -> 8000 MiB; returns 0 or -EINVAL. Exposed for unit tests through the test hook. */
 int vgpu_parse_size(const char *s, uint64_t *out);
+/* HAMi-core's reading of CUDA_DEVICE_MEMORY_LIMIT(_<i>) and CUDA_DEVICE_SM_LIMIT(_<i>): strtoul
+ * base 0 and a K/M/G suffix; 0 or -EINVAL/-ERANGE. */
+int vgpu_parse_hami_size(const char *s, uint64_t *out);
 /* GPU_CORE_UTILIZATION_POLICY=disable (only honoured when no limits file is present). */
 bool vgpu_config_compute_disabled(void);
 /* GPUSLICE_CONTEXT_OVERHEAD: the least each context is charged (bytes, 0 = the probe alone). */
@@ -117,6 +128,10 @@ int vgpu_region_sweep(struct vgpu_region *r, enum vgpu_sweep_mode mode);
  * judgement alone decides), another negative errno when the driver could not answer now (every
  * charge is kept until a later sweep). */
 typedef int (*vgpu_driver_holds_fn)(const int *pids, bool *holds, int n);
+/* Observer of this process's charge per device (uuid, bytes), called after every reservation and
+ * release (HAMi-core's region mirror). */
+typedef void (*vgpu_usage_hook_fn)(const char *uuid, uint64_t used);
+void vgpu_region_set_usage_hook(vgpu_usage_hook_fn fn);
 void vgpu_region_set_driver_check(vgpu_driver_holds_fn fn);
 /* Forget the mappings after fork() in the child (the child registers its own slot). */
 void vgpu_region_atfork_child(void);
@@ -312,6 +327,7 @@ struct vgpu_launch {
     int32_t rec;        /* measurement record index, -1 when this launch is not measured */
     int32_t dev;        /* vgpu device index */
     int64_t precharged; /* GPU time charged up front (ns) */
+    uint64_t rec_ns;    /* measured launches: host time the start event was recorded */
 };
 void vgpu_limiter_before(struct vgpu_launch *l, uint64_t key, CUstream stream);
 void vgpu_limiter_after(struct vgpu_launch *l, CUresult launched);

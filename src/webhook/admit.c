@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "base/macros.h"
 #include "webhook/review.h"
+#include "webhook/volcano.h"
 
 static void text_reply(struct wh_admit_reply *out, unsigned status, const char *msg)
 {
@@ -91,7 +92,25 @@ void wh_admit_by(const struct wh_admit_ctx *ctx, const char *body, size_t len, u
         goto done;
     }
     out->outcome = WH_OUTCOME_PASSED;
-    if (wh_review_is_pod_create(&rv)) {
+    bool job = ctx->mode == WH_MODE_DRA && ctx->create_owned && wh_review_is_volcano_job(&rv);
+    if (job && strcmp(rv.operation, "DELETE") == 0) {
+        /* HAMi-DRA volcano ValidatingAdmission: the job's templates go with it. Never denied. */
+        json_t *names = NULL, *prefixes = NULL;
+        const json_t *old = json_object_get(json_object_get(rv.root, "request"), "oldObject");
+        tr.warnings = json_array();
+        if (wh_job_owned_templates(old, rv.namespace, &names, &prefixes) == 0 &&
+            json_array_size(names) && ctx->delete_owned)
+            ctx->delete_owned(ctx->ensure_user, rv.namespace, names, prefixes, rv.dry_run,
+                              deadline_ms, tr.warnings);
+        snprintf(msg, sizeof(msg), "volcano job deleted, %zu claim template(s)%s",
+                 json_array_size(names), rv.dry_run ? ", dry run" : "");
+        if (json_array_size(names))
+            log_admission(&rv, "passed", msg);
+        json_decref(names);
+        json_decref(prefixes);
+        ans.warnings = tr.warnings;
+    } else if ((job && strcmp(rv.operation, "CREATE") == 0 && rv.object) ||
+               wh_review_is_pod_create(&rv)) {
         const char *ns = rv.namespace[0]
                              ? rv.namespace
                              : json_string_value(json_object_get(
@@ -107,11 +126,16 @@ void wh_admit_by(const struct wh_admit_ctx *ctx, const char *body, size_t len, u
                              "metadata.namespace are both empty");
         else if (ctx->mode == WH_MODE_LEGACY && ctx->legacy)
             r = wh_legacy_route(ctx->legacy, ctx->names, rv.object, &tr, &err);
+        else if (job)
+            r = wh_translate_job(ctx->names, ctx->ops ? &ops : NULL, ns, rv.object, &tr, &err);
         else
             r = wh_translate_pod(ctx->names, ctx->ops ? &ops : NULL, ns, rv.object, &tr, &err);
-        if (r == 0 && tr.patch && !rv.dry_run && ctx->ensure_templates &&
-            json_array_size(tr.templates))
-            r = ctx->ensure_templates(ctx->ensure_user, tr.templates, deadline_ms, &err);
+        if (r == 0 && tr.patch && !rv.dry_run && json_array_size(tr.templates)) {
+            if (job)
+                r = ctx->create_owned(ctx->ensure_user, tr.templates, deadline_ms, &err);
+            else if (ctx->ensure_templates)
+                r = ctx->ensure_templates(ctx->ensure_user, tr.templates, deadline_ms, &err);
+        }
         if (r == -ETIMEDOUT) {
             snprintf(msg, sizeof(msg),
                      "admission deadline of %.3gs exceeded (--admission-timeout): %s; the API "

@@ -8,6 +8,7 @@
 #define GS_WEBHOOK_ADMIT_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/error.h"
@@ -26,6 +27,12 @@ struct wh_admit_ctx {
     int (*ensure_templates)(void *user, const json_t *templates, uint64_t deadline_ms,
                             struct gs_error *err);
     void *ensure_user;
+    /* Volcano jobs (webhook/volcano.h), with ensure_user; NULL = jobs pass unchanged. Create
+     * the job's own templates (rolled back on failure); delete a deleted job's templates. */
+    int (*create_owned)(void *user, const json_t *templates, uint64_t deadline_ms,
+                        struct gs_error *err);
+    int (*delete_owned)(void *user, const char *ns, const json_t *names, const json_t *prefixes,
+                        bool dry_run, uint64_t deadline_ms, json_t *warnings);
     /* Deadline of one admission from its arrival, for wh_admit (wh_admit_by is given its own);
      * 0 = none. Only printed in the denial; the server computes the deadline. */
     uint64_t timeout_ms;

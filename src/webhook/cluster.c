@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "base/macros.h"
 #include "config/quantity.h"
+#include "kube/http.h"
 #include "webhook/deadline.h"
 #include "webhook/shape.h"
 
@@ -25,8 +26,9 @@ struct template_slot {
     uint64_t expires_ms;
 };
 
-/* A list kept for a TTL and refreshed by one background call at a time (concurrent misses
- * wait for the same refresh, each only until its own deadline). */
+/* A list kept for a TTL and refreshed by one call at a time, made by the admission that missed
+ * first under its own deadline (concurrent misses wait for it, each only until its own
+ * deadline, and try themselves when the refresher's deadline cut it short). */
 struct cached_list {
     const char *what; /* "ResourceSlices" */
     pthread_mutex_t lock;
@@ -38,7 +40,7 @@ struct cached_list {
     uint64_t ttl_ms;
     int last_code;
     struct gs_error last_err;
-    int (*fetch)(struct wh_cluster *c, json_t **list, struct gs_error *err);
+    int (*fetch)(struct wh_cluster *c, uint64_t deadline_ms, json_t **list, struct gs_error *err);
     void (*store)(struct wh_cluster *c, const json_t *list); /* called under lock */
 };
 
@@ -46,7 +48,6 @@ struct wh_cluster {
     struct gs_k8s_client *client;
     char *driver;
     uint64_t template_ttl_ms;
-    struct wh_inflight inflight; /* API calls running in their own threads */
 
     struct cached_list sizes_list;
     int64_t sizes[WH_MEM_SIZES_MAX];
@@ -62,12 +63,33 @@ struct wh_cluster {
     _Atomic uint64_t created, existing, cache_hits, api_errors;
 };
 
-static int fetch_slices(struct wh_cluster *c, json_t **list, struct gs_error *err)
+/* GET of a cluster-scoped list under the admission's deadline (one page: the lists the webhook
+ * reads are its driver's slices and the DeviceClasses). */
+static int list_by(struct wh_cluster *c, const struct gs_k8s_resource *res, const char *query,
+                   uint64_t deadline_ms, json_t **list, struct gs_error *err)
 {
-    char sel[300];
+    char path[1024];
+    struct gs_k8s_call_opts o;
+    int r = gs_k8s_path(path, sizeof(path), res, NULL, NULL, NULL, err);
+    if (r < 0)
+        return r;
+    if (query && (size_t)snprintf(path + strlen(path), sizeof(path) - strlen(path), "?%s", query) >=
+                     sizeof(path) - strlen(path))
+        return gs_error_set(err, -ENAMETOOLONG, "list %s: query too long", res->plural);
+    wh_call_opts(c->client, deadline_ms, &o);
+    return gs_k8s_request_with(c->client, "GET", path, NULL, &o, list, NULL, err);
+}
+
+static int fetch_slices(struct wh_cluster *c, uint64_t deadline_ms, json_t **list,
+                        struct gs_error *err)
+{
+    char sel[300], q[400];
     snprintf(sel, sizeof(sel), "spec.driver=%s", c->driver);
-    struct gs_k8s_list_options lo = {.field_selector = sel};
-    return gs_k8s_list(c->client, &gs_k8s_resourceslices, NULL, &lo, list, NULL, err);
+    _cleanup_free_ char *esc = gs_http_escape(sel);
+    if (!esc)
+        return gs_error_set(err, -ENOMEM, "out of memory");
+    snprintf(q, sizeof(q), "fieldSelector=%s", esc);
+    return list_by(c, &gs_k8s_resourceslices, q, deadline_ms, list, err);
 }
 
 static void store_slices(struct wh_cluster *c, const json_t *list)
@@ -75,9 +97,10 @@ static void store_slices(struct wh_cluster *c, const json_t *list)
     wh_slice_memory_sizes(list, c->driver, c->sizes, GS_ARRAY_SIZE(c->sizes), &c->n_sizes);
 }
 
-static int fetch_classes(struct wh_cluster *c, json_t **list, struct gs_error *err)
+static int fetch_classes(struct wh_cluster *c, uint64_t deadline_ms, json_t **list,
+                         struct gs_error *err)
 {
-    return gs_k8s_list(c->client, &gs_k8s_deviceclasses, NULL, NULL, list, NULL, err);
+    return list_by(c, &gs_k8s_deviceclasses, NULL, deadline_ms, list, err);
 }
 
 static void store_classes(struct wh_cluster *c, const json_t *list)
@@ -96,10 +119,10 @@ static void store_classes(struct wh_cluster *c, const json_t *list)
     }
 }
 
-static void cached_list_init(struct cached_list *l, const char *what, uint64_t ttl_ms,
-                             bool cache_failures,
-                             int (*fetch)(struct wh_cluster *, json_t **, struct gs_error *),
-                             void (*store)(struct wh_cluster *, const json_t *))
+static void
+cached_list_init(struct cached_list *l, const char *what, uint64_t ttl_ms, bool cache_failures,
+                 int (*fetch)(struct wh_cluster *, uint64_t, json_t **, struct gs_error *),
+                 void (*store)(struct wh_cluster *, const json_t *))
 {
     pthread_mutex_init(&l->lock, NULL);
     gs_cond_init_monotonic(&l->refreshed);
@@ -113,89 +136,86 @@ static void cached_list_fini(struct cached_list *l)
     pthread_mutex_destroy(&l->lock);
 }
 
-struct refresh_arg {
-    struct wh_cluster *c;
-    struct cached_list *l;
-};
-
-/* In its own thread: list, store, wake the waiters. */
-static int refresh_call(void *p, struct gs_error *unused)
+static int deadline_error(struct cached_list *l, struct gs_error *err)
 {
-    struct refresh_arg *a = p;
-    struct cached_list *l = a->l;
-    struct gs_error err = {0};
-    json_t *list = NULL;
-    int r = l->fetch(a->c, &list, &err);
-    if (r < 0) {
-        atomic_fetch_add(&a->c->api_errors, 1);
-        gs_error_prefix(&err, "cannot list %s: ", l->what);
-    }
-    pthread_mutex_lock(&l->lock);
-    if (r == 0)
-        l->store(a->c, list);
-    if (r == 0 || l->cache_failures)
-        l->expires_ms = gs_now_ms() + l->ttl_ms;
-    l->last_code = r;
-    l->last_err = err;
-    l->refreshing = false;
-    l->generation++;
-    pthread_cond_broadcast(&l->refreshed);
-    pthread_mutex_unlock(&l->lock);
-    json_decref(list);
-    return r;
+    return gs_error_set(err, -ETIMEDOUT,
+                        "listing %s: no answer from the API server before the admission deadline",
+                        l->what);
+}
+
+/* Is what the last refresh left usable (l->lock held)? */
+static bool usable(const struct cached_list *l)
+{
+    return l->last_code == 0 || (l->cache_failures && l->expires_ms);
 }
 
 /*
  * 0 with l->lock held when the list is fresh (the caller reads what store() derived, then
- * unlocks); a negative code (lock not held) when the refresh failed, or -ETIMEDOUT when it did
- * not end before deadline_ms (it goes on in the background and fills the cache for later).
+ * unlocks); a negative code (lock not held) when the refresh failed, or -ETIMEDOUT when no
+ * answer came before deadline_ms. The first admission to miss lists, under its own deadline;
+ * the others wait for it until theirs.
  */
 static int cached_list_get(struct wh_cluster *c, struct cached_list *l, uint64_t deadline_ms,
                            struct gs_error *err)
 {
     pthread_mutex_lock(&l->lock);
-    uint64_t now = gs_now_ms();
-    if (l->expires_ms && now < l->expires_ms)
-        return 0;
-    uint64_t gen = l->generation;
-    if (!l->refreshing) {
-        struct refresh_arg *a = malloc(sizeof(*a));
-        struct wh_group *g = a ? wh_group_new(1, &c->inflight) : NULL;
-        if (!g) {
-            free(a);
+    for (;;) {
+        if (l->expires_ms && gs_now_ms() < l->expires_ms)
+            return 0;
+        if (!l->refreshing) {
+            l->refreshing = true;
             pthread_mutex_unlock(&l->lock);
-            return gs_error_set(err, -ENOMEM, "out of memory");
+            struct gs_error ferr = {0};
+            json_t *list = NULL;
+            int r = l->fetch(c, deadline_ms, &list, &ferr);
+            if (r == -ETIMEDOUT) {
+                deadline_error(l, &ferr);
+            } else if (r < 0) {
+                atomic_fetch_add(&c->api_errors, 1);
+                gs_error_prefix(&ferr, "cannot list %s: ", l->what);
+            }
+            pthread_mutex_lock(&l->lock);
+            if (r == 0)
+                l->store(c, list);
+            /* A deadline cut is this admission's, not the API server's answer: not cached. */
+            if (r == 0 || (l->cache_failures && r != -ETIMEDOUT))
+                l->expires_ms = gs_now_ms() + l->ttl_ms;
+            l->last_code = r;
+            l->last_err = ferr;
+            l->refreshing = false;
+            l->generation++;
+            pthread_cond_broadcast(&l->refreshed);
+            json_decref(list);
+            if (usable(l))
+                return 0;
+            if (err)
+                *err = ferr;
+            pthread_mutex_unlock(&l->lock);
+            return r;
         }
-        *a = (struct refresh_arg){c, l};
-        l->refreshing = true;
-        /* The refresh takes l->lock to store its result: start it unlocked. */
+        uint64_t gen = l->generation;
+        struct timespec ts = gs_timespec_ns(gs_sat_mul_u64(deadline_ms, GS_NSEC_PER_MSEC));
+        while (l->generation == gen) {
+            if (!deadline_ms) {
+                pthread_cond_wait(&l->refreshed, &l->lock);
+            } else if (gs_now_ms() >= deadline_ms ||
+                       pthread_cond_timedwait(&l->refreshed, &l->lock, &ts) == ETIMEDOUT) {
+                if (l->generation != gen)
+                    break;
+                pthread_mutex_unlock(&l->lock);
+                return deadline_error(l, err);
+            }
+        }
+        if (usable(l))
+            return 0;
+        if (l->last_code == -ETIMEDOUT)
+            continue; /* the refresher's deadline, not ours: list ourselves */
+        int r = l->last_code;
+        if (err)
+            *err = l->last_err;
         pthread_mutex_unlock(&l->lock);
-        wh_group_start(g, 0, refresh_call, a, free);
-        wh_group_release(g);
-        pthread_mutex_lock(&l->lock);
+        return r;
     }
-    struct timespec ts = gs_timespec_ns(gs_sat_mul_u64(deadline_ms, GS_NSEC_PER_MSEC));
-    while (l->generation == gen) {
-        if (!deadline_ms) {
-            pthread_cond_wait(&l->refreshed, &l->lock);
-        } else if (gs_now_ms() >= deadline_ms ||
-                   pthread_cond_timedwait(&l->refreshed, &l->lock, &ts) == ETIMEDOUT) {
-            if (l->generation != gen)
-                break;
-            pthread_mutex_unlock(&l->lock);
-            return gs_error_set(err, -ETIMEDOUT,
-                                "listing %s: no answer from the API server before the admission "
-                                "deadline",
-                                l->what);
-        }
-    }
-    if (l->last_code == 0 || (l->cache_failures && l->expires_ms))
-        return 0;
-    int r = l->last_code;
-    if (err)
-        *err = l->last_err;
-    pthread_mutex_unlock(&l->lock);
-    return r;
 }
 
 struct wh_cluster *wh_cluster_new(struct gs_k8s_client *client, const struct wh_cluster_config *cfg)
@@ -218,7 +238,6 @@ struct wh_cluster *wh_cluster_new(struct gs_k8s_client *client, const struct wh_
     }
     c->client = client;
     c->template_ttl_ms = cfg->template_ttl_ms ? cfg->template_ttl_ms : 300000;
-    wh_inflight_init(&c->inflight);
     cached_list_init(&c->sizes_list, "ResourceSlices",
                      cfg->slice_ttl_ms ? cfg->slice_ttl_ms : 30000, false, fetch_slices,
                      store_slices);
@@ -234,9 +253,7 @@ void wh_cluster_free(struct wh_cluster *c)
 {
     if (!c)
         return;
-    /* Calls abandoned at a deadline still use the client: let them end (each is bounded by
-     * the API timeout and the client's retries). */
-    wh_inflight_drain(&c->inflight);
+    /* No call outlives its admission (webhook/deadline.h): nothing to wait for. */
     gs_k8s_client_free(c->client);
     cached_list_fini(&c->sizes_list);
     cached_list_fini(&c->classes_list);
@@ -344,38 +361,31 @@ bool wh_claim_spec_uses_class(const json_t *claim_spec, const char *device_class
     return false;
 }
 
-struct claim_get {
-    struct wh_cluster *c;
-    json_t *pod_claim;
-    char *ns, *device_class;
-};
-
-static void claim_get_free(void *p)
+/* 1 the pod claim's claim or template uses the class, 0 it does not (or is missing), negative:
+ * API error or the deadline (the GET is bounded by it). */
+static int op_pod_claim_uses_class(void *user, uint64_t deadline_ms, const char *ns,
+                                   const json_t *pod_claim, const char *device_class,
+                                   struct gs_error *err)
 {
-    struct claim_get *a = p;
-    json_decref(a->pod_claim);
-    free(a->ns);
-    free(a->device_class);
-    free(a);
-}
-
-/* In its own thread: 1 uses the class, 0 does not (or is missing), negative: API error. */
-static int claim_get_call(void *p, struct gs_error *err)
-{
-    struct claim_get *a = p;
-    struct wh_cluster *c = a->c;
-    const char *claim = json_string_value(json_object_get(a->pod_claim, "resourceClaimName"));
-    const char *tpl = json_string_value(json_object_get(a->pod_claim, "resourceClaimTemplateName"));
+    struct wh_cluster *c = user;
+    const char *claim = json_string_value(json_object_get(pod_claim, "resourceClaimName"));
+    const char *tpl = json_string_value(json_object_get(pod_claim, "resourceClaimTemplateName"));
+    if (!claim && !tpl)
+        return 0;
+    struct gs_k8s_call_opts o;
+    wh_call_opts(c->client, deadline_ms, &o);
     json_t *obj = NULL;
-    int r;
-    if (claim)
-        r = gs_k8s_get(c->client, &gs_k8s_resourceclaims, a->ns, claim, &obj, err);
-    else
-        r = gs_k8s_get(c->client, &gs_k8s_resourceclaimtemplates, a->ns, tpl, &obj, err);
+    int r =
+        gs_k8s_get_with(c->client, claim ? &gs_k8s_resourceclaims : &gs_k8s_resourceclaimtemplates,
+                        ns, claim ? claim : tpl, &o, &obj, err);
     if (r == -ENOENT) {
         gs_error_clear(err);
         return 0; /* the API server reports the missing claim itself */
     }
+    if (r == -ETIMEDOUT)
+        return gs_error_set(err, r,
+                            "reading the pod's claim: no answer from the API server "
+                            "before the admission deadline");
     if (r < 0) {
         atomic_fetch_add(&c->api_errors, 1);
         return r;
@@ -383,33 +393,9 @@ static int claim_get_call(void *p, struct gs_error *err)
     const json_t *spec = json_object_get(obj, "spec");
     if (tpl && !claim)
         spec = json_object_get(spec, "spec");
-    bool uses = wh_claim_spec_uses_class(spec, a->device_class);
+    bool uses = wh_claim_spec_uses_class(spec, device_class);
     json_decref(obj);
     return uses ? 1 : 0;
-}
-
-static int op_pod_claim_uses_class(void *user, uint64_t deadline_ms, const char *ns,
-                                   const json_t *pod_claim, const char *device_class,
-                                   struct gs_error *err)
-{
-    struct wh_cluster *c = user;
-    if (!json_is_string(json_object_get(pod_claim, "resourceClaimName")) &&
-        !json_is_string(json_object_get(pod_claim, "resourceClaimTemplateName")))
-        return 0;
-    struct claim_get *a = calloc(1, sizeof(*a));
-    if (!a || !(a->ns = strdup(ns)) || !(a->device_class = strdup(device_class))) {
-        if (a)
-            claim_get_free(a);
-        return gs_error_set(err, -ENOMEM, "out of memory");
-    }
-    a->c = c;
-    a->pod_claim = json_deep_copy(pod_claim); /* the pod goes away with the admission */
-    if (!a->pod_claim) {
-        claim_get_free(a);
-        return gs_error_set(err, -ENOMEM, "out of memory");
-    }
-    return wh_call_by(claim_get_call, a, claim_get_free, &c->inflight, deadline_ms,
-                      "reading the pod's claim", err);
 }
 
 void wh_cluster_ops(struct wh_cluster *c, struct wh_cluster_ops *ops)
@@ -468,22 +454,31 @@ static void template_remember(struct wh_cluster *c, const char *key)
 
 /* Create one template (409 with our hash: fine). In its own thread when called from
  * wh_cluster_ensure_templates. */
-static int ensure_one(struct wh_cluster *c, const json_t *tpl, struct gs_error *err)
+static int ensure_one(struct wh_cluster *c, const json_t *tpl, uint64_t deadline_ms,
+                      struct gs_error *err)
 {
+    struct gs_k8s_call_opts o;
+    char path[1024];
     const json_t *meta = json_object_get(tpl, "metadata");
     const char *ns = json_string_value(json_object_get(meta, "namespace"));
     const char *name = json_string_value(json_object_get(meta, "name"));
     char key[KEY_MAX];
     snprintf(key, sizeof(key), "%s/%s", ns, name);
-    int r =
-        gs_k8s_create(c->client, &gs_k8s_resourceclaimtemplates, ns, (json_t *)tpl, 0, NULL, err);
+    wh_call_opts(c->client, deadline_ms, &o);
+    int r = gs_k8s_path(path, sizeof(path), &gs_k8s_resourceclaimtemplates, ns, NULL, NULL, err);
+    if (r == 0)
+        r = gs_k8s_request_with(c->client, "POST", path, tpl, &o, NULL, NULL, err);
+    if (r == -ETIMEDOUT)
+        return r; /* counted by the caller: not answered before the deadline */
     if (r == -EEXIST) {
         /* Same name, so the same shape — if the webhook made it: check the spec hash. */
         const char *want = json_string_value(
             json_object_get(json_object_get(meta, "annotations"), WH_ANN_SPEC_HASH));
         json_t *have = NULL;
         gs_error_clear(err);
-        r = gs_k8s_get(c->client, &gs_k8s_resourceclaimtemplates, ns, name, &have, err);
+        r = gs_k8s_get_with(c->client, &gs_k8s_resourceclaimtemplates, ns, name, &o, &have, err);
+        if (r == -ETIMEDOUT)
+            return r;
         if (r < 0) {
             atomic_fetch_add(&c->api_errors, 1);
             return gs_error_prefix(
@@ -537,78 +532,65 @@ int wh_cluster_ensure_template(struct wh_cluster *c, const json_t *tpl, struct g
         atomic_fetch_add(&c->cache_hits, 1);
         return 0;
     }
-    return ensure_one(c, tpl, err);
+    return ensure_one(c, tpl, 0, err);
 }
 
 struct create_arg {
     struct wh_cluster *c;
-    json_t *tpl;
+    const json_t *tpl;
+    uint64_t deadline_ms;
 };
 
 static int create_call(void *p, struct gs_error *err)
 {
     struct create_arg *a = p;
-    return ensure_one(a->c, a->tpl, err);
-}
-
-static void create_free(void *p)
-{
-    struct create_arg *a = p;
-    json_decref(a->tpl);
-    free(a);
+    return ensure_one(a->c, a->tpl, a->deadline_ms, err);
 }
 
 int wh_cluster_ensure_templates(struct wh_cluster *c, const json_t *templates, uint64_t deadline_ms,
                                 struct gs_error *err)
 {
-    size_t i, n_missing = 0;
+    size_t i, n_missing = 0, n = json_array_size(templates);
     json_t *tpl;
     char key[KEY_MAX];
+    if (n > WH_MAX_TEMPLATES_PER_POD * 2)
+        return gs_error_set(err, -EINVAL, "%zu ResourceClaimTemplates in one admission", n);
+    struct create_arg args[WH_MAX_TEMPLATES_PER_POD * 2];
+    void *argp[WH_MAX_TEMPLATES_PER_POD * 2];
+    int codes[WH_MAX_TEMPLATES_PER_POD * 2];
+    struct gs_error errs[WH_MAX_TEMPLATES_PER_POD * 2];
     json_array_foreach((json_t *)templates, i, tpl)
     {
         int r = template_key(tpl, key, err);
         if (r < 0)
             return r;
-        if (template_known(c, key))
+        if (template_known(c, key)) {
             atomic_fetch_add(&c->cache_hits, 1);
-        else
-            n_missing++;
+            continue;
+        }
+        args[n_missing] = (struct create_arg){c, tpl, deadline_ms};
+        argp[n_missing] = &args[n_missing];
+        n_missing++;
     }
     if (n_missing == 0)
         return 0; /* the common case: every shape seen before, no API call, no thread */
-    struct wh_group *g = wh_group_new(n_missing, &c->inflight);
-    if (!g)
-        return gs_error_set(err, -ENOMEM, "out of memory");
-    size_t k = 0;
-    json_array_foreach((json_t *)templates, i, tpl)
-    {
-        if (template_key(tpl, key, err) < 0 || template_known(c, key))
-            continue;
-        struct create_arg *a = malloc(sizeof(*a));
-        if (!a) {
-            wh_group_release(g); /* calls already started finish in the background */
-            return gs_error_set(err, -ENOMEM, "out of memory");
-        }
-        *a = (struct create_arg){c, json_incref(tpl)};
-        if (k < n_missing) /* a template learnt meanwhile leaves a slot unused */
-            wh_group_start(g, k++, create_call, a, create_free);
-        else
-            create_free(a);
-    }
-    int timed_out = wh_group_wait(g, deadline_ms);
+    /* All at once (a pod with 6 shapes takes one call's time), each bounded by the deadline. */
+    wh_run_all(n_missing, create_call, argp, codes, errs);
+    size_t answered = 0;
     int r = 0;
     /* A failure that has an answer tells more than the deadline: report the first one. */
-    for (size_t j = 0; j < k && r == 0; j++) {
-        int cr = wh_group_result(g, j, err);
-        if (cr < 0 && cr != -EINPROGRESS)
-            r = cr;
+    for (size_t j = 0; j < n_missing; j++) {
+        answered += codes[j] != -ETIMEDOUT;
+        if (r == 0 && codes[j] < 0 && codes[j] != -ETIMEDOUT) {
+            r = codes[j];
+            *err = errs[j];
+        }
     }
-    if (r == 0 && timed_out)
+    if (r == 0 && answered < n_missing)
         r = gs_error_set(err, -ETIMEDOUT,
                          "creating %zu ResourceClaimTemplate(s): %zu answered by the API server "
                          "before the admission deadline",
-                         k, wh_group_done(g));
-    wh_group_release(g);
+                         n_missing, answered);
     return r;
 }
 
@@ -688,4 +670,157 @@ int wh_cluster_check_mode(struct wh_cluster *c, enum wh_mode mode, const char *d
                             "and its node annotations first",
                             n, WH_HAMI_NODE_REGISTER, first);
     return 0;
+}
+
+/* ---- templates a Volcano job owns (webhook/volcano.h) ------------------------------------ */
+
+static const char *meta_str(const json_t *obj, const char *map, const char *key)
+{
+    const json_t *m = json_object_get(obj, "metadata");
+    return json_string_value(map ? json_object_get(json_object_get(m, map), key)
+                                 : json_object_get(m, key));
+}
+
+/* Delete one template if it is ours for one of `prefixes` (a UID precondition, so a template
+ * re-made in between by someone else is kept). 0, or a negative code with a message. */
+static int delete_owned(struct wh_cluster *c, const char *ns, const char *name,
+                        const json_t *prefixes, bool dry_run, uint64_t deadline_ms,
+                        struct gs_error *err)
+{
+    json_t *have = NULL;
+    struct gs_k8s_call_opts o;
+    char path[1024];
+    wh_call_opts(c->client, deadline_ms, &o);
+    int r = gs_k8s_get_with(c->client, &gs_k8s_resourceclaimtemplates, ns, name, &o, &have, err);
+    if (r == -ENOENT)
+        return 0;
+    if (r < 0)
+        return gs_error_prefix(err, "ResourceClaimTemplate %s/%s: ", ns, name), r;
+    const char *owner = meta_str(have, "annotations", WH_ANN_VOLCANO_JOB);
+    const char *label = meta_str(have, "labels", "hami.io/dra");
+    bool ours = false;
+    size_t i;
+    json_t *p;
+    json_array_foreach((json_t *)prefixes, i, p) ours |=
+        owner && strcmp(owner, json_string_value(p)) == 0;
+    if (!ours || !label || strcmp(label, "true") != 0) {
+        json_decref(have);
+        return gs_error_set(err, -EPERM,
+                            "ResourceClaimTemplate %s/%s was not made by gpuslice-webhook for "
+                            "this job (annotation %s); kept",
+                            ns, name, WH_ANN_VOLCANO_JOB);
+    }
+    char uid[128] = "";
+    const char *u = meta_str(have, NULL, "uid");
+    snprintf(uid, sizeof(uid), "%s", u ? u : "");
+    json_decref(have);
+    r = gs_k8s_path(path, sizeof(path), &gs_k8s_resourceclaimtemplates, ns, name, NULL, err);
+    if (r == 0 && dry_run)
+        strncat(path, "?dryRun=All", sizeof(path) - strlen(path) - 1);
+    json_t *opts = uid[0] ? json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind",
+                                      "DeleteOptions", "preconditions", "uid", uid)
+                          : NULL;
+    if (r == 0)
+        r = gs_k8s_request_with(c->client, "DELETE", path, opts, &o, NULL, NULL, err);
+    json_decref(opts);
+    if (r == -ENOENT)
+        return 0;
+    if (r < 0)
+        return gs_error_prefix(err, "cannot delete ResourceClaimTemplate %s/%s: ", ns, name), r;
+    char q[KEY_MAX + 8], key[KEY_MAX];
+    snprintf(key, sizeof(key), "%s/%s", ns, name);
+    gs_info("claim template deleted", "template=%s dry_run=%d", gs_log_quote(q, sizeof(q), key),
+            dry_run);
+    return 0;
+}
+
+int wh_cluster_create_owned(struct wh_cluster *c, const json_t *templates, uint64_t deadline_ms,
+                            struct gs_error *err)
+{
+    struct gs_k8s_call_opts o;
+    char path[1024];
+    wh_call_opts(c->client, deadline_ms, &o);
+    size_t i;
+    json_t *tpl;
+    json_t *done = json_array(), *prefixes = json_array();
+    int r = 0;
+    json_array_foreach((json_t *)templates, i, tpl)
+    {
+        const char *ns = meta_str(tpl, NULL, "namespace"), *name = meta_str(tpl, NULL, "name");
+        const char *owner = meta_str(tpl, "annotations", WH_ANN_VOLCANO_JOB);
+        if (!ns || !name || !owner) {
+            r = gs_error_set(err, -EINVAL, "job template without namespace, name or owner");
+            break;
+        }
+        json_array_append_new(prefixes, json_string(owner));
+        r = gs_k8s_path(path, sizeof(path), &gs_k8s_resourceclaimtemplates, ns, NULL, NULL, err);
+        if (r == 0)
+            r = gs_k8s_request_with(c->client, "POST", path, tpl, &o, NULL, NULL, err);
+        if (r == -EEXIST) {
+            /* A retry of the same job: ours, for this task, with this spec. */
+            json_t *have = NULL;
+            gs_error_clear(err);
+            r = gs_k8s_get_with(c->client, &gs_k8s_resourceclaimtemplates, ns, name, &o, &have,
+                                err);
+            const char *own = r == 0 ? meta_str(have, "annotations", WH_ANN_VOLCANO_JOB) : NULL;
+            const char *h = r == 0 ? meta_str(have, "annotations", WH_ANN_SPEC_HASH) : NULL;
+            const char *want = meta_str(tpl, "annotations", WH_ANN_SPEC_HASH);
+            bool same = own && h && want && strcmp(own, owner) == 0 && strcmp(h, want) == 0;
+            json_decref(have);
+            if (r == 0 && !same)
+                r = gs_error_set(err, -EEXIST,
+                                 "ResourceClaimTemplate %s/%s exists and was not made by "
+                                 "gpuslice-webhook for this job and claim shape; delete it or "
+                                 "rename the job",
+                                 ns, name);
+            else if (r < 0)
+                gs_error_prefix(err, "ResourceClaimTemplate %s/%s exists but cannot be read: ", ns,
+                                name);
+            if (r == 0)
+                atomic_fetch_add(&c->existing, 1);
+        } else if (r == 0) {
+            atomic_fetch_add(&c->created, 1);
+            json_array_append(done, tpl);
+        } else {
+            atomic_fetch_add(&c->api_errors, 1);
+            gs_error_prefix(err, "cannot create ResourceClaimTemplate %s/%s: ", ns, name);
+        }
+        if (r < 0)
+            break;
+    }
+    if (r < 0) {
+        /* HAMi-DRA deleteResourceClaimTemplates: what this admission created goes again. */
+        json_array_foreach(done, i, tpl)
+        {
+            struct gs_error derr = {0};
+            char q[GS_ERROR_MSG_MAX + 8];
+            /* Not bounded by the admission's deadline: a rollback is worth the API timeout. */
+            if (delete_owned(c, meta_str(tpl, NULL, "namespace"), meta_str(tpl, NULL, "name"),
+                             prefixes, false, 0, &derr) < 0)
+                gs_warn("claim template left behind", "error=%s",
+                        gs_log_quote(q, sizeof(q), derr.msg));
+        }
+    }
+    json_decref(done);
+    json_decref(prefixes);
+    return r;
+}
+
+int wh_cluster_delete_owned(struct wh_cluster *c, const char *ns, const json_t *names,
+                            const json_t *prefixes, bool dry_run, uint64_t deadline_ms,
+                            json_t *warnings)
+{
+    size_t i;
+    json_t *n;
+    int failed = 0;
+    json_array_foreach((json_t *)names, i, n)
+    {
+        struct gs_error err = {0};
+        if (delete_owned(c, ns, json_string_value(n), prefixes, dry_run, deadline_ms, &err) < 0) {
+            failed++;
+            wh_utf8_sanitize(err.msg);
+            json_array_append_new(warnings, json_string(err.msg));
+        }
+    }
+    return failed ? -EIO : 0;
 }

@@ -56,6 +56,19 @@ int wh_cluster_ensure_template(struct wh_cluster *c, const json_t *tpl, struct g
 int wh_cluster_ensure_templates(struct wh_cluster *c, const json_t *templates, uint64_t deadline_ms,
                                 struct gs_error *err);
 
+/* Create a Volcano job's own templates (webhook/volcano.h) one after the other, each call
+ * bounded by deadline_ms (gs_now_ms() clock, 0 = none); 409 is fine for a
+ * template this webhook made for the same job and shape. On a failure the templates created by
+ * this call are deleted again and the error returned. */
+int wh_cluster_create_owned(struct wh_cluster *c, const json_t *templates, uint64_t deadline_ms,
+                            struct gs_error *err);
+/* Delete the named templates of a deleted job, each only when it carries WH_ANN_VOLCANO_JOB equal
+ * to one of `prefixes` (dryRun: the API server is asked with dryRun=All). Every template kept or
+ * not deleted adds a warning; -EIO if any. */
+int wh_cluster_delete_owned(struct wh_cluster *c, const char *ns, const json_t *names,
+                            const json_t *prefixes, bool dry_run, uint64_t deadline_ms,
+                            json_t *warnings);
+
 void wh_cluster_get_stats(struct wh_cluster *c, struct wh_cluster_stats *out);
 
 /* Refuse to run against the other mode (the two must never share a cluster). Legacy: the

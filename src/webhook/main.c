@@ -19,6 +19,7 @@
 #include "webhook/preview.h"
 #include "webhook/server.h"
 #include "webhook/tls.h"
+#include "webhook/vendor.h"
 
 static int ensure_templates(void *user, const json_t *templates, uint64_t deadline_ms,
                             struct gs_error *err)
@@ -42,6 +43,18 @@ static int fail(const char *what, const struct gs_error *err)
     return 1;
 }
 
+static int create_owned(void *user, const json_t *templates, uint64_t deadline_ms,
+                        struct gs_error *err)
+{
+    return wh_cluster_create_owned(user, templates, deadline_ms, err);
+}
+
+static int delete_owned(void *user, const char *ns, const json_t *names, const json_t *prefixes,
+                        bool dry_run, uint64_t deadline_ms, json_t *warnings)
+{
+    return wh_cluster_delete_owned(user, ns, names, prefixes, dry_run, deadline_ms, warnings);
+}
+
 static int serve(const struct wh_options *opts)
 {
     const struct wh_options o = *opts;
@@ -56,14 +69,10 @@ static int serve(const struct wh_options *opts)
     sigset_t sigs;
     gs_daemon_block_signals(&sigs, 0);
 
-    struct wh_names names = {
-        .device_class = o.device_class,
-        .driver = o.driver,
-        .gpu = o.resource_name,
-        .mem = o.resource_mem,
-        .mem_pct = o.resource_mem_percentage,
-        .cores = o.resource_cores,
-    };
+    struct wh_names names;
+    static struct wh_vendors vendors;
+    if (wh_options_names(&o, &names, &vendors, &err) < 0)
+        return fail("cannot read the device configuration", &err);
     struct wh_metrics metrics = {0};
     struct gs_kube_config kc = {0};
     if (gs_kube_config_load(o.kubeconfig, &kc, &err) < 0)
@@ -123,6 +132,8 @@ static int serve(const struct wh_options *opts)
         .ops = &ops,
         .ensure_templates = ensure_templates,
         .ensure_user = cluster,
+        .create_owned = create_owned,
+        .delete_owned = delete_owned,
         .timeout_ms = (uint64_t)(o.admission_timeout_ns / 1000000),
         .metrics = &metrics,
     };
@@ -133,6 +144,7 @@ static int serve(const struct wh_options *opts)
         .per_client_limit = (unsigned)o.max_connections_per_client,
         .idle_timeout_s = (unsigned)GS_MAX(o.idle_timeout_ns / 1000000000, 1),
         .admission_timeout_ms = (uint64_t)(o.admission_timeout_ns / 1000000),
+        .tls13_only = o.tls_min_version == 1,
         .admit = &admit,
         .metrics = &metrics,
         .tls = tls,
@@ -175,17 +187,15 @@ static int serve(const struct wh_options *opts)
 
 static int translate(const struct wh_options *o, char *const *files, size_t n_files)
 {
-    struct wh_names names = {
-        .device_class = o->device_class,
-        .driver = o->driver,
-        .gpu = o->resource_name,
-        .mem = o->resource_mem,
-        .mem_pct = o->resource_mem_percentage,
-        .cores = o->resource_cores,
-    };
+    struct wh_names names;
+    static struct wh_vendors vendors;
     int64_t sizes[WH_MEM_SIZES_MAX];
     size_t n_sizes = 0;
     struct gs_error err = {0};
+    if (wh_options_names(o, &names, &vendors, &err) < 0) {
+        fprintf(stderr, "gpuslice-webhook: %s\n", err.msg);
+        return 2;
+    }
     if (o->memory_sizes &&
         wh_parse_memory_sizes(o->memory_sizes, sizes, GS_ARRAY_SIZE(sizes), &n_sizes, &err) < 0) {
         fprintf(stderr, "gpuslice-webhook: %s\n", err.msg);

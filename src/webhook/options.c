@@ -8,11 +8,14 @@
 
 #include "base/macros.h"
 #include "webhook/shape.h"
+#include "webhook/vendor.h"
 
 #define OFF(f) offsetof(struct wh_options, f)
 
 static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
-static const char *const modes[] = {"dra", "legacy", NULL}; /* enum wh_mode order */
+static const char *const modes[] = {"dra", "legacy", NULL};             /* enum wh_mode order */
+static const char *const type_matches[] = {"substring", "exact", NULL}; /* enum wh_type_match */
+static const char *const tls_versions[] = {"1.2", "1.3", NULL};
 
 static const struct gs_option options[] = {
     {.name = "mode",
@@ -37,8 +40,9 @@ static const struct gs_option options[] = {
      .min = "0",
      .max = "32",
      .offset = OFF(default_gpu),
-     .help = "legacy mode: GPUs for a container asking memory or cores without a count (HAMi "
-             "defaultGPUNum; 0 = such a container asks for no GPU)"},
+     .help = "GPUs for a container asking memory or cores without a count (HAMi defaultGPUNum; "
+             "0 = such a container asks for no GPU and, in DRA mode, is left as it is, as "
+             "HAMi-DRA does)"},
     {.name = "default-gpumem",
      .env = "GS_WEBHOOK_DEFAULT_GPUMEM",
      .type = GS_OPT_INT,
@@ -234,6 +238,35 @@ static const struct gs_option options[] = {
      .def = "info",
      .offset = OFF(log_level),
      .help = "log verbosity"},
+    {.name = "gpu-type-match",
+     .env = "GPUSLICE_WEBHOOK_GPU_TYPE_MATCH",
+     .type = GS_OPT_ENUM,
+     .choices = type_matches,
+     .def = "substring",
+     .offset = OFF(gpu_type_match),
+     .help = "nvidia.com/use-gputype, nouse-gputype against productName: substring (legacy "
+             "HAMi: case-insensitive, A100 matches NVIDIA A100-SXM4-80GB) or exact (HAMi-DRA)"},
+    {.name = "device-config-file",
+     .env = "GPUSLICE_WEBHOOK_DEVICE_CONFIG_FILE",
+     .type = GS_OPT_STRING,
+     .metavar = "FILE",
+     .offset = OFF(device_config_file),
+     .help = "HAMi-DRA's device-config.yaml as its chart writes it (nvidia, hygon, ascend "
+             "sections, vendors list); unset: NVIDIA from the options only"},
+    {.name = "device-vendors",
+     .env = "GPUSLICE_WEBHOOK_DEVICE_VENDORS",
+     .type = GS_OPT_STRING,
+     .metavar = "V,V",
+     .offset = OFF(device_vendors),
+     .help = "vendors translated: nvidia, hygon, ascend (unset: the file's vendors, else "
+             "nvidia)"},
+    {.name = "tls-min-version",
+     .env = "GPUSLICE_WEBHOOK_TLS_MIN_VERSION",
+     .type = GS_OPT_ENUM,
+     .choices = tls_versions,
+     .def = "1.2",
+     .offset = OFF(tls_min_version),
+     .help = "oldest TLS version accepted (HAMi-DRA: 1.3; older than 1.2 is never offered)"},
     {.name = "memory-sizes",
      .type = GS_OPT_STRING,
      .metavar = "Q,Q,...",
@@ -291,4 +324,32 @@ int wh_options_parse(struct wh_options *o, int argc, char *const *argv, FILE *ou
 void wh_options_free(struct wh_options *o)
 {
     gs_config_free(&spec, o);
+}
+
+int wh_options_names(const struct wh_options *o, struct wh_names *n, struct wh_vendors *vendors,
+                     struct gs_error *err)
+{
+    wh_names_default(n);
+    *vendors = (struct wh_vendors){.nvidia = true};
+    int r = o->device_config_file && o->device_config_file[0]
+                ? wh_vendors_load(o->device_config_file, o->device_vendors, vendors, err)
+                : wh_vendors_build(NULL, o->device_vendors, vendors, err);
+    if (r < 0)
+        return r;
+    const struct wh_nvidia_section *nv = &vendors->nv;
+    /* An option left at its default takes the file's value (HAMi-DRA's names). */
+#define PICK(opt, def, file) (strcmp(opt, def) == 0 && (file)[0] ? (file) : (opt))
+    n->device_class = PICK(o->device_class, WH_DEFAULT_DEVICE_CLASS, nv->device_class);
+    n->driver = PICK(o->driver, WH_DEFAULT_DRIVER, nv->driver);
+    n->gpu = PICK(o->resource_name, WH_DEFAULT_RES_GPU, nv->count);
+    n->mem = PICK(o->resource_mem, WH_DEFAULT_RES_MEM, nv->mem);
+    n->mem_pct = PICK(o->resource_mem_percentage, WH_DEFAULT_RES_MEM_PCT, nv->mem_pct);
+    n->cores = PICK(o->resource_cores, WH_DEFAULT_RES_CORES, nv->cores);
+#undef PICK
+    n->type_match = (enum wh_type_match)o->gpu_type_match;
+    n->default_count =
+        o->default_gpu == 1 && nv->default_gpu >= 0 ? nv->default_gpu : o->default_gpu;
+    n->runtime_class = nv->runtime_class[0] ? nv->runtime_class : NULL;
+    n->vendors = vendors;
+    return 0;
 }

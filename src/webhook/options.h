@@ -7,6 +7,7 @@
 #ifndef GS_WEBHOOK_OPTIONS_H
 #define GS_WEBHOOK_OPTIONS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -41,11 +42,23 @@ struct wh_options {
     int64_t max_connections_per_client;
     int64_t idle_timeout_ns;
     int64_t admission_timeout_ns;
-    char *health_listen; /* "" = no probe listener */
-    int log_level;       /* index into "error", "warn", "info", "debug" */
-    char *memory_sizes;  /* translate: GPU memory sizes for percentages, "15Gi,80Gi" */
-    char *namespace;     /* translate: namespace of objects without one */
+    char *health_listen;      /* "" = no probe listener */
+    int log_level;            /* index into "error", "warn", "info", "debug" */
+    char *memory_sizes;       /* translate: GPU memory sizes for percentages, "15Gi,80Gi" */
+    char *namespace;          /* translate: namespace of objects without one */
+    int gpu_type_match;       /* enum wh_type_match: "substring", "exact" */
+    char *device_config_file; /* HAMi-DRA's device-config.yaml (NULL = none) */
+    char *device_vendors;     /* "nvidia,hygon,ascend" (NULL = the file's vendors) */
+    int tls_min_version;      /* index into "1.2", "1.3" */
 };
+
+struct wh_names;
+struct wh_vendors;
+/* The translation's names and rules from the options and --device-config-file: `vendors` is
+ * filled and pointed at by names->vendors; the file's nvidia section fills what the options
+ * leave at their defaults. 0 or a negative code with a message. */
+int wh_options_names(const struct wh_options *o, struct wh_names *names, struct wh_vendors *vendors,
+                     struct gs_error *err);
 
 /* 0, GS_CONFIG_EXIT (--help / --print-config written to `out`), or a negative code with a
  * message naming the option, its source and the value. *first_arg: index of the first

@@ -3,6 +3,7 @@
 #include "webhook/preview.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "base/fs.h"
@@ -11,6 +12,7 @@
 #include "config/yaml.h"
 #include "webhook/patch.h"
 #include "webhook/translate.h"
+#include "webhook/volcano.h"
 
 struct ctx {
     const struct wh_preview_config *cfg;
@@ -110,7 +112,10 @@ static void translate_doc(struct ctx *c, const char *file, size_t index, json_t 
             translate_doc(c, file, index, item);
         return;
     }
-    json_t *pod = pod_of(doc);
+    const char *api = json_string_value(json_object_get(doc, "apiVersion"));
+    bool vcjob = kind && strcmp(kind, "Job") == 0 && api &&
+                 strncmp(api, "batch.volcano.sh/", strlen("batch.volcano.sh/")) == 0;
+    json_t *pod = vcjob ? doc : pod_of(doc);
     if (!json_is_object(pod))
         return;
     const json_t *meta = json_object_get(doc, "metadata");
@@ -127,7 +132,9 @@ static void translate_doc(struct ctx *c, const char *file, size_t index, json_t 
     struct wh_cluster_ops ops = {.memory_sizes = memory_sizes, .user = (void *)c->cfg};
     struct wh_translation tr;
     struct gs_error err = {0};
-    int r = wh_translate_pod(c->cfg->names, &ops, ns, pod, &tr, &err);
+    /* A Volcano job: its tasks, with the job's own templates (webhook/volcano.h). */
+    int r = vcjob ? wh_translate_job(c->cfg->names, &ops, ns, doc, &tr, &err)
+                  : wh_translate_pod(c->cfg->names, &ops, ns, pod, &tr, &err);
     if (r == 0 && tr.patch && wh_json_patch_apply(pod, tr.patch, &err) < 0) {
         fprintf(c->diag, "%s: internal error: %s\n", where, err.msg);
         c->broken = 1;

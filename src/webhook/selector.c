@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/macros.h"
 #include "config/quantity.h"
 
 static int append(char *buf, size_t cap, const char *s, size_t len)
@@ -148,13 +149,34 @@ static int uuid_selector(char *buf, size_t cap, const char *driver, const char *
     return r < 0 ? r : (first ? 1 : 0);
 }
 
-/* `(<productName>.lowerAscii().contains("a100") || ...)`, negated for nouse. */
-static int type_selector(char *buf, size_t cap, const char *driver, const char *list, bool negate)
+/* `(<productName>.lowerAscii().contains("a100") || ...)`, negated for nouse: legacy HAMi's
+ * case-insensitive substring (HAMi pkg/device/nvidia checkType: strings.Contains on the upper-cased
+ * type). WH_TYPE_MATCH_EXACT: `<productName> in ["A100", ...]`, HAMi-DRA's exact comparison
+ * (pkg/webhook/dra/mutating.go addAnnotationSelectors). */
+static int type_selector(char *buf, size_t cap, const char *driver, const char *list, bool negate,
+                         enum wh_type_match match)
 {
     const char *cursor = list, *e;
     size_t len;
     bool first = true;
     char lower[WH_CEL_MAX_LEN];
+    if (match == WH_TYPE_MATCH_EXACT) {
+        int r = append_str(buf, cap, negate ? "!(" : "(");
+        if (r == 0)
+            r = attr_ref(buf, cap, driver, "productName");
+        if (r == 0)
+            r = append_str(buf, cap, " in [");
+        while (r == 0 && (e = next_entry(&cursor, &len))) {
+            if (!first)
+                r = append_str(buf, cap, ", ");
+            if (r == 0)
+                r = wh_cel_quote(buf, cap, e, len);
+            first = false;
+        }
+        if (r == 0)
+            r = append_str(buf, cap, "])");
+        return r < 0 ? r : (first ? 1 : 0);
+    }
     int r = append_str(buf, cap, negate ? "!(" : "(");
     while (r == 0 && (e = next_entry(&cursor, &len))) {
         if (len >= sizeof(lower))
@@ -178,22 +200,26 @@ static int type_selector(char *buf, size_t cap, const char *driver, const char *
     return r < 0 ? r : (first ? 1 : 0);
 }
 
-int wh_selectors_from_annotations(const json_t *annotations, const char *driver, json_t *selectors,
-                                  struct gs_error *err)
+const struct wh_selector_keys wh_nvidia_selector_keys = {WH_ANN_USE_UUID, WH_ANN_NOUSE_UUID,
+                                                         WH_ANN_USE_TYPE, WH_ANN_NOUSE_TYPE};
+
+int wh_selectors_build(const struct wh_selector_keys *keys, const json_t *annotations,
+                       const char *driver, enum wh_type_match match, bool fail_closed,
+                       json_t *selectors, struct gs_error *err)
 {
-    static const struct {
+    const struct {
         const char *key;
         bool uuid, negate;
     } kinds[] = {
-        {WH_ANN_USE_UUID, true, false},
-        {WH_ANN_NOUSE_UUID, true, true},
-        {WH_ANN_USE_TYPE, false, false},
-        {WH_ANN_NOUSE_TYPE, false, true},
+        {keys->use_uuid, true, false},
+        {keys->nouse_uuid, true, true},
+        {keys->use_type, false, false},
+        {keys->nouse_type, false, true},
     };
     if (!json_is_object(annotations))
         return 0;
     for (size_t k = 0; k < GS_ARRAY_SIZE(kinds); k++) {
-        const json_t *v = json_object_get(annotations, kinds[k].key);
+        const json_t *v = kinds[k].key ? json_object_get(annotations, kinds[k].key) : NULL;
         if (!v)
             continue;
         if (!json_is_string(v))
@@ -203,8 +229,9 @@ int wh_selectors_from_annotations(const json_t *annotations, const char *driver,
             return gs_error_set(err, -EINVAL, "annotation %s: value contains a NUL character",
                                 kinds[k].key);
         char expr[WH_CEL_MAX_LEN + 1] = "";
-        int r = kinds[k].uuid ? uuid_selector(expr, sizeof(expr), driver, list, kinds[k].negate)
-                              : type_selector(expr, sizeof(expr), driver, list, kinds[k].negate);
+        int r = kinds[k].uuid
+                    ? uuid_selector(expr, sizeof(expr), driver, list, kinds[k].negate)
+                    : type_selector(expr, sizeof(expr), driver, list, kinds[k].negate, match);
         if (r == -ENOSPC) /* the pod's own value: denied as invalid (422), not a server error */
             return gs_error_set(err, -EINVAL,
                                 "annotation %s: the selector would be longer than %d bytes, the "
@@ -214,12 +241,41 @@ int wh_selectors_from_annotations(const json_t *annotations, const char *driver,
             return gs_error_set(err, r, "annotation %s: value is not valid UTF-8", kinds[k].key);
         if (r < 0)
             return gs_error_set(err, r, "annotation %s: %s", kinds[k].key, gs_strerror(r));
+        if (r == 1 && fail_closed) {
+            /* An allow or deny list that trims to nothing: HAMi-DRA refuses the pod
+             * (addAnnotationSelectors "has no usable value") rather than admit it onto any
+             * device. */
+            char q[80];
+            size_t n = 0;
+            for (const char *p = list; *p && n + 5 < sizeof(q); p++) {
+                unsigned char c = (unsigned char)*p;
+                if (c == '"' || c == '\\')
+                    q[n++] = '\\', q[n++] = (char)c;
+                else if (c < 0x20)
+                    n += (size_t)snprintf(q + n, sizeof(q) - n, "\\x%02x", c);
+                else
+                    q[n++] = (char)c;
+            }
+            q[n] = '\0';
+            return gs_error_set(err, -EINVAL,
+                                "annotation %s: \"%s\" selects no device (no entry is left "
+                                "after trimming spaces and commas); name at least one %s or "
+                                "remove the annotation",
+                                kinds[k].key, q, kinds[k].uuid ? "UUID" : "type");
+        }
         if (r == 1)
-            continue; /* only empty entries: no constraint */
+            continue; /* legacy route: only empty entries, no constraint (HAMi's rule) */
         if (push_selector(selectors, expr) < 0)
             return gs_error_set(err, -ENOMEM, "out of memory");
     }
     return 0;
+}
+
+int wh_selectors_from_annotations(const json_t *annotations, const char *driver, json_t *selectors,
+                                  struct gs_error *err)
+{
+    return wh_selectors_build(&wh_nvidia_selector_keys, annotations, driver,
+                              WH_TYPE_MATCH_SUBSTRING, false, selectors, err);
 }
 
 int wh_selector_memory_size(const char *driver, int64_t bytes, json_t *selectors,

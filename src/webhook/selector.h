@@ -11,6 +11,7 @@
 #define GS_WEBHOOK_SELECTOR_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,7 +32,30 @@
  */
 int wh_cel_quote(char *buf, size_t cap, const char *s, size_t len);
 
+/* How use-gputype/nouse-gputype entries match the productName attribute. */
+enum wh_type_match {
+    WH_TYPE_MATCH_SUBSTRING = 0, /* legacy HAMi: case-insensitive substring ("A100" matches
+                                  * "NVIDIA A100-SXM4-80GB") */
+    WH_TYPE_MATCH_EXACT = 1,     /* HAMi-DRA: the productName exactly */
+};
+
+/* The four annotation keys of one vendor (NULL = that kind is not offered). */
+struct wh_selector_keys {
+    const char *use_uuid, *nouse_uuid, *use_type, *nouse_type;
+};
+extern const struct wh_selector_keys wh_nvidia_selector_keys;
+
 /*
+ * Selectors for one vendor's annotations, appended to `selectors`. `fail_closed`: an annotation
+ * whose entries all trim to nothing is refused (-EINVAL naming it) instead of ignored: the DRA
+ * path (HAMi-DRA's rule); the legacy route keeps HAMi's (ignored).
+ */
+int wh_selectors_build(const struct wh_selector_keys *keys, const json_t *annotations,
+                       const char *driver, enum wh_type_match match, bool fail_closed,
+                       json_t *selectors, struct gs_error *err);
+
+/*
+ * Legacy HAMi's rule (substring types, empty lists ignored), NVIDIA's keys: the extender.
  * Build the selectors for the pod's annotations (object, may be NULL) and append them to
  * `selectors` (a JSON array of {"cel": {"expression": ...}} objects). `driver` is the attribute
  * domain of our devices. Returns 0 or a negative code with a message naming the annotation.

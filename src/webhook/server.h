@@ -12,12 +12,16 @@
  * HTTP request fails the handshake and the connection is closed.
  *
  * Probes: with health_listen set, a second, plain-HTTP listener serves /healthz, /readyz and
- * /metrics from one polling thread with its own small limits, so clients that fill the HTTPS
- * listener's connections cannot make the kubelet's probes fail.
+ * /metrics from one poll() thread of its own (not libmicrohttpd), so clients that fill the HTTPS
+ * listener's connections cannot make the kubelet's probes fail. Each probe connection has an
+ * absolute deadline from its accept (WH_HEALTH_REQUEST_DEADLINE_MS, for the request and the
+ * answer: slow clients that dribble bytes are cut), and with every slot taken a new connection
+ * evicts the oldest, so slow clients, from any number of addresses, cannot keep a probe out.
  */
 #ifndef GS_WEBHOOK_SERVER_H
 #define GS_WEBHOOK_SERVER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -27,9 +31,9 @@
 #include "webhook/tls.h"
 
 /* The probe listener's own limits (probes are one short request each). */
-#define WH_HEALTH_CONNECTION_LIMIT 64
-#define WH_HEALTH_PER_CLIENT_LIMIT 8
-#define WH_HEALTH_IDLE_TIMEOUT_S   5
+#define WH_HEALTH_CONNECTION_LIMIT    64
+#define WH_HEALTH_REQUEST_DEADLINE_MS 2000u
+#define WH_HEALTH_REQUEST_MAX         4096
 
 struct wh_server_config {
     const char *listen;            /* "[host]:port"; empty host = all IPv4 addresses */
@@ -38,6 +42,7 @@ struct wh_server_config {
     unsigned per_client_limit;     /* connections from one client address; 0 = 64 */
     unsigned idle_timeout_s;       /* 0 = 10 */
     uint64_t admission_timeout_ms; /* deadline of one /mutate from its arrival; 0 = none */
+    bool tls13_only;               /* --tls-min-version 1.3 */
     const struct wh_admit_ctx *admit;
     struct wh_metrics *metrics;
     struct wh_tls *tls;

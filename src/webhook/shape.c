@@ -22,6 +22,11 @@ void wh_names_default(struct wh_names *n)
     n->mem = WH_DEFAULT_RES_MEM;
     n->mem_pct = WH_DEFAULT_RES_MEM_PCT;
     n->cores = WH_DEFAULT_RES_CORES;
+    n->type_match = WH_TYPE_MATCH_SUBSTRING;
+    n->default_count = 1;
+    n->vendors = NULL;
+    n->runtime_class = NULL;
+    n->cores_only_when_named = false;
 }
 
 bool wh_is_legacy_name(const struct wh_names *names, const char *key)
@@ -168,11 +173,12 @@ static json_t *request_body(const struct wh_legacy *l, const struct wh_names *na
     if (l->has_cores || mem_bytes > 0) {
         json_t *cap = json_object();
         char buf[GS_QUANTITY_STR_MAX];
-        /* Memory without gpucores: cores 0, as legacy HAMi's default gpucores 0 — the compute is
-         * shared without an SM limit. Omitting it would take the driver's default (100): the
-         * whole compute, and no other pod could share the GPU. */
+        /* Memory without gpucores: HAMi's default gpucores 0 (compute shared, no SM limit), or
+         * with cores_only_when_named no cores request, as HAMi-DRA (handleContainer copies only
+         * what the container names): the driver's requestPolicy default applies. */
         int64_t cores = l->has_cores ? l->cores : 0;
-        if (quantity_text(cores, GS_QUANTITY_DECIMAL_SI, buf, sizeof(buf)) == 0)
+        if ((l->has_cores || !names->cores_only_when_named) &&
+            quantity_text(cores, GS_QUANTITY_DECIMAL_SI, buf, sizeof(buf)) == 0)
             json_object_set_new(cap, "cores", json_string(buf));
         if (mem_bytes > 0 && quantity_text(mem_bytes, GS_QUANTITY_BINARY_SI, buf, sizeof(buf)) == 0)
             json_object_set_new(cap, "memory", json_string(buf));

@@ -18,6 +18,9 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "webhook/selector.h"
+
+struct wh_vendors;
 
 #define WH_DEFAULT_DEVICE_CLASS "hami-core-gpu.project-hami.io"
 #define WH_DEFAULT_DRIVER       "hami-core-gpu.project-hami.io"
@@ -44,6 +47,15 @@ struct wh_names {
     const char *mem;          /* MiB */
     const char *mem_pct;      /* percent of the GPU's memory */
     const char *cores;        /* percent of the GPU's compute */
+    /* How the DRA path translates (wh_names_default: substring, 1, NULL, NULL). */
+    enum wh_type_match type_match; /* use-gputype / nouse-gputype */
+    int64_t default_count; /* GPUs of a container asking memory or cores without a count (HAMi's
+                            * defaultGPUNum); 0 = such a container is left as it is (HAMi-DRA) */
+    const struct wh_vendors *vendors; /* other vendors (webhook/vendor.h); NULL = NVIDIA only */
+    const char *runtime_class;        /* runtimeClassName given to translated NVIDIA pods */
+    /* Memory without gpucores: false = cores "0" (legacy HAMi's default gpucores 0: shared, no
+     * SM limit; the extender), true = no cores request (HAMi-DRA; the webhook's DRA path). */
+    bool cores_only_when_named;
 };
 
 /* wh_names with every default. */

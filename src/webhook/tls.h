@@ -22,8 +22,10 @@
 
 /* TLS 1.2 and 1.3 only, GnuTLS' NORMAL cipher suites. */
 #define WH_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
-#define WH_TLS_MAX_FILE   (1u * 1024u * 1024u)
-#define WH_TLS_MAX_CHAIN  16
+/* --tls-min-version 1.3 (HAMi-DRA's default for its --tls-min-version). */
+#define WH_TLS_PRIORITIES_13 "NORMAL:-VERS-ALL:+VERS-TLS1.3"
+#define WH_TLS_MAX_FILE      (1u * 1024u * 1024u)
+#define WH_TLS_MAX_CHAIN     16
 
 struct wh_tls;
 

@@ -61,6 +61,20 @@ void wh_translation_fini(struct wh_translation *t);
 int wh_translate_pod(const struct wh_names *names, const struct wh_cluster_ops *ops, const char *ns,
                      const json_t *pod, struct wh_translation *out, struct gs_error *err);
 
+/*
+ * The same for one pod object inside another (a Volcano job's task template): `meta` and `spec`
+ * of the pod, `base` the JSON Pointer of the pod object in the admitted object ("" for a Pod).
+ * `job_prefix` non-NULL: the templates are the job's own, named "<job_prefix>-<container>-
+ * <vendor>" (HAMi-DRA pkg/webhook/volcano), labelled hami.io/dra and annotated
+ * WH_ANN_VOLCANO_JOB = job_prefix. Appends to `out` (initialised by the caller).
+ */
+int wh_translate_target(const struct wh_names *names, const struct wh_cluster_ops *ops,
+                        const char *ns, const json_t *meta, const json_t *spec, const char *base,
+                        const char *job_prefix, struct wh_translation *out, struct gs_error *err);
+
+/* Annotation on a Volcano job's templates: the job they were made for ("<ns>-<job>-<task>"). */
+#define WH_ANN_VOLCANO_JOB "gpuslice.io/volcano-job"
+
 /* Is `s` a DNS-1123 label (1-63 of a-z, 0-9, '-', alphanumeric at both ends)? */
 bool wh_is_dns_label(const char *s);
 

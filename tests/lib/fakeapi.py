@@ -733,6 +733,11 @@ class _Handler(BaseHTTPRequestHandler):
                                f'"{old["spec"]["nodeName"]}"', res, name)
             new = copy.deepcopy(old)
             new.setdefault('spec', {})['nodeName'] = node
+            # The Binding's annotations land on the pod in the same update (BindingREST.Create
+            # -> setPodNodeAndMetadata in pkg/registry/core/pod/storage).
+            ann = (binding.get('metadata') or {}).get('annotations') or {}
+            if ann:
+                new['metadata'].setdefault('annotations', {}).update(ann)
             self._replace_locked(res, ns, name, None, new, False)
         return {'kind': 'Status', 'apiVersion': 'v1', 'status': 'Success', 'code': 201}
 

@@ -206,6 +206,10 @@ def main():
     t.is_eq([c['source'] for c in pair['config']], ['FromClass', 'FromClaim'],
             'config: the class\'s, then the claim\'s for the selected subrequest')
     t.is_eq(pair['config'][1]['requests'], ['gpus/two'], 'claim config keeps its requests')
+    t.is_eq(pair['config'][0].get('requests'), ['gpus/two'],
+            'class config names the subrequest that used the class (kube-scheduler Allocate)')
+    t.is_eq([r.get('tolerations') for r in pair['results']], [None, None],
+            'results without tolerations carry none')
     net = got['net']
     t.is_eq(net['devices']['results'][0]['consumedCapacity'], {'bandwidth': '25G'},
             '20G rounds up to the smallest valid value, 25G')
@@ -244,6 +248,35 @@ def main():
                 'node lab-node', 'the pod\'s claims are searched together')
     t.like(err, 'pod test-dra/pod-pair: its claims do not fit together on any node',
            'stderr names the pod')
+    # A named claim of a pod that does not fit is reported once, with its pod: never again as a
+    # claim "no pod uses" (-o json listed it twice, --explain said "no pod uses it").
+    big = os.path.join(P['GS_BUILD_ROOT'], 'schedule-big-pod.yaml')
+    with open(big, 'w') as f:
+        f.write("""\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: too-big, namespace: test-dra}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly:
+        deviceClassName: hami-core-gpu.project-hami.io
+        capacity: {requests: {memory: 64Gi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: pod-big, namespace: test-dra}
+spec:
+  containers: [{name: cuda, image: cuda, resources: {claims: [{name: gpu}]}}]
+  resourceClaims: [{name: gpu, resourceClaimName: too-big}]
+""")
+    rc, out, err = run('-f', dc, '-f', sl, '-f', big, '-o', 'json')
+    names = [i['metadata']['name'] for i in json.loads(out)['items']]
+    t.is_eq((rc, names), (1, ['too-big']), 'a pod\'s claim that does not fit: listed once, exit 1')
+    rc, out, err = run('-f', dc, '-f', sl, '-f', big, '--explain')
+    t.ok('no pod uses it' not in out and 'too-big' in out,
+         '--explain does not call the claim of a pending pod unused', out)
     examples = os.path.join(P['GS_SOURCE_ROOT'], 'deploy', 'examples')
     dclass = os.path.join(P['GS_SOURCE_ROOT'], 'deploy', 'plugin', 'deviceclass.yaml')
     if os.path.isdir(examples) and os.path.isfile(dclass):

@@ -115,7 +115,11 @@ def test_bad_input():
     state, env = fresh_state('bad')
     cases = [
         (['--memory', 'abc'], '--memory: "abc" is not a quantity'),
-        (['--cores', '101'], '--cores: 101 is outside 0..100'),
+        (['--cores', '101'], '--cores: 101 is outside 1..100'),
+        (['--cores', '0'], '--cores: 0 would mean no compute limit'),
+        (['--memory', '4096'], '--memory: "4096" is 4096 bytes, below the 1Mi minimum; a bare '
+         'number is bytes (did you mean 4096Mi?)'),
+        (['--memory', '512Ki'], '--memory: "512Ki" is below the 1Mi minimum'),
         (['--cores', 'x'], '--cores: "x" is not an integer'),
         (['--memory', '0'], '--memory: "0" must be more than 0'),
         (['--gpus', '0'], '--gpus'),
@@ -261,8 +265,27 @@ def test_ls_json_schema():
     p.wait(timeout=30)
 
 
+def test_qos_flags():
+    """--compute-policy and --priority reach the slice's limits file (issue 24), with the
+    other slices of the machine as peers; a bad value is refused naming the flag."""
+    state, env = fresh_state('qos')
+    r = run(['run', '--sim', '-q', '--cores', '30', '--compute-policy', 'hard', '--priority',
+             'high', '--', 'sh', '-c', 'cat "$GPUSLICE_LIMITS_DIR"/*.limits'], env)
+    t.is_eq(r.returncode, 0, f'run with QoS flags ({r.stderr.strip()})')
+    t.like(r.stdout, 'version 2\n', 'limits file version 2')
+    t.like(r.stdout, 'policy hard\n', '--compute-policy hard in the limits file')
+    t.like(r.stdout, 'priority 0\n', '--priority high is HAMi priority 0')
+    t.like(r.stdout, f'peers {state}/slices\n', 'the slices directory is the peers directory')
+    r = run(['run', '--sim', '-q', '--', 'sh', '-c', 'cat "$GPUSLICE_LIMITS_DIR"/*.limits'], env)
+    t.ok('policy' not in r.stdout and 'priority' not in r.stdout,
+         'without flags: no policy or priority line (the defaults apply)')
+    r = run(['run', '--sim', '--compute-policy', 'soft', '--', 'true'], env)
+    t.ok(r.returncode != 0, '--compute-policy soft refused')
+    t.like(r.stderr, '--compute-policy: "soft"', 'message names the flag and the value')
+
+
 for fn in [test_basic, test_bad_input, test_refusal_and_wait, test_kill9_reclaims,
-           test_parallel_no_overcommit, test_ls_json_schema]:
+           test_parallel_no_overcommit, test_ls_json_schema, test_qos_flags]:
     t.run(fn.__name__, fn)
 subprocess.run(['rm', '-rf', TMP])
 sys.exit(t.done())

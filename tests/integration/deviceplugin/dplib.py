@@ -70,7 +70,7 @@ class Kubelet(pbg.RegistrationServicer):
 class Plugin:
     """gpuslice-device-plugin on gpusim `preset`, talking to `api`, in `tmp`."""
 
-    def __init__(self, api, tmp, node, preset='t4'):
+    def __init__(self, api, tmp, node, preset='t4', extra=()):
         self.dirs = {k: os.path.join(tmp, k) for k in ('plugins', 'host', 'state')}
         for d in self.dirs.values():
             os.makedirs(d, exist_ok=True)
@@ -88,7 +88,7 @@ class Plugin:
             [os.environ['GS_DEVICE_PLUGIN'], '--node-name', node, '--kubeconfig', kc,
              '--device-plugin-dir', self.dirs['plugins'], '--host-dir', self.dirs['host'],
              '--state-dir', self.dirs['state'], '--sysfs-root', os.path.join(tmp, 'sys'),
-             '--vgpu-lib', os.environ['GS_VGPU_LIB']],
+             '--vgpu-lib', os.environ['GS_VGPU_LIB'], *extra],
             stdout=self.log, stderr=subprocess.STDOUT, env=self.sim_env)
 
     def output(self):

@@ -55,7 +55,10 @@ def t4_scenario(api, ext, by_name):
         'hami.io/mutex.lock')
     t.is_eq(lock, None, f'{how}: node lock released after bind')
     lock_writes = [r for r in api.requests(method='PATCH', match='/nodes/t4')]
-    t.is_eq(len(lock_writes), 2, f'{how}: bind took and released hami.io/mutex.lock')
+    t.is_eq(len(lock_writes), 3, f'{how}: bind took hami.io/mutex.lock, recorded the placement '
+            '(gpuslice.io/assign-<uid>) and released the lock')
+    t.is_eq(len(api.requests(method='PATCH', match='/pods/p1')), 0,
+            f'{how}: the pod is changed only through its Binding')
 
     p2 = create(api, pod('p2', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 8000,
                                  'nvidia.com/gpucores': 10}]))

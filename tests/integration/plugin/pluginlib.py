@@ -346,7 +346,8 @@ users:
     def claim_files(self):
         """Files that belong to claims (CDI specs, claim dirs, temporaries)."""
         return [f for f in self.files()
-                if f.startswith('cdi/') or f.startswith('host/claims/')]
+                if (f.startswith('cdi/') or f.startswith('host/claims/')) and
+                not (f.startswith('cdi/.gpuslice-') and f.endswith('.lock'))]  # the instance lock
 
     def checkpoint(self):
         try:

@@ -106,6 +106,9 @@ def check_prepare(t, env, version, ckeys):
     uuid_ = env.slices()[0]['spec']['devices'][0]['attributes']['uuid']['string']
     t.like(limits, f'device {uuid_} memory=4294967296 cores=30', 'limits file keyed by UUID')
     t.like(limits, f'region /var/run/gpuslice/claims/{uid}/region', 'limits file names region')
+    t.like(limits, 'peers /var/run/gpuslice/peers', 'limits file names the peers directory (QoS)')
+    t.ok('/var/run/gpuslice/peers' in mounts and 'ro' in mounts['/var/run/gpuslice/peers']['options'],
+         "the node's claims mounted read-only as peers (compute QoS)")
     t.is_eq(stat.S_IMODE(os.stat(lim_h).st_mode), 0o444, 'limits file is read-only')
     t.ok(os.path.isdir(os.path.join(env.dirs['host'], 'claims', uid, 'region')),
          'shared region dir exists')

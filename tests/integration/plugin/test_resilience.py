@@ -128,6 +128,37 @@ def test_client_cancel(t, env):
     env.api.clear_faults()
 
 
+def test_slow_api(t, env):
+    """Issue 21: every claim GET takes 2 s, kubelet's deadline is 5 s, 20 claims. The caller's
+    deadline (not the API cut-off half a second before it) decides: what was fetched in time is
+    prepared, and retries converge (each finds more claims prepared)."""
+    cs = [env.api.put(pl.claim(f'slow-{i}', results=[('r', 'hami-gpu-0', 1, '100Mi')]))
+          for i in range(20)]
+    env.api.delay_next(100000, 2, match='/resourceclaims/slow-')
+    refs = [pl.ref(c) for c in cs]
+    done, rounds = set(), []
+    try:
+        for _ in range(6):
+            try:
+                resp = env.kubelet.prepare('v1', refs, timeout=5)
+            except grpc.RpcError as e:
+                rounds.append(str(e.code()))
+                continue
+            ok = {u for u, r in resp.claims.items() if not r.error}
+            rounds.append(len(ok))
+            done |= ok
+            if len(done) == len(cs):
+                break
+    finally:
+        env.api.clear_faults()
+    t.ok(isinstance(rounds[0], int) and rounds[0] > 0, 'slow API: the first call prepares the '
+         'claims it fetched in time', diag=rounds)
+    t.is_eq(len(done), len(cs), 'slow API: retries converge: all 20 claims prepared',
+            )
+    t.diag(f'prepared per call: {rounds}')
+    env.kubelet.unprepare('v1', refs, timeout=30)
+
+
 def test_single_instance(t, env):
     r = subprocess.run(env.args(), capture_output=True, text=True, env=env.env(), timeout=60)
     t.ok(r.returncode != 0, 'single instance: a second plugin on the same state dir exits',
@@ -139,6 +170,31 @@ def test_single_instance(t, env):
         t.ok(True, 'single instance: the first plugin still answers')
     except grpc.RpcError as e:
         t.ok(False, 'single instance: the first plugin still answers', diag=e.code())
+
+
+def test_shared_dirs(t, env):
+    """A second instance with its own state directory but the same socket and CDI directories
+    (issue 21) must refuse to start: it used to delete the first's CDI specs at start and both
+    sockets at exit."""
+    import tempfile
+    other = tempfile.mkdtemp(prefix='gs-plugin-state2-')
+    args = env.args()
+    args[args.index('--state-dir') + 1] = other
+    cdi = sorted(os.listdir(env.dirs['cdi']))
+    socks = sorted(os.listdir(env.dirs['plugin'])) + sorted(os.listdir(env.dirs['registrar']))
+    r = subprocess.run(args, capture_output=True, text=True, env=env.env(), timeout=60)
+    t.ok(r.returncode != 0 and 'refusing to start a second one' in r.stderr,
+         'shared dirs: a second plugin with its own state dir but the same socket and CDI dirs '
+         'refuses to start', diag=r.stderr[-600:])
+    t.like(r.stderr, str(env.proc.pid), 'shared dirs: naming the running pid')
+    t.is_eq(sorted(os.listdir(env.dirs['cdi'])), cdi, "shared dirs: the first's CDI specs stay")
+    t.is_eq(sorted(os.listdir(env.dirs['plugin'])) + sorted(os.listdir(env.dirs['registrar'])),
+            socks, "shared dirs: the first's sockets stay")
+    try:
+        env.kubelet.get_info(env.kubelet.wait_socket(5), timeout=5)
+        t.ok(True, 'shared dirs: the first plugin still answers')
+    except grpc.RpcError as e:
+        t.ok(False, 'shared dirs: the first plugin still answers', diag=e.code())
 
 
 def test_socket_ownership(t, env):
@@ -237,7 +293,9 @@ def main():
         t.run('starvation', test_starvation, t, env)
         t.run('hostile strings', test_hostile_strings, t, env)
         t.run('client cancel', test_client_cancel, t, env)
+        t.run('slow api', test_slow_api, t, env)
         t.run('single instance', test_single_instance, t, env)
+        t.run('shared dirs', test_shared_dirs, t, env)
         t.run('socket ownership', test_socket_ownership, t, env)
         t.run('temporaries', test_temporaries, t, env)
         t.run('huge checkpoint', test_huge_checkpoint, t, env)

@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import jsonschema
 import yaml
@@ -35,6 +36,17 @@ CLUSTER_SCOPED = {'Namespace', 'ClusterRole', 'ClusterRoleBinding', 'DeviceClass
                   'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'}
 # Not units of the product: examples are the lab's workload, components are patches.
 NOT_UNITS = {'examples', 'components', 'overlays', 'container'}
+# Whole installs, one per mode: the namespace plus units (issue 26, "one-command install"). They
+# may hold the Namespace; deleting one removes the mode; they are compared with nothing.
+INSTALLS = {'dra', 'legacy'}
+# Units below the top level.
+NESTED_UNITS = {'legacy/unit'}
+# Built binary of each command the manifests run (environment variable of the test env).
+COMMAND_BINARY = {'/usr/bin/gpuslice-kubelet-plugin': 'GS_PLUGIN',
+                  '/usr/bin/gpuslice-webhook': 'GS_WEBHOOK',
+                  '/usr/bin/gpuslice-monitor': 'GS_MONITOR',
+                  '/usr/bin/gpuslice-extender': 'GS_EXTENDER',
+                  '/usr/bin/gpuslice-device-plugin': 'GS_DEVICE_PLUGIN'}
 PSS_LEVELS = ['restricted', 'baseline', 'privileged']
 BASELINE_CAPS = {'AUDIT_WRITE', 'CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'MKNOD',
                  'NET_BIND_SERVICE', 'SETFCAP', 'SETGID', 'SETPCAP', 'SETUID', 'SYS_CHROOT'}
@@ -201,6 +213,224 @@ def check_plugin(t, rel, objs, plugin_bin):
              f'{rel}: driver from the host library path (no --driver-root)')
 
 
+NODE_TERMS = [('feature.node.kubernetes.io/pci-10de.present', 'true'),
+              ('feature.node.kubernetes.io/cpu-model.vendor_id', 'NVIDIA'),
+              ('nvidia.com/gpu.present', 'true')]
+
+
+def node_terms(spec):
+    """The (key, value) of each required node-affinity term (one In expression each), plus the
+    nodeSelector's pairs."""
+    terms = (spec.get('affinity', {}).get('nodeAffinity', {})
+             .get('requiredDuringSchedulingIgnoredDuringExecution', {}).get('nodeSelectorTerms', []))
+    out = []
+    for term in terms:
+        for e in term.get('matchExpressions', []):
+            out.append((e['key'], tuple(e.get('values', []))))
+    out += [(k, (v,)) for k, v in spec.get('nodeSelector', {}).items()]
+    return out
+
+
+def render_overlay(kubectl, deploy, work, name, body):
+    """Render an overlay written in work/name whose paths are relative to deploy/."""
+    d = os.path.join(work, name)
+    os.makedirs(d, exist_ok=True)
+    rel = os.path.relpath(deploy, d)
+    with open(os.path.join(d, 'kustomization.yaml'), 'w') as f:
+        f.write(body.replace('@DEPLOY@', rel))
+    return render(kubectl, d)
+
+
+def check_node_selection(t, kubectl, deploy, work, rendered):
+    """Which nodes the node daemons land on (issue 26 #1): by default any NVIDIA node (NFD's PCI
+    or CPU vendor label, or gpu.present), narrowed or replaced by one component."""
+    daemons = [(rel, o) for rel in ('overlays/standard', 'overlays/gpu-operator', 'monitoring')
+               for o in rendered.get(rel, []) if o['kind'] == 'DaemonSet']
+    t.ok(len(daemons) >= 3, 'the plugin overlays and the monitor render DaemonSets',
+         diag=[(r, o['metadata']['name']) for r, o in daemons])
+    for rel, o in daemons:
+        got = node_terms(pod_spec(o))
+        want = [(k, (v,)) for k, v in NODE_TERMS]
+        t.is_eq(got, want, f"{rel}: {o['metadata']['name']} selects NVIDIA nodes by NFD's "
+                'vendor labels or nvidia.com/gpu.present (any of them)')
+    cases = [('node-selection-gpu-present', [('nvidia.com/gpu.present', ('true',))], None),
+             ('node-selection-label', [('gpuslice.io/gpu-node', ('true',))], None),
+             ('tolerate-all', None, [{'operator': 'Exists'}])]
+    for comp, terms, tolerations in cases:
+        objs, err = render_overlay(kubectl, deploy, work, comp, f"""\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [@DEPLOY@/overlays/standard, @DEPLOY@/monitoring]
+components: [@DEPLOY@/components/{comp}]
+""")
+        if not t.ok(objs is not None, f'an overlay with components/{comp} renders', diag=err):
+            continue
+        for o in (o for o in objs if o['kind'] == 'DaemonSet'):
+            spec = pod_spec(o)
+            if terms is not None:
+                t.is_eq(node_terms(spec), terms,
+                        f"components/{comp}: {o['metadata']['name']} node selection")
+            if tolerations is not None:
+                t.is_eq(spec.get('tolerations'), tolerations,
+                        f"components/{comp}: {o['metadata']['name']} tolerates every taint")
+
+
+def check_legacy_scheduler(t, kubectl, deploy, work, rendered):
+    """hami-scheduler can lead (issue 26 #2): a Role grants the lease its configuration names,
+    and the kube-scheduler image follows an `images:` override to the cluster's version."""
+    objs = rendered.get('legacy', [])
+    cms = [o for o in objs if o['kind'] == 'ConfigMap' and o['metadata']['name'] ==
+           'hami-scheduler-config']
+    if not t.ok(cms, 'deploy/legacy renders the scheduler configuration'):
+        return
+    cfg = yaml.safe_load(cms[0]['data']['config.yaml'])
+    le = cfg.get('leaderElection', {})
+    lease_ns, lease = le.get('resourceNamespace'), le.get('resourceName')
+    sa = [pod_spec(o)['serviceAccountName'] for o in objs
+          if o['kind'] == 'Deployment' and o['metadata']['name'] == 'hami-scheduler']
+    roles = {o['metadata']['name']: o for o in objs if o['kind'] == 'Role'
+             and o['metadata'].get('namespace') == lease_ns}
+    granted = set()
+    for b in (o for o in objs if o['kind'] == 'RoleBinding'
+              and o['metadata'].get('namespace') == lease_ns):
+        if not any(s.get('kind') == 'ServiceAccount' and s.get('name') in sa
+                   for s in b.get('subjects', [])):
+            continue
+        for rule in roles.get(b['roleRef']['name'], {}).get('rules', []):
+            if 'coordination.k8s.io' in rule.get('apiGroups', []) and \
+                    'leases' in rule.get('resources', []):
+                names = rule.get('resourceNames') or ['*']
+                for v in rule.get('verbs', []):
+                    for n in names:
+                        granted.add((v, n))
+    need = {('create', '*'), ('get', lease), ('update', lease)}
+    t.ok(need <= granted, f'hami-scheduler may create, get and update lease {lease_ns}/{lease}',
+         diag=sorted(granted))
+    objs2, err = render_overlay(kubectl, deploy, work, 'legacy-scheduler-version', """\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [@DEPLOY@/legacy]
+images: [{name: registry.k8s.io/kube-scheduler, newTag: v1.30.4}]
+""")
+    if t.ok(objs2 is not None, 'deploy/legacy with a kube-scheduler version override renders',
+            diag=err):
+        imgs = [c['image'] for o in objs2 if o['kind'] == 'Deployment'
+                for c in pod_spec(o)['containers'] if 'kube-scheduler' in c['image']]
+        t.is_eq(imgs, ['registry.k8s.io/kube-scheduler:v1.30.4'],
+                "hami-scheduler runs the cluster's kube-scheduler version when overridden")
+
+
+def check_flags(t, what, objs, p):
+    """Every gpuslice container's args are accepted by the built binary (--print-config)."""
+    for o in objs:
+        spec = pod_spec(o)
+        if spec is None:
+            continue
+        for c in spec['containers']:
+            cmd = (c.get('command') or [''])[0]
+            exe = os.environ.get(COMMAND_BINARY.get(cmd, ''), '')
+            if not exe or not os.path.exists(exe):
+                continue
+            env = dict(os.environ, NODE_NAME='node-1')
+            r = subprocess.run([exe, '--print-config'] + (c.get('args') or []), env=env,
+                               capture_output=True, text=True, timeout=30)
+            t.ok(r.returncode == 0, f"{what}: {cmd} accepts its manifest's flags",
+                 diag=(r.stderr or r.stdout)[-400:])
+
+
+def check_installs(t, kubectl, deploy, work, rendered, p):
+    """deploy/dra and deploy/legacy, alone and with each knob (components), render, validate and
+    do what the knob says (issue 26 one-command install)."""
+    ident_of = lambda objs: {ident(o) for o in objs}
+    knobs = {'dra': ['image', 'gpu-operator', 'no-webhook', 'no-monitoring', 'network-policies',
+                     'node-selection-gpu-present', 'tolerate-all', 'extended-resource'],
+             'legacy': ['image', 'no-monitoring', 'network-policies', 'tolerate-all']}
+    for mode, comps in knobs.items():
+        base = rendered.get(mode)
+        if not t.ok(base is not None, f'deploy/{mode} (the whole {mode} install) renders'):
+            continue
+        check_flags(t, f'deploy/{mode}', base, p)
+        # Each PodMonitor scrapes a pod of the install by a port that pod names.
+        pods = {o['spec']['template']['metadata'].get('labels', {}).get('app.kubernetes.io/name'):
+                o for o in base if pod_spec(o)}
+        for pm in (o for o in base if o['kind'] == 'PodMonitor'):
+            want = pm['spec']['selector']['matchLabels'].get('app.kubernetes.io/name')
+            if want not in pods:
+                continue  # the other mode's daemon
+            ports = {pt.get('name') for c in pod_spec(pods[want])['containers']
+                     for pt in c.get('ports', [])}
+            eps = [e.get('port') for e in pm['spec']['podMetricsEndpoints']]
+            t.ok(eps and set(eps) <= ports,
+                 f"deploy/{mode}: PodMonitor {pm['metadata']['name']} scrapes ports {want} names",
+                 diag=f'{eps} not in {sorted(ports - {None})}')
+        for combo in [[c] for c in comps] + [[c for c in comps if c != 'gpu-operator']]:
+            name = f'{mode}+' + '+'.join(combo)
+            body = ('apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n'
+                    f'resources: [@DEPLOY@/{mode}]\ncomponents: [' +
+                    ', '.join(f'@DEPLOY@/components/{c}' for c in combo) + ']\n')
+            objs, err = render_overlay(kubectl, deploy, work, name.replace('+', '_'), body)
+            if not t.ok(objs is not None, f'deploy/{mode} with {", ".join(combo)} renders',
+                        diag=err):
+                continue
+            ids = ident_of(objs)
+            if 'no-webhook' in combo:
+                t.is_eq(sorted(ids & ident_of(rendered.get('webhook', []))), [],
+                        f'{name}: no object of deploy/webhook is left')
+            if 'extended-resource' in combo:
+                dcs = [o for o in objs if o['kind'] == 'DeviceClass']
+                t.is_eq([o['spec'].get('extendedResourceName') for o in dcs], ['nvidia.com/gpu'],
+                        f'{name}: the DeviceClass serves nvidia.com/gpu as an extended resource')
+            if 'no-monitoring' in combo:
+                t.is_eq(sorted(ids & ident_of(rendered.get('monitoring', []))), [],
+                        f'{name}: no object of deploy/monitoring is left')
+            if 'image' in combo:
+                imgs = {c['image'] for o in objs if pod_spec(o)
+                        for c in pod_spec(o)['containers'] if 'gpuslice' in c['image']}
+                t.is_eq(sorted(imgs), ['registry.example.com/gpuslice/gpuslice:0.1.0'],
+                        f'{name}: one registry and tag for every gpuslice container')
+                secrets = [pod_spec(o).get('imagePullSecrets') for o in objs if pod_spec(o)
+                           and any('gpuslice' in c['image'] for c in pod_spec(o)['containers'])]
+                t.ok(secrets and all(s == [{'name': 'gpuslice-pull'}] for s in secrets),
+                     f'{name}: every gpuslice pod has the pull secret', diag=secrets)
+            if 'network-policies' in combo:
+                pods = {pod_spec(o) and o['spec']['template']['metadata']['labels']
+                        .get('app.kubernetes.io/name') for o in objs if pod_spec(o)}
+                nps = [o for o in objs if o['kind'] == 'NetworkPolicy']
+                sel = {o['spec']['podSelector'].get('matchLabels', {})
+                       .get('app.kubernetes.io/name') for o in nps} - {None}
+                served = pods - {None, 'gpuslice-device-plugin'}  # a unix socket only
+                t.ok(nps and served <= sel,
+                     f'{name}: a NetworkPolicy for each gpuslice pod that serves a port',
+                     diag=sorted(served - sel))
+            if len(combo) > 1:
+                check_flags(t, name, objs, p)
+                check_schemas(t, {name: objs})
+
+
+def check_webhook_certificates(t, rendered):
+    """cert-manager path (issue 26 #5): the serving certificate is issued by a CA issuer whose CA
+    is a long-lived certificate of its own, so a leaf renewal keeps the injected CA bundle."""
+    objs = rendered.get('webhook', [])
+    by = {(o['kind'], o['metadata']['name']): o for o in objs}
+    mwc = [o for o in objs if o['kind'] == 'MutatingWebhookConfiguration']
+    inject = mwc[0]['metadata'].get('annotations', {}).get('cert-manager.io/inject-ca-from', '') \
+        if mwc else ''
+    leaf = by.get(('Certificate', inject.split('/')[-1]))
+    if not t.ok(leaf, 'the webhook configuration injects the CA of a Certificate of the unit',
+                diag=inject):
+        return
+    issuer = by.get((leaf['spec']['issuerRef'].get('kind', 'Issuer'),
+                     leaf['spec']['issuerRef']['name']))
+    t.ok(issuer and 'ca' in issuer['spec'] and 'selfSigned' not in issuer['spec'],
+         'the serving certificate is issued by a CA issuer, not self-signed (renewals keep the '
+         'bundle)', diag=issuer)
+    ca = [o for o in objs if o['kind'] == 'Certificate' and issuer and
+          o['spec'].get('secretName') == issuer['spec'].get('ca', {}).get('secretName')]
+    t.ok(ca and ca[0]['spec'].get('isCA') and
+         ca[0]['spec'].get('privateKey', {}).get('rotationPolicy') == 'Never',
+         "the CA is a certificate of its own (isCA) whose key is kept across its renewals")
+
+
 def main():
     t = Tap()
     p = env_paths()
@@ -214,7 +444,8 @@ def main():
             t.skip('deploy/ renders with kubectl kustomize', 'kubectl not installed')
         return t.done()
     rels = [r for r in kustomizations(deploy) if kind_of(deploy, r) != 'Component']
-    units = {r for r in rels if '/' not in r and r not in NOT_UNITS}
+    units = {r for r in rels if '/' not in r and r not in NOT_UNITS | INSTALLS} | \
+        (NESTED_UNITS & set(rels))
     t.ok({'namespace', 'plugin', 'webhook'} <= units, 'units: namespace, plugin, webhook',
          diag=sorted(units))
     rendered = {}
@@ -227,7 +458,8 @@ def main():
     owners = sorted(rel for rel, objs in rendered.items()
                     if any(o['kind'] == 'Namespace' and o['metadata']['name'] == NS
                            for o in objs))
-    t.is_eq(owners, ['namespace'], f'only deploy/namespace declares Namespace {NS}')
+    t.is_eq(owners, sorted({'namespace'} | (INSTALLS & set(rendered))),
+            f'only deploy/namespace (and the whole installs {sorted(INSTALLS)}) declare Namespace {NS}')
     t.is_eq([ident(o) for o in rendered.get('namespace', [])], [('', 'Namespace', '', NS)],
             'deploy/namespace holds the Namespace and nothing else')
 
@@ -247,7 +479,7 @@ def main():
     # Deleting one unit deletes nothing of another. A unit that includes another (an overlay, or
     # deploy/legacy, which is the webhook in legacy mode plus its own objects) is an alternative
     # to what it includes, never installed beside it: those pairs are not compared.
-    deletable = sorted(r for r in rendered if r not in ('namespace', 'examples'))
+    deletable = sorted(r for r in rendered if r not in {'namespace', 'examples'} | INSTALLS)
     for a in deletable:
         mine = bases_of(deploy, a, units)
         ids_a = {ident(o) for o in rendered[a]}
@@ -316,6 +548,14 @@ def main():
                         t.is_eq(a, '--vgpu-lib=/usr/lib/gpuslice/libvgpu.so',
                                 f"{rel}: libvgpu.so at the image's path")
 
+    work = tempfile.mkdtemp(prefix='deploy-', dir=p['GS_BUILD_ROOT'])
+    try:
+        check_node_selection(t, kubectl, deploy, work, rendered)
+        check_legacy_scheduler(t, kubectl, deploy, work, rendered)
+        check_installs(t, kubectl, deploy, work, rendered, p)
+        check_webhook_certificates(t, rendered)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     check_schemas(t, rendered)
     return t.done()
 

@@ -62,6 +62,7 @@ static uint64_t now_us(void)
     return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
+static void report(long n, uint64_t busy_us, uint64_t start);
 static GS_CU_PFN(cuLaunchKernel) launch;
 static GS_CU_PFN(cuCtxSynchronize) ctx_sync;
 static set_cost_fn set_cost;
@@ -94,6 +95,71 @@ static CUfunction setup_function(void)
     if ((r = load(&m, "gpusim")) || (r = getf(&f, m, "sim_probe_kernel")))
         die("module", r);
     return f;
+}
+
+/* timeline <us> <depth> <ms>: <depth> launches of <us> between syncs; prints start_us (the
+ * CLOCK_MONOTONIC microsecond it began, comparable across processes) and the GPU time completed
+ * in each 100 ms of its run (busy= list, microseconds), for the QoS tests (issue 24). */
+static int cmd_timeline(unsigned us, int depth, long ms)
+{
+    CUfunction f = setup_function();
+    CUresult r;
+    if ((r = set_cost(f, us)))
+        die("gpusimSetKernelCost", r);
+    static uint64_t bucket[100000];
+    uint64_t start = now_us(), end = start + (uint64_t)ms * 1000;
+    long n = 0;
+    printf("start_us=%llu\n", (unsigned long long)start);
+    while (now_us() < end) {
+        for (int i = 0; i < depth; i++)
+            if ((r = launch(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL)))
+                die("cuLaunchKernel", r);
+        ctx_sync();
+        n += depth;
+        uint64_t b = (now_us() - start) / 100000;
+        if (b < 100000)
+            bucket[b] += (uint64_t)depth * us;
+    }
+    printf("launches=%ld wall_ms=%llu\nbusy=", n, (unsigned long long)((now_us() - start) / 1000));
+    for (long b = 0; b < ms / 100; b++)
+        printf("%s%llu", b ? "," : "", (unsigned long long)bucket[b]);
+    printf("\n");
+    return 0;
+}
+
+/* ctxchurn <us> <ms>: a fresh context per kernel of <us>, destroyed at once (issue 21 item 5) */
+static int cmd_ctxchurn(unsigned us, long ms)
+{
+    setup_function();
+    GS_CU_PFN(cuCtxCreate_v2)
+    create = (GS_CU_PFN(cuCtxCreate_v2))sym("cuCtxCreate_v2", "cuCtxCreate");
+    GS_CU_PFN(cuCtxDestroy_v2)
+    destroy = (GS_CU_PFN(cuCtxDestroy_v2))sym("cuCtxDestroy_v2", "cuCtxDestroy");
+    GS_CU_PFN(cuModuleLoadData)
+    load = (GS_CU_PFN(cuModuleLoadData))sym("cuModuleLoadData", "cuModuleLoadData");
+    GS_CU_PFN(cuModuleGetFunction)
+    getf = (GS_CU_PFN(cuModuleGetFunction))sym("cuModuleGetFunction", "cuModuleGetFunction");
+    if (!create || !destroy)
+        die("resolving cuCtxCreate_v2/cuCtxDestroy_v2", 0);
+    uint64_t start = now_us(), end = start + (uint64_t)ms * 1000, busy = 0;
+    long n = 0;
+    CUresult r;
+    while (now_us() < end) {
+        CUcontext c;
+        CUmodule m;
+        CUfunction f;
+        if ((r = create(&c, 0, 0)))
+            die("cuCtxCreate_v2", r);
+        if ((r = load(&m, "gpusim")) || (r = getf(&f, m, "sim_probe_kernel")) ||
+            (r = set_cost(f, us)) || (r = launch(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL)))
+            die("launch in a fresh context", r);
+        if ((r = destroy(c)))
+            die("cuCtxDestroy_v2", r);
+        busy += us;
+        n++;
+    }
+    report(n, busy, start);
+    return 0;
 }
 
 static void report(long n, uint64_t busy_us, uint64_t start)
@@ -228,6 +294,10 @@ int main(int argc, char **argv)
                          argc == 6 && strcmp(argv[5], "new-grid") == 0);
     if (argc == 5 && strcmp(argv[1], "kernel") == 0)
         return cmd_kernel(argv[2], (unsigned)atoi(argv[3]), atol(argv[4]));
-    fprintf(stderr, "usage: limiter_probe mixed|queue|kernel ...\n");
+    if (argc == 5 && strcmp(argv[1], "timeline") == 0)
+        return cmd_timeline((unsigned)atoi(argv[2]), atoi(argv[3]), atol(argv[4]));
+    if (argc == 4 && strcmp(argv[1], "ctxchurn") == 0)
+        return cmd_ctxchurn((unsigned)atoi(argv[2]), atol(argv[3]));
+    fprintf(stderr, "usage: limiter_probe mixed|queue|kernel|timeline|ctxchurn ...\n");
     return 2;
 }

@@ -62,7 +62,7 @@ def check_admission(t, api, wh):
     t.ok(api.get('resourceclaimtemplates', 'team-a', name2) is None, 'dryRun: nothing written')
     spec2 = {'devices': {'requests': [{'name': 'gpu', 'exactly': {
         'deviceClassName': DRIVER, 'allocationMode': 'ExactCount', 'count': 1,
-        'capacity': {'requests': {'cores': '0', 'memory': '2Gi'}}}}]}}
+        'capacity': {'requests': {'memory': '2Gi'}}}}]}}
     digest = hashlib.sha256(json.dumps(spec2, sort_keys=True, separators=(',', ':'))
                             .encode()).hexdigest()
     t.is_eq(name2, 'gpuslice-' + digest[:20], 'template name = hash of the expected spec')
@@ -127,16 +127,24 @@ def check_admission(t, api, wh):
          'pod with its own claim for our class: unchanged')
     t.like(' '.join(resp7['response'].get('warnings', [])), 'already has claim "mine"',
            'warning says why')
-    # A DeviceClass mapping nvidia.com/gpu through extendedResourceName: translated + warning.
+    # A DeviceClass mapping nvidia.com/gpu through extendedResourceName (issue 25): a pod asking
+    # whole GPUs only is left to the scheduler; one asking memory is translated; both warned.
     api.put({'apiVersion': 'resource.k8s.io/v1', 'kind': 'DeviceClass',
              'metadata': {'name': 'gpu.nvidia.com'},
              'spec': {'extendedResourceName': 'nvidia.com/gpu'}})
     _, resp8 = wh.mutate(review(pod({'nvidia.com/gpu': '1'}), uid='ern'))
-    t.ok(resp8['response']['allowed'] and 'patch' in resp8['response'],
-         'extendedResourceName class present: still translated')
+    t.ok(resp8['response']['allowed'] and 'patch' not in resp8['response'],
+         'extendedResourceName class present: a whole-GPU pod is left to the scheduler')
     t.like(' '.join(resp8['response'].get('warnings', [])),
            'DeviceClass gpu.nvidia.com maps nvidia.com/gpu through extendedResourceName',
            'admission warning names the DeviceClass')
+    _, resp8 = wh.mutate(review(pod({'nvidia.com/gpu': '1', 'nvidia.com/gpumem': '1024'}),
+                                uid='ern-mem'))
+    t.ok(resp8['response']['allowed'] and 'patch' in resp8['response'],
+         'extendedResourceName class present: a gpumem pod is still translated')
+    t.like(' '.join(resp8['response'].get('warnings', [])),
+           'DeviceClass gpu.nvidia.com maps nvidia.com/gpu through extendedResourceName',
+           'admission warning names the DeviceClass (translated pod)')
     return resp
 
 

@@ -226,9 +226,9 @@ static void test_requests(void)
     char *cfg = json_dumps(json_object_get(json_object_get(o.allocation, "devices"), "config"),
                            JSON_COMPACT);
     is_str(cfg,
-           "[{\"source\":\"FromClass\",\"opaque\":{\"driver\":\"gpu.example.com\",\"parameters\":{"
-           "\"mode\":\"class\"}}}]",
-           "config entry FromClass");
+           "[{\"source\":\"FromClass\",\"requests\":[\"r\"],\"opaque\":{\"driver\":"
+           "\"gpu.example.com\",\"parameters\":{\"mode\":\"class\"}}}]",
+           "config entry FromClass, naming the request that used the class");
     free(cfg);
     outcome_fini(&o);
     is_int(claim_on(st,
@@ -559,9 +559,10 @@ static void test_errors_and_limits(void)
                                "gpu, count: 1}\n"
                                "    - name: b\n      exactly: {deviceClassName: gpu, count: 32}\n",
                     "n1", ALLOC_POLICY_FIRST_FIT, &o),
-           ALLOC_UNSCHEDULABLE, "33 devices in one claim are not");
-    like_str(o.why, "TooManyDevices: the claim needs 33 devices, more than 32 in one allocation",
-             "explained as TooManyDevices");
+           -EINVAL, "33 devices in one claim are an error (kube-scheduler's Allocate)");
+    like_str(o.err, "claim ns/a33: number of requested devices 33 exceeds the claim limit of 32",
+             "the message gives the count and the limit");
+    like_str(o.why, "InvalidClaim", "explained as InvalidClaim");
     outcome_fini(&o);
     alloc_state_free(st);
 

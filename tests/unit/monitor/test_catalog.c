@@ -256,7 +256,7 @@ int main(void)
     ok(has(t, "gpuslice_monitor_skipped_total{cause=\"region_bad_magic\"} 1\n"),
        "skipped counter exported by cause");
     ok(has(t, "gpuslice_monitor_claims{source=\"plugin\"} 3\n"), "claims by source");
-    ok(has(t, "gpuslice_build_info{version=\"test\",commit=\"unknown\",region_version=\"2\"} 1\n"),
+    ok(has(t, "gpuslice_build_info{version=\"test\",commit=\"unknown\",region_version=\"3\"} 1\n"),
        "build info (a unit test links no version_dep: commit unknown)");
     free(t);
 

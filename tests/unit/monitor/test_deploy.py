@@ -74,7 +74,12 @@ def check_daemonset(ds):
          '--state-dir=/var/lib/kubelet/plugins/hami-core-gpu.project-hami.io' in args,
          'the kubelet plugin\'s host and state directories')
     ports = {p['name']: p['containerPort'] for p in c.get('ports', [])}
-    t.is_eq(ports, {'metrics': 31995}, 'container port metrics=31995')
+    t.is_eq(ports, {'metrics': 31995, 'probes': 31996},
+            'container ports metrics=31995, probes=31996')
+    t.ok('--probe-listen=:31996' in args and
+         c['livenessProbe']['httpGet']['port'] == 'probes' and
+         c['readinessProbe']['httpGet']['port'] == 'probes',
+         "kubelet's probes go to the probe listener (--probe-listen=:31996)")
     t.ok(c['livenessProbe']['httpGet']['path'] == '/healthz' and
          c['readinessProbe']['httpGet']['path'] == '/readyz', 'probes on /healthz and /readyz')
     env = {e['name']: e for e in c.get('env', [])}

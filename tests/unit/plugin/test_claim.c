@@ -2,6 +2,7 @@
 /* claim_plan_build: what kubelet's claim turns into (limits per device, results, errors). */
 #include <string.h>
 
+#include "config/limits.h"
 #include "gpu/claim.h"
 #include "plugin-fixtures.h"
 #include "tap.h"
@@ -134,5 +135,74 @@ int main(void)
                         json_integer(101));
     ok(claim_plan_from_json(j, &back, &e) < 0, "cores 101 in a checkpoint refused");
     json_decref(j);
+
+    /* Per-claim configuration (issue 24): our driver's opaque parameters. */
+    const char *res = "[{\"request\":\"gpu\",\"driver\":\"" DRV "\",\"pool\":\"" NODE
+                      "\",\"device\":\"hami-gpu-0\",\"consumedCapacity\":{\"cores\":\"30\"}}]";
+    struct cfg_case {
+        const char *config, *msg;
+        int policy, priority, log_level;
+    } cases[] = {
+        {"[{\"source\":\"FromClaim\",\"opaque\":{\"driver\":\"" DRV "\",\"parameters\":"
+         "{\"apiVersion\":\"gpuslice.io/v1alpha1\",\"kind\":\"GpuSliceConfig\","
+         "\"computePolicy\":\"hard\",\"priority\":0,\"logLevel\":2}}}]",
+         NULL, GS_POLICY_HARD, 0, 2},
+        /* class first, claim overrides; another driver's entry and another request's ignored */
+        {"[{\"source\":\"FromClaim\",\"opaque\":{\"driver\":\"" DRV "\",\"parameters\":"
+         "{\"apiVersion\":\"gpuslice.io/v1alpha1\",\"kind\":\"GpuSliceConfig\","
+         "\"computePolicy\":\"disabled\"}}},"
+         "{\"source\":\"FromClass\",\"opaque\":{\"driver\":\"" DRV "\",\"parameters\":"
+         "{\"apiVersion\":\"gpuslice.io/v1alpha1\",\"kind\":\"GpuSliceConfig\","
+         "\"computePolicy\":\"hard\",\"priority\":1}}},"
+         "{\"source\":\"FromClaim\",\"requests\":[\"other\"],\"opaque\":{\"driver\":\"" DRV
+         "\",\"parameters\":{\"bogus\":1}}},"
+         "{\"source\":\"FromClaim\",\"opaque\":{\"driver\":\"nic.example.com\","
+         "\"parameters\":{\"x\":1}}}]",
+         NULL, GS_POLICY_DISABLED, 1, -1},
+        {"[{\"source\":\"FromClaim\",\"opaque\":{\"driver\":\"" DRV "\",\"parameters\":"
+         "{\"apiVersion\":\"gpuslice.io/v1alpha1\",\"kind\":\"GpuSliceConfig\","
+         "\"computePolcy\":\"hard\"}}}]",
+         "claim test-dra/single-gpu-0: config[0].opaque.parameters: unknown field \"computePolcy\"",
+         0, 0, 0},
+        {"[{\"source\":\"FromClaim\",\"opaque\":{\"driver\":\"" DRV "\",\"parameters\":"
+         "{\"apiVersion\":\"gpuslice.io/v1alpha1\",\"kind\":\"GpuSliceConfig\","
+         "\"computePolicy\":\"soft\"}}}]",
+         "claim test-dra/single-gpu-0: config[0].opaque.parameters.computePolicy: \"soft\" is "
+         "not hard, work-conserving or disabled",
+         0, 0, 0},
+        {"[{\"source\":\"FromClaim\",\"opaque\":{\"driver\":\"" DRV "\",\"parameters\":"
+         "{\"apiVersion\":\"gpuslice.io/v1alpha1\",\"kind\":\"GpuSliceConfig\","
+         "\"priority\":5}}}]",
+         "claim test-dra/single-gpu-0: config[0].opaque.parameters.priority: out of range is "
+         "not 0 (high) or 1 (low)",
+         0, 0, 0},
+        {"[{\"source\":\"FromClaim\",\"opaque\":{\"driver\":\"" DRV "\",\"parameters\":"
+         "{\"apiVersion\":\"gpuslice.io/v2\",\"kind\":\"GpuSliceConfig\"}}}]",
+         "claim test-dra/single-gpu-0: config[0].opaque.parameters.apiVersion: \"gpuslice.io/v2\" "
+         "is not gpuslice.io/v1alpha1",
+         0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_t *c = fixture_claim(UID, res);
+        json_error_t je2;
+        json_object_set_new(
+            json_object_get(json_object_get(json_object_get(c, "status"), "allocation"), "devices"),
+            "config", json_loads(cases[i].config, 0, &je2));
+        r = claim_plan_build(c, "test-dra", "single-gpu-0", UID, DRV, NODE, &inv, &p, &e);
+        json_decref(c);
+        if (cases[i].msg) {
+            is_int(r, -EINVAL, "config case %zu fails the claim", i);
+            like_str(e.msg, cases[i].msg, "config case %zu message", i);
+        } else {
+            is_int(r, 0, "config case %zu builds (%s)", i, e.msg);
+            is_int(p.qos.policy, cases[i].policy, "config case %zu policy", i);
+            is_int(p.qos.priority, cases[i].priority, "config case %zu priority", i);
+            is_int(p.qos.log_level, cases[i].log_level, "config case %zu log level", i);
+            j = claim_plan_to_json(&p);
+            is_int(claim_plan_from_json(j, &back, &e), 0, "config case %zu checkpoint", i);
+            ok(memcmp(&p, &back, sizeof(p)) == 0, "config case %zu checkpoint round trip", i);
+            json_decref(j);
+        }
+    }
     return tap_done();
 }

@@ -10,6 +10,12 @@
 #include "tap.h"
 #include "vgpu/vgpu-internal.h"
 
+/* hami-region.c registers its usage mirror with region.c (not compiled into this test) */
+void vgpu_region_set_usage_hook(vgpu_usage_hook_fn fn)
+{
+    (void)fn;
+}
+
 #define MiB   (1ULL << 20)
 #define UUID0 "GPU-aaaaaaaa-0000-0000-0000-000000000000"
 #define UUID1 "GPU-aaaaaaaa-0000-0000-0000-000000000001"
@@ -131,11 +137,13 @@ int main(void)
                "env only, no SHARED_CACHE: the container's default region " GS_REGION_PATH_DEFAULT);
     }
     {
-        const char *env[] = {envdir, "CUDA_DEVICE_MEMORY_LIMIT=1g",
-                             "CUDA_DEVICE_MEMORY_SHARED_CACHE=/tmp/x.cache",
+        char cache[512], want[512];
+        snprintf(cache, sizeof(cache), "CUDA_DEVICE_MEMORY_SHARED_CACHE=%s/x.cache", dir);
+        snprintf(want, sizeof(want), "%s/x.cache.gpuslice", dir);
+        const char *env[] = {envdir, "CUDA_DEVICE_MEMORY_LIMIT=1g", cache,
                              "GPUSLICE_CONTEXT_OVERHEAD=300m", NULL};
-        is_int(scenario_region(env, UUID0, "/tmp/x.cache", 300 * MiB, dir), 0,
-               "env only: CUDA_DEVICE_MEMORY_SHARED_CACHE names the region; "
+        is_int(scenario_region(env, UUID0, want, 300 * MiB, dir), 0,
+               "env only: our region next to HAMi-core's at CUDA_DEVICE_MEMORY_SHARED_CACHE; "
                "GPUSLICE_CONTEXT_OVERHEAD=300m");
     }
     {

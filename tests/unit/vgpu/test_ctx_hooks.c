@@ -94,6 +94,10 @@ void vgpu_pools_sync(void) {}
 
 /* the limiter forgets a gone context's events */
 static int limiter_told;
+void vgpu_limiter_ctx_going(void *ctx)
+{
+    (void)ctx;
+}
 void vgpu_limiter_ctx_gone(void *ctx)
 {
     (void)ctx;

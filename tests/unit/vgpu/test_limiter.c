@@ -13,14 +13,26 @@
  * last_kernel_ns), and the event-destroy race (a thread waiting on a measurement's event while
  * another thread consumes that measurement).
  */
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "config/limits.h"
 #include "tap.h"
 #include "vgpu/limiter.h"
+#include "vgpu/qos.h"
 #include "vgpu/vgpu-internal.h"
+
+/* hami-region.c registers its usage mirror with region.c (not compiled into this test) */
+void vgpu_region_set_usage_hook(vgpu_usage_hook_fn fn)
+{
+    (void)fn;
+}
 
 /* libvgpu symbols limiter.c refers to outside its core (only used by vgpu_limiter_before). */
 struct gs_real_cuda gs_real_cu;
@@ -91,10 +103,15 @@ static uint64_t f_wall(void)
     return 1700000000ULL * 1000000000ULL + f_now();
 }
 
+static struct gs_region_device peer_rd;
+static bool peer_live; /* the QoS tests' co-tenant keeps work pending as time passes */
+
 static void f_sleep(int64_t ns)
 {
     pthread_mutex_lock(&fk_lock);
     fk_now += (uint64_t)ns;
+    if (peer_live)
+        atomic_store(&peer_rd.pending_ns, fk_now);
     pthread_mutex_unlock(&fk_lock);
 }
 
@@ -269,6 +286,7 @@ static void reset_world(void)
     fk_sync_waiting = fk_sync_release = 0;
     pthread_mutex_unlock(&fk_lock);
     vgpu_limiter_set_ops(&fake_ops);
+    vgpu_qos_reset();
     memset(&rd, 0, sizeof(rd));
     atomic_store(&rd.refill_ns, f_now());
 }
@@ -582,6 +600,36 @@ static void test_context_gone(void)
     ok(st.samples > 0, "measuring goes on in the new context (%u measurements)", st.samples);
 }
 
+/* Issue 21 item 5: a fresh context per 5 ms kernel, destroyed at once (a new module, so a new
+ * function and key each time): the measurements must outlive the contexts. Without
+ * vgpu_limiter_ctx_going the share read 95 % at a 30 % cap. */
+static void test_context_per_kernel(void)
+{
+    reset_world();
+    static int ctxs[4096];
+    uint64_t t0 = f_now(), b0 = fk_busy, end = t0 + 20ULL * 1000 * MS;
+    for (int i = 0; f_now() < end; i++) {
+        void *ctx = &ctxs[i % 4096];
+        pthread_mutex_lock(&fk_lock);
+        fk_ctx = ctx;
+        pthread_mutex_unlock(&fk_lock);
+        launch(0x500000 + (uint64_t)i, NULL, 5 * MS);
+        vgpu_limiter_ctx_going(ctx); /* cuCtxDestroy's hook, before the driver */
+        fake_ctx_destroy(ctx);
+        vgpu_limiter_ctx_gone(ctx);
+        fake_sync_all();
+    }
+    double share = 100.0 * (double)(fk_busy - b0) / (double)(f_now() - t0);
+    ok(share >= 27.0 && share <= 33.0,
+       "a context per 5 ms kernel, destroyed at once: %.2f %% (30 +-3): measurements outlive "
+       "their contexts",
+       share);
+    is_int(fk_use_after_destroy, 0, "no event of a destroyed context touched");
+    pthread_mutex_lock(&fk_lock);
+    fk_ctx = &fk_ctx_a;
+    pthread_mutex_unlock(&fk_lock);
+}
+
 static void *three_launches(void *arg)
 {
     (void)arg;
@@ -661,6 +709,202 @@ static void test_event_destroy_race(void)
     is_int(st.in_flight, 0, "nothing left in flight");
 }
 
+/* ------------------------------------------------------------------ compute QoS (issue 24) */
+
+/* One phase of a QoS run: `secs` of fake time, 16 launches of 1 ms between syncs, the peer
+ * showing work pending (its pending_ns kept fresh) or not; returns our share in the phase. */
+static double qos_phase(uint32_t cores, bool peer_active, double secs, bool forge)
+{
+    uint64_t t0 = f_now(), b0 = fk_busy, end = t0 + (uint64_t)(secs * 1e9);
+    peer_live = peer_active;
+    while (f_now() < end) {
+        if (peer_active)
+            atomic_store(&peer_rd.pending_ns, f_now());
+        if (forge) {
+            /* the tenant writes what it can write, its own region: claims priority 0 and
+             * policy disabled for monitors, no work pending, a full bucket */
+            atomic_store(&rd.qos, GS_REGION_QOS(GS_POLICY_DISABLED, 0, 0));
+            atomic_store(&rd.pending_ns, 0);
+        }
+        for (int i = 0; i < 16; i++) {
+            struct vgpu_launch l;
+            vgpu_limiter_begin(&l, &rd, 0, cores, 0xC0DE, NULL);
+            fake_kernel(NULL, 1 * MS);
+            vgpu_limiter_end(&l, CUDA_SUCCESS);
+        }
+        fake_sync_all();
+        if (peer_active)
+            atomic_store(&peer_rd.pending_ns, f_now());
+    }
+    peer_live = false;
+    return 100.0 * (double)(fk_busy - b0) / (double)(f_now() - t0);
+}
+
+static void qos_world(int policy, int priority, int peer_priority)
+{
+    reset_world();
+    memset(&peer_rd, 0, sizeof(peer_rd));
+    struct vgpu_qos_self self = {
+        .policy = policy, .priority = priority, .claim = "me", .peers_dir = "", .uuid = "GPU-x"};
+    vgpu_qos_configure(0, &self);
+    struct vgpu_qos_peer peer = {.priority = peer_priority, .cores = 70, .dev = &peer_rd};
+    vgpu_qos_set_peers(0, &peer, 1);
+}
+
+static void test_qos_decide(void)
+{
+    struct gs_region_device busy = {0}, idle = {0};
+    uint64_t now = 5000 * MS;
+    atomic_store(&busy.pending_ns, now - 1 * MS);
+    atomic_store(&idle.pending_ns, now - 2 * GS_REGION_PENDING_WINDOW_NS);
+    struct vgpu_qos_peer hi = {0, 50, &busy}, lo = {1, 50, &busy}, gone = {0, 50, &idle};
+    struct vgpu_qos_verdict v;
+    v = vgpu_qos_decide(GS_POLICY_WORK_CONSERVING, 1, 30, NULL, 0, -1, now);
+    ok(v.cores == 0 && v.state == GS_REGION_QOS_STATE_FREE, "decide: work-conserving alone: free");
+    v = vgpu_qos_decide(GS_POLICY_WORK_CONSERVING, 1, 30, &lo, 1, -1, now);
+    ok(v.cores == 30 && v.state == GS_REGION_QOS_STATE_CAPPED,
+       "decide: work-conserving, same priority pending: capped");
+    v = vgpu_qos_decide(GS_POLICY_WORK_CONSERVING, 0, 30, &lo, 1, -1, now);
+    ok(v.cores == 0, "decide: work-conserving, only a lower priority pending: free (HAMi)");
+    v = vgpu_qos_decide(GS_POLICY_WORK_CONSERVING, 1, 30, &hi, 1, -1, now);
+    ok(v.cores == VGPU_QOS_HOLD_FLOOR && v.state == GS_REGION_QOS_STATE_HELD,
+       "decide: higher priority pending: held at the floor");
+    v = vgpu_qos_decide(GS_POLICY_HARD, 1, 3, &hi, 1, -1, now);
+    ok(v.cores == 3 && v.state == GS_REGION_QOS_STATE_HELD, "decide: held below the floor: cap");
+    v = vgpu_qos_decide(GS_POLICY_WORK_CONSERVING, 1, 30, &gone, 1, -1, now);
+    ok(v.cores == 0, "decide: a peer idle for longer than the window does not count");
+    v = vgpu_qos_decide(GS_POLICY_HARD, 1, 30, NULL, 0, -1, now);
+    ok(v.cores == 30 && v.state == GS_REGION_QOS_STATE_CAPPED, "decide: hard alone: capped");
+    v = vgpu_qos_decide(GS_POLICY_DISABLED, 1, 30, &hi, 1, -1, now);
+    ok(v.cores == 0 && v.state == GS_REGION_QOS_STATE_FREE, "decide: disabled: free, never held");
+    v = vgpu_qos_decide(GS_POLICY_UNSET, 1, 30, NULL, 0, 0, now);
+    ok(v.cores == 0, "decide: HAMi's utilization_switch 0: free");
+    v = vgpu_qos_decide(GS_POLICY_UNSET, 1, 30, NULL, 0, 1, now);
+    ok(v.cores == 30, "decide: HAMi's utilization_switch 1: capped");
+    v = vgpu_qos_decide(GS_POLICY_UNSET, 1, 30, NULL, 0, -1, now);
+    ok(v.cores == 30, "decide: unset without HAMi's monitor: capped (hard)");
+}
+
+/* Shares judged from the fake GPU's timeline (what it executed). */
+static void test_qos_shares(void)
+{
+    qos_world(GS_POLICY_WORK_CONSERVING, 1, 1);
+    double alone = qos_phase(30, false, 5, false);
+    ok(alone >= 95.0, "work-conserving cap 30 alone: %.1f %% busy (>= 95)", alone);
+    double warm = qos_phase(30, true, 0.2, false);
+    double both = qos_phase(30, true, 10, false);
+    ok(both >= 27.0 && both <= 33.0,
+       "work-conserving cap 30, a same-priority tenant pending: %.2f %% (30 +-3; first 200 ms "
+       "%.1f %%)",
+       both, warm);
+    qos_phase(30, false, 0.2, false);
+    double after = qos_phase(30, false, 1, false);
+    ok(after >= 95.0, "the other tenant idles: %.1f %% within 200 ms (>= 95)", after);
+
+    qos_world(GS_POLICY_HARD, 1, 1);
+    double hard = qos_phase(30, false, 10, false);
+    ok(hard >= 27.0 && hard <= 33.0, "hard cap 30 alone: %.2f %% (30 +-3)", hard);
+
+    qos_world(GS_POLICY_WORK_CONSERVING, 1, 0);
+    double held = qos_phase(90, true, 10, false);
+    ok(held > 0.5 && held <= VGPU_QOS_HOLD_FLOOR + 1.0,
+       "low priority while a high one is pending: %.2f %% (the %u %% floor: never starved)", held,
+       VGPU_QOS_HOLD_FLOOR);
+    ok(atomic_load(&rd.held_ns) > 0, "held time published (held_ns %llu)",
+       (unsigned long long)atomic_load(&rd.held_ns));
+    is_int(GS_REGION_QOS_STATE(atomic_load(&rd.qos)), GS_REGION_QOS_STATE_HELD,
+           "state published: held");
+    qos_phase(90, false, 0.2, false);
+    double resumed = qos_phase(90, false, 1, false);
+    ok(resumed >= 90.0, "the high one idles: the low one gets %.1f %% within 200 ms (>= 90)",
+       resumed);
+
+    qos_world(GS_POLICY_DISABLED, 1, 0);
+    double dis = qos_phase(30, true, 2, false);
+    ok(dis >= 99.0, "disabled: %.1f %% (no cap, never held)", dis);
+}
+
+/* No self-promotion: writing its own region (all a tenant can write) does not raise its share;
+ * a co-tenant's priority comes from that co-tenant's read-only limits file, never its region. */
+static void write_peer(const char *dir, const char *claim, int priority, uint64_t pending,
+                       uint32_t forged_qos)
+{
+    char p[512];
+    snprintf(p, sizeof(p), "%s/%s", dir, claim);
+    mkdir(p, 0755);
+    snprintf(p, sizeof(p), "%s/%s/region", dir, claim);
+    mkdir(p, 0755);
+    struct gs_limits l;
+    struct gs_error err;
+    gs_limits_init(&l);
+    snprintf(l.claim, sizeof(l.claim), "%s", claim);
+    l.priority = priority;
+    gs_limits_add_device(&l, "GPU-qos-test", 0, 50, &err);
+    snprintf(p, sizeof(p), "%s/%s/%s.limits", dir, claim, claim);
+    unlink(p);
+    ok(gs_limits_write(p, &l, &err) == 0, "peer %s limits written (%s)", claim, err.msg);
+    struct gs_region *r = calloc(1, sizeof(*r));
+    r->magic = GS_REGION_MAGIC;
+    r->version = GS_REGION_VERSION;
+    r->size = sizeof(*r);
+    atomic_store(&r->init_state, GS_REGION_READY);
+    atomic_store(&r->n_devices, 1);
+    strcpy(r->devices[0].uuid, "GPU-qos-test");
+    atomic_store(&r->devices[0].pending_ns, pending);
+    atomic_store(&r->devices[0].qos, forged_qos);
+    snprintf(p, sizeof(p), "%s/%s/region/region", dir, claim);
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ok(fd >= 0 && write(fd, r, sizeof(*r)) == (ssize_t)sizeof(*r), "peer %s region written", claim);
+    close(fd);
+    free(r);
+}
+
+static void test_qos_no_self_promotion(void)
+{
+    /* 1. the tenant forges its own region: its share under contention stays at its cap */
+    qos_world(GS_POLICY_WORK_CONSERVING, 1, 1);
+    qos_phase(30, true, 0.5, true);
+    double forged = qos_phase(30, true, 10, true);
+    ok(forged >= 27.0 && forged <= 33.0,
+       "a tenant writing its own region (priority 0, disabled, nothing pending) stays at its "
+       "cap under contention: %.2f %% (30 +-3)",
+       forged);
+
+    /* 2. a co-tenant whose region claims priority 0 but whose limits file says 1 does not hold
+     * us; the same co-tenant with priority 0 in its limits file does (the test can fail) */
+    char dir[] = "/tmp/gs-qos-peers-XXXXXX";
+    ok(mkdtemp(dir) != NULL, "peers dir");
+    reset_world();
+    uint64_t now = f_now();
+    write_peer(dir, "forger", 1, now, GS_REGION_QOS(GS_POLICY_HARD, 0, 0));
+    struct vgpu_qos_self self = {.policy = GS_POLICY_WORK_CONSERVING,
+                                 .priority = 1,
+                                 .claim = "me",
+                                 .peers_dir = dir,
+                                 .uuid = "GPU-qos-test"};
+    vgpu_qos_configure(0, &self);
+    struct vgpu_qos_verdict v = vgpu_qos_verdict(0, &rd, 90, now);
+    ok(v.state == GS_REGION_QOS_STATE_CAPPED && v.cores == 90,
+       "a co-tenant's forged priority in its region is ignored: capped at our own cap, not "
+       "held (state %u, cores %u)",
+       v.state, v.cores);
+    write_peer(dir, "forger", 0, now, 0);
+    vgpu_qos_configure(0, &self); /* re-scan now */
+    v = vgpu_qos_verdict(0, &rd, 90, now);
+    ok(v.state == GS_REGION_QOS_STATE_HELD,
+       "the same co-tenant with priority 0 in its read-only limits file holds us (state %u)",
+       v.state);
+    write_peer(dir, "me", 0, now, 0); /* our own claim's directory is never a peer */
+    write_peer(dir, "forger", 1, now - 10 * GS_REGION_PENDING_WINDOW_NS, 0);
+    vgpu_qos_configure(0, &self);
+    v = vgpu_qos_verdict(0, &rd, 90, now);
+    ok(v.state == GS_REGION_QOS_STATE_FREE,
+       "our own claim in the peers directory is not a co-tenant; an idle peer: free (%u)", v.state);
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    ok(system(cmd) == 0, "cleanup");
+}
+
 int main(void)
 {
     tap_plan_auto();
@@ -671,9 +915,13 @@ int main(void)
     test_monitor_fields();
     test_counters_published();
     test_context_gone();
+    test_context_per_kernel();
     test_pool_never_drops();
     test_event_destroy_race();
     test_adversarial();
+    test_qos_decide();
+    test_qos_shares();
+    test_qos_no_self_promotion();
     vgpu_limiter_set_ops(NULL);
     return tap_done();
 }

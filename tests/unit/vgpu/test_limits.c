@@ -61,8 +61,23 @@ static void test_parse_bad(void)
          "line 3: device " UUID0 ": memory= is missing", 0},
         {"version 1\nclaim c\ndevice " UUID0 " memory=1 cores=10 color=red\n",
          "line 3: device " UUID0 ": unknown or repeated key \"color\"", 0},
-        {"version 2\nclaim c\ndevice " UUID0 " memory=1 cores=10\n",
-         "line 1: version: 2 is not supported (this reader knows 1)", 0},
+        {"version 3\nclaim c\ndevice " UUID0 " memory=1 cores=10\n",
+         "line 1: version: 3 is not supported (this reader knows 1..2)", 0},
+        /* version 2: QoS directives (issue 24) */
+        {"version 1\nclaim c\npolicy hard\ndevice " UUID0 " memory=1 cores=10\n",
+         "line 3: policy: needs version 2 (the file says version 1)", 0},
+        {"version 2\nclaim c\npolicy soft\ndevice " UUID0 " memory=1 cores=10\n",
+         "line 3: policy: \"soft\" is not hard, work-conserving or disabled", 0},
+        {"version 2\nclaim c\npolicy hard\npolicy hard\ndevice " UUID0 " memory=1 cores=10\n",
+         "line 4: policy: given twice", 0},
+        {"version 2\nclaim c\npriority 2\ndevice " UUID0 " memory=1 cores=10\n",
+         "line 3: priority: \"2\" is not 0 (high) or 1 (low)", 0},
+        {"version 2\nclaim c\npriority -1\ndevice " UUID0 " memory=1 cores=10\n",
+         "line 3: priority: \"-1\" is not 0 (high) or 1 (low)", 0},
+        {"version 2\nclaim c\nlog-level 9\ndevice " UUID0 " memory=1 cores=10\n",
+         "line 3: log-level: \"9\" is not 0..4", 0},
+        {"version 2\nclaim c\npeers rel\ndevice " UUID0 " memory=1 cores=10\n",
+         "line 3: peers: \"rel\" is not an absolute path under 4096 bytes", 0},
         {"claim c\nversion 1\ndevice " UUID0 " memory=1 cores=10\n",
          "line 1: \"claim\" before the version line", 0},
         {"version 1\ndevice " UUID0 " memory=1 cores=10\n", "claim: line missing", 0},
@@ -180,6 +195,42 @@ static void test_write_read(void)
     rmdir(dir);
 }
 
+/* Version 2 (QoS): written only when set, read back, a v1 file stays v1 (issue 24). */
+static void test_qos(void)
+{
+    struct gs_limits l, back;
+    struct gs_error err;
+    char text[GS_LIMITS_FILE_MAX];
+    gs_limits_init(&l);
+    strcpy(l.claim, "c");
+    is_int(gs_limits_add_device(&l, UUID0, 1ULL << 30, 30, &err), 0, "qos: add device");
+    ok(!gs_limits_has_qos(&l), "qos: none set");
+    int n = gs_limits_format(&l, text, sizeof(text), &err);
+    ok(n > 0 && strstr(text, "version 1\n") && !strstr(text, "policy"),
+       "qos: without QoS the writer emits version 1 (readable by a v1 reader)");
+    l.policy = GS_POLICY_WORK_CONSERVING;
+    l.priority = GS_PRIORITY_HIGH;
+    l.log_level = 3;
+    strcpy(l.peers_dir, "/var/run/gpuslice/peers");
+    n = gs_limits_format(&l, text, sizeof(text), &err);
+    is_str(text,
+           GS_LIMITS_HEADER_V2 "\nversion 2\nclaim c\npolicy work-conserving\npriority 0\n"
+                               "log-level 3\npeers /var/run/gpuslice/peers\ndevice " UUID0
+                               " memory=1073741824 cores=30\n",
+           "qos: version 2 file content");
+    is_int(gs_limits_parse(text, (size_t)n, &back, &err), 0, "qos: parses");
+    is_int(back.version, 2, "qos: version 2 read");
+    is_int(back.policy, GS_POLICY_WORK_CONSERVING, "qos: policy");
+    is_int(back.priority, 0, "qos: priority");
+    is_int(back.log_level, 3, "qos: log level");
+    is_str(back.peers_dir, "/var/run/gpuslice/peers", "qos: peers");
+    l.policy = 7;
+    ok(gs_limits_format(&l, text, sizeof(text), &err) < 0, "qos: writer refuses policy 7");
+    is_str(err.msg, "policy: 7 is not hard, work-conserving or disabled", "qos: writer message");
+    is_int(gs_compute_policy_parse("disabled"), GS_POLICY_DISABLED, "qos: policy names");
+    is_int(gs_compute_policy_parse("Hard"), -EINVAL, "qos: policy names are exact");
+}
+
 static void test_dir_env(void)
 {
     unsetenv(GS_LIMITS_ENV);
@@ -196,6 +247,7 @@ int main(void)
     test_parse_bad();
     test_limits_on_size();
     test_write_read();
+    test_qos();
     test_dir_env();
     return tap_done();
 }

@@ -160,13 +160,20 @@ int main(void)
     free(p);
     json_decref(c);
 
-    /* gpumem alone: cores 0, so memory-only pods share one GPU (legacy HAMi behaviour). */
-    const char *mem_only = POD("\"nvidia.com/gpumem\":\"40000\"", "");
+    /* gpumem alone requests no cores (HAMi-DRA): the driver's default, the whole compute. */
+    json_t *m0 = claim_for(POD("\"nvidia.com/gpumem\":\"40000\"", ""), "mem-0");
+    char *t0 = json_dumps(m0, JSON_COMPACT);
+    ok(t0 && !strstr(t0, "\"cores\"") && strstr(t0, "\"memory\""),
+       "gpumem without gpucores: no cores request (%s)", t0);
+    free(t0);
+    json_decref(m0);
+    /* gpucores 0 (legacy HAMi's default): memory-only pods share one GPU. */
+    const char *mem_only = POD("\"nvidia.com/gpumem\":\"40000\",\"nvidia.com/gpucores\":\"0\"", "");
     json_t *m1 = claim_for(mem_only, "mem-1"), *m2 = claim_for(mem_only, "mem-2");
     char *p1 = place(st, m1, "a100-node"), *p2 = place(st, m2, "a100-node");
     ok(p1 && p2 && strstr(p1, "\"device\":\"a100-0\"") && strstr(p2, "\"device\":\"a100-0\"") &&
            strstr(p2, "\"cores\":\"0\""),
-       "two gpumem-only pods share one A100, compute unlimited (%s | %s)", p1, p2);
+       "two gpumem pods with gpucores 0 share one A100, compute unlimited (%s | %s)", p1, p2);
     free(p1);
     free(p2);
     json_decref(m1);

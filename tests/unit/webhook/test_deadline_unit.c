@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * webhook/deadline.h: calls run at once in their own threads; the wait ends at the deadline
- * while a slow call goes on; the arguments are freed exactly once, by whoever ends last; the
- * in-flight count is drained. Ordering is made with pipes, not with sleeps: a "slow" call
- * blocks until the test releases it.
+ * webhook/deadline.h: wh_run_all runs its calls at once and joins them all (ordering made with
+ * pipes, not sleeps: each call blocks until the next one has started, so they can only all end
+ * if they run at the same time); wh_call_opts carries an admission deadline onto the client's
+ * clock (none stays none, a passed one stays passed).
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -11,103 +11,85 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "kube/kubeconfig.h"
 #include "tap.h"
 #include "webhook/deadline.h"
 
-static atomic_int freed, started;
+static atomic_int ended;
 
 struct arg {
-    int fd;    /* read one byte before returning (-1: return at once) */
-    int value; /* returned */
+    int wait_fd;   /* read one byte before returning (-1: none) */
+    int signal_fd; /* write one byte when started (-1: none) */
+    int value;     /* returned */
 };
 
 static int call(void *p, struct gs_error *err)
 {
     struct arg *a = p;
-    atomic_fetch_add(&started, 1);
-    char c;
-    if (a->fd >= 0 && read(a->fd, &c, 1) != 1)
+    char c = 'x';
+    if (a->signal_fd >= 0 && write(a->signal_fd, &c, 1) != 1)
+        return gs_error_set(err, -EIO, "write");
+    if (a->wait_fd >= 0 && read(a->wait_fd, &c, 1) != 1)
         return gs_error_set(err, -EIO, "read");
+    atomic_fetch_add(&ended, 1);
     if (a->value < 0)
         return gs_error_set(err, a->value, "call %d failed", a->value);
     return a->value;
 }
 
-static void arg_free(void *p)
-{
-    atomic_fetch_add(&freed, 1);
-    free(p);
-}
-
-static struct arg *mk(int fd, int value)
-{
-    struct arg *a = malloc(sizeof(*a));
-    a->fd = fd, a->value = value;
-    return a;
-}
-
 int main(void)
 {
     tap_plan_auto();
+
+    /* A chain: call i waits for call i+1 to start; the last one waits for nothing. Run one
+     * after another the first call would block for ever; run at once, all end. */
+    enum { N = 4 };
+    int p[N][2];
+    struct arg args[N];
+    void *argp[N];
+    for (int i = 0; i < N; i++)
+        if (pipe(p[i]) < 0)
+            return 1;
+    for (int i = 0; i < N; i++) {
+        args[i] = (struct arg){.wait_fd = i + 1 < N ? p[i + 1][0] : -1,
+                               .signal_fd = p[i][1],
+                               .value = i == 2 ? -EPERM : i};
+        argp[i] = &args[i];
+    }
+    int codes[N];
+    struct gs_error errs[N];
+    wh_run_all(N, call, argp, codes, errs);
+    is_int(atomic_load(&ended), N, "every call ended before wh_run_all returned (joined)");
+    is_int(codes[0], 0, "result of call 0");
+    is_int(codes[3], 3, "result of call 3 (run in the caller's thread)");
+    is_int(codes[2], -EPERM, "a failing call's code");
+    is_str(errs[2].msg, "call -1 failed", "and its message");
+    for (int i = 0; i < N; i++)
+        close(p[i][0]), close(p[i][1]);
+
+    codes[0] = 42;
+    wh_run_all(0, call, NULL, codes, errs);
+    is_int(codes[0], 42, "no calls: nothing run, nothing written");
+
+    /* wh_call_opts against a real client's clock. */
+    struct gs_kube_config kc = {.server = (char *)"http://127.0.0.1:1"};
     struct gs_error err = {0};
-    struct wh_inflight inflight;
-    wh_inflight_init(&inflight);
-
-    /* Three calls that all block until released: they must all have started (at once). */
-    int p[2];
-    if (pipe(p) < 0)
-        return 1;
-    struct wh_group *g = wh_group_new(3, &inflight);
-    for (int i = 0; i < 3; i++)
-        wh_group_start(g, (size_t)i, call, mk(p[0], i + 1), arg_free);
-    while (atomic_load(&started) < 3)
-        gs_sleep_ms(1);
-    ok(1, "three blocking calls started without waiting for each other");
-    is_int(write(p[1], "xyz", 3), 3, "release them");
-    is_int(wh_group_wait(g, 0), 0, "wait without deadline: all ended");
-    int sum = 0;
-    for (size_t i = 0; i < 3; i++)
-        sum += wh_group_result(g, i, &err);
-    is_int(sum, 6, "each call's own result");
-    wh_group_release(g);
-    /* The last of the calls' own references may be dropped just after the wait returned:
-     * the in-flight count says when every call has let go. */
-    wh_inflight_drain(&inflight);
-    is_int(atomic_load(&freed), 3, "arguments freed once each");
-    wh_inflight_init(&inflight);
-
-    /* A call that outlives the deadline: -ETIMEDOUT now, its result stays unknown, it ends
-     * later and frees its argument itself. */
-    atomic_store(&freed, 0);
-    g = wh_group_new(2, &inflight);
-    wh_group_start(g, 0, call, mk(-1, 7), arg_free);
-    wh_group_start(g, 1, call, mk(p[0], 8), arg_free);
-    for (int i = 0; i < 10000 && wh_group_done(g) < 1; i++) /* a loaded machine: let it end */
-        gs_sleep_ms(1);
-    is_int(wh_group_wait(g, gs_now_ms() + 50), -ETIMEDOUT, "blocked call: deadline passes");
-    is_int(wh_group_done(g), 1, "the quick call had ended, the blocked one not");
-    is_int(wh_group_result(g, 1, &err), -EINPROGRESS, "the blocked one is still running");
-    wh_group_release(g);
-    is_int(atomic_load(&freed), 0, "arguments live while a call of the group still runs");
-    is_int(write(p[1], "x", 1), 1, "release the blocked call");
-    wh_inflight_drain(&inflight); /* returns only when it has ended */
-    is_int(atomic_load(&freed), 2, "the abandoned call freed the arguments when it ended");
-
-    /* wh_call_by: result, error message, and the deadline message. */
-    wh_inflight_init(&inflight);
-    is_int(wh_call_by(call, mk(-1, 5), arg_free, &inflight, gs_now_ms() + 10000, "x", &err), 5,
-           "wh_call_by: the call's result");
-    is_int(wh_call_by(call, mk(-1, -EACCES), arg_free, &inflight, 0, "x", &err), -EACCES,
-           "wh_call_by: the call's error");
-    is_str(err.msg, "call -13 failed", "wh_call_by: the call's message");
-    is_int(wh_call_by(call, mk(p[0], 1), arg_free, &inflight, gs_now_ms() + 20, "reading a claim",
-                      &err),
-           -ETIMEDOUT, "wh_call_by: deadline");
-    is_str(err.msg, "reading a claim: no answer from the API server before the admission deadline",
-           "deadline message names what was waited for");
-    is_int(write(p[1], "x", 1), 1, "release");
-    wh_inflight_drain(&inflight);
-    close(p[0]);
-    close(p[1]);
+    struct gs_k8s_client *c = gs_k8s_client_new(&kc, &err);
+    if (!ok(c != NULL, "a client for the clock (%s)", err.msg))
+        return tap_done();
+    struct gs_k8s_call_opts o;
+    wh_call_opts(c, 0, &o);
+    is_int((long long)o.deadline_ms, 0, "no admission deadline: none for the call");
+    uint64_t before = gs_k8s_now_ms(c);
+    wh_call_opts(c, gs_now_ms() + 5000, &o);
+    uint64_t after = gs_k8s_now_ms(c);
+    ok(o.deadline_ms >= before + 4000 && o.deadline_ms <= after + 5000,
+       "a deadline 5 s away is 5 s away on the client's clock (%llu in [%llu, %llu])",
+       (unsigned long long)o.deadline_ms, (unsigned long long)before + 4000,
+       (unsigned long long)after + 5000);
+    wh_call_opts(c, 1, &o);
+    ok(o.deadline_ms != 0 && o.deadline_ms <= gs_k8s_now_ms(c),
+       "a passed deadline stays passed (and is not \"none\")");
+    gs_k8s_client_free(c);
     return tap_done();
 }

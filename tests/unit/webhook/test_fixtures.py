@@ -117,6 +117,8 @@ def run_case(t, tool, path, schema, sample_pod):
     ops = json.loads(base64.b64decode(resp['patch']))
     pod = jsonpatch.apply_patch(review['request']['object'], ops)
     spec = pod['spec']
+    t.is_eq(pod['metadata'].get('labels', {}).get('hami.io/dra'), 'true',
+            f"{name}: mutated pod labelled hami.io/dra=true (HAMi-DRA's DraLabel)")
     legacy = list(LEGACY)
     args = fx['args']
     for flag, idx in (('--resource-name', 0), ('--resource-mem', 1),

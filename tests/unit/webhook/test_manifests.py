@@ -61,6 +61,14 @@ def main():
     t.is_eq(wh['rules'], [{'operations': ['CREATE'], 'apiGroups': [''], 'apiVersions': ['v1'],
                            'resources': ['pods'], 'scope': 'Namespaced'}], 'rules: CREATE pods only')
     t.is_eq(wh['failurePolicy'], 'Fail', 'failurePolicy Fail')
+    jobs = {w['name']: w for w in mwc['webhooks'][1:]}
+    t.is_eq(sorted((w['rules'][0]['operations'][0], w['rules'][0]['apiGroups'][0],
+                    w['rules'][0]['resources'][0], w['failurePolicy']) for w in jobs.values()),
+            [('CREATE', 'batch.volcano.sh', 'jobs', 'Fail'),
+             ('DELETE', 'batch.volcano.sh', 'jobs', 'Ignore')],
+            'Volcano jobs: CREATE (Fail) and DELETE (Ignore: never blocks a deletion)')
+    t.ok(all(w['clientConfig']['service']['path'] == '/mutate' for w in jobs.values()),
+         'Volcano entries served by /mutate')
     t.is_eq(wh['timeoutSeconds'], 10, 'timeoutSeconds 10')
     t.is_eq(wh['admissionReviewVersions'], ['v1'], 'admissionReviewVersions [v1]')
     t.is_eq(wh['sideEffects'], 'NoneOnDryRun', 'sideEffects NoneOnDryRun')
@@ -76,7 +84,8 @@ def main():
     t.is_eq((cs['name'], cs['namespace'], cs['path'], cs['port']),
             (svc['metadata']['name'], svc['metadata']['namespace'], '/mutate',
              svc['spec']['ports'][0]['port']), 'clientConfig points at the Service /mutate')
-    cert = by_kind['Certificate'][0]
+    # The serving certificate (the one with DNS names; the other is the CA that issues it).
+    cert = [c for c in by_kind['Certificate'] if c['spec'].get('dnsNames')][0]
     t.is_eq(mwc['metadata']['annotations']['cert-manager.io/inject-ca-from'],
             f"{cert['metadata']['namespace']}/{cert['metadata']['name']}",
             'caBundle injected from the Certificate')
@@ -131,7 +140,7 @@ def main():
     t.is_eq(grants, {('resource.k8s.io', 'resourceslices'): ['list'],
                      ('resource.k8s.io', 'deviceclasses'): ['get', 'list'],
                      ('', 'nodes'): ['list'],
-                     ('resource.k8s.io', 'resourceclaimtemplates'): ['create', 'get'],
+                     ('resource.k8s.io', 'resourceclaimtemplates'): ['create', 'delete', 'get'],
                      ('resource.k8s.io', 'resourceclaims'): ['get']},
             'RBAC: exactly the verbs the webhook uses')
     crb = by_kind['ClusterRoleBinding'][0]

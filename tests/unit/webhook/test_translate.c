@@ -56,7 +56,9 @@ int main(void)
         "{\"op\":\"remove\",\"path\":\"/spec/containers/0/resources/limits/nvidia.com~1gpucores\"},"
         "{\"op\":\"remove\",\"path\":\"/spec/containers/0/resources/requests\"},"
         "{\"op\":\"add\",\"path\":\"/spec/containers/0/resources/claims/-\",\"value\":"
-        "{\"name\":\"gpu-m\"}}]",
+        "{\"name\":\"gpu-m\"}},"
+        "{\"op\":\"add\",\"path\":\"/metadata\",\"value\":{\"labels\":{\"hami.io/dra\":"
+        "\"true\"}}}]",
         tpl ? tpl : "?");
     is_str(p, want, "exact patch: append to existing claims, remove only legacy keys");
     free(p);

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The auditor: libvgpu's accounting checked from outside the process (docs/internals/monitor.md
+ * "The auditor"). Every refresh, for each GPU, NVML's per-process memory
+ * (nvmlDeviceGetComputeRunningProcesses_v3) is matched to claims through the process slots of
+ * their shared regions (pid + pid namespace + start time), and a process holding more physical
+ * memory on a device than its claim's limit there is a breach: exported as metrics, logged once
+ * (and, with Kubernetes, an Event on the ResourceClaim), and with the kill policy
+ * (--audit-kill, HAMi's ACTIVE_OOM_KILLER meaning; off by default) killed with SIGKILL.
+ * Runs on the refresher thread; the report is read by scrapes under the catalog lock.
+ */
+#ifndef GS_MONITOR_AUDIT_H
+#define GS_MONITOR_AUDIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu/discovery.h"
+
+#define MON_AUDIT_MAX 256 /* breaches reported at once */
+
+struct mon_breach {
+    int32_t pid; /* in the monitor's pid namespace, as NVML reports it */
+    uint64_t start_time;
+    char claim_ns[256], claim_name[256], claim_uid[64];
+    char uuid[GPU_STR_MAX];
+    uint64_t used, limit; /* bytes */
+    bool killed;
+};
+
+struct mon_audit {
+    bool available; /* NVML answered per-process memory on every GPU at the last refresh */
+    size_t n;
+    struct mon_breach b[MON_AUDIT_MAX]; /* current breaches */
+    uint64_t breaches_total, kills_total;
+};
+
+struct mon_catalog;
+struct gpu_nvml;
+
+/* One audit round (refresher thread); nv NULL = NVML not open (audit unavailable). */
+void mon_audit_run(struct mon_catalog *c, struct gpu_nvml *nv);
+
+#endif /* GS_MONITOR_AUDIT_H */

@@ -1,0 +1,208 @@
+#!/usr/bin/python3
+"""gpuslice-extender under hostile clients (issue 21, "Daemons: Extender"): who may call it
+(loopback by default, TLS + bearer token elsewhere, a probe-only listener), which pods it binds
+(not kube-system, not an empty or another UID, not a bound pod, not a pod without GPUs), that a
+refused binding leaves the pod as it was, the placement record on the Node, a node lock dated
+in the future, and the bound on request bodies held at once (docs/internals/legacy.md)."""
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+from extlib import EXTENDER, Extender, FakeAPI, bind_args, create, filter_args, free_port, gpu, \
+    kubeconfig, node, pod
+from gstest import Tap
+
+t = Tap()
+L4 = 'GPU-1b2c3d4e-0000-4000-8000-000000000024'
+BIG = {'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 20000}
+
+
+def anns(api, name, ns='default'):
+    return (api.get('pods', ns, name) or {}).get('metadata', {}).get('annotations') or {}
+
+
+def node_anns(api, name):
+    return api.get('nodes', None, name)['metadata'].get('annotations') or {}
+
+
+def binds(api, ext):
+    api.reset()
+    n = create(api, node('l4', [gpu(L4, 23034, 'L4')]))
+    cpu = create(api, node('cpu', None))
+
+    # A bound 20,000 MiB pod: a second /bind of it (empty UID, or its own UID) must not touch it.
+    a = create(api, pod('big-a', [BIG]))
+    code, res = ext.post('/filter', filter_args(a, [n], True))
+    code, b = ext.post('/bind', bind_args(a, 'l4'))
+    t.is_eq(b, {}, 'the first 20,000 MiB pod is bound')
+    before = anns(api, 'big-a')
+    t.is_eq(before.get('hami.io/bind-phase'), 'allocating',
+            "HAMi's annotations came with the binding")
+    rec = node_anns(api, 'l4').get('gpuslice.io/assign-' + a['metadata']['uid'])
+    t.ok(rec and json.loads(rec)['devices'] == f'{L4},NVIDIA,20000,0:;' and
+         json.loads(rec)['pod'] == 'default/big-a' and json.loads(rec)['next'] == 0,
+         'the placement is recorded on the Node (gpuslice.io/assign-<uid>)', diag=rec)
+    for uid in ('', a['metadata']['uid']):
+        args = bind_args(a, 'l4')
+        args['podUID'] = uid
+        code, b = ext.post('/bind', args)
+        t.ok(code == 200 and b.get('error'), f'a second bind of a bound pod (uid "{uid[:8]}") '
+             'is refused', diag=json.dumps(b))
+    t.is_eq(anns(api, 'big-a'), before, "the refused binds left the bound pod's annotations "
+            'as they were (no bind-phase failed)')
+    b2 = create(api, pod('big-b', [BIG]))
+    code, res = ext.post('/filter', filter_args(b2, [n], True))
+    t.like((res.get('failedNodes') or {}).get('l4'), 'CardInsufficientMemory',
+           'the first pod still counts: a second 20,000 MiB pod does not fit the 23,034 MiB card')
+    code, b = ext.post('/bind', bind_args(b2, 'l4'))
+    t.ok(b.get('error') and not api.get('pods', 'default', 'big-b')['spec'].get('nodeName'),
+         'and binding it anyway is refused', diag=json.dumps(b))
+
+    # Pods that are not ours.
+    sysp = create(api, pod('dns', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 100}],
+                           ns='kube-system'))
+    code, b = ext.post('/bind', bind_args(sysp, 'l4'))
+    t.ok('kube-system' in (b.get('error') or '') and
+         not api.get('pods', 'kube-system', 'dns')['spec'].get('nodeName'),
+         'a kube-system pod is not bound', diag=json.dumps(b))
+    plain = create(api, pod('plain', [None]))
+    code, b = ext.post('/bind', bind_args(plain, 'cpu'))
+    t.ok('requests no nvidia.com/gpu' in (b.get('error') or '') and
+         not api.get('pods', 'default', 'plain')['spec'].get('nodeName'),
+         'a pod without GPU resources is not bound (not even onto a CPU node)', diag=json.dumps(b))
+    small = create(api, pod('small', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 100}]))
+    for uid, why in (('', 'empty'), ('3f1c0e2a-0000-4000-8000-000000000000', 'another')):
+        args = bind_args(small, 'l4')
+        args['podUID'] = uid
+        code, b = ext.post('/bind', args)
+        t.ok(b.get('error') and not api.get('pods', 'default', 'small')['spec'].get('nodeName'),
+             f'a bind with {why} UID is refused', diag=json.dumps(b))
+    t.is_eq(anns(api, 'small'), {}, 'the refused binds did not annotate the pod')
+
+    # The API refuses the binding: the pod is left exactly as it was, the Node record removed.
+    api.fail_next(1, status=409, match='/binding', method='POST')
+    code, b = ext.post('/bind', bind_args(small, 'l4'))
+    t.ok(b.get('error'), 'a binding the API refuses is an error', diag=json.dumps(b))
+    t.is_eq(anns(api, 'small'), {}, 'a refused binding changes no annotation of the pod')
+    t.ok(not any(k.startswith('gpuslice.io/assign-' + small['metadata']['uid'])
+                 for k in node_anns(api, 'l4')), 'and its Node record is removed')
+    t.ok('hami.io/mutex.lock' not in node_anns(api, 'l4'), 'and the node lock released')
+
+    # A lock dated 2099 is not a lock.
+    nd = api.get('nodes', None, 'l4')
+    nd['metadata']['annotations']['hami.io/mutex.lock'] = '2099-01-01T00:00:00Z,evil,x'
+    api.put(nd)
+    code, b = ext.post('/bind', bind_args(small, 'l4'))
+    t.is_eq(b, {}, 'a node lock dated in the future is invalid: the bind goes through')
+
+
+def start(api, tmp, *args):
+    kc = kubeconfig(api.url, os.path.join(tmp, 'kubeconfig'))
+    return subprocess.run([EXTENDER, f'--kubeconfig={kc}', *args], capture_output=True,
+                          text=True, timeout=60)
+
+
+def raw(port, request, timeout=30):
+    """Send raw bytes; the status line's code (or None when closed without an answer)."""
+    s = socket.create_connection(('127.0.0.1', port), timeout=timeout)
+    try:
+        s.sendall(request)
+        data = s.recv(4096)
+        return int(data.split()[1]) if data.startswith(b'HTTP/') else None
+    finally:
+        s.close()
+
+
+def exposure(api):
+    tmp = tempfile.mkdtemp(prefix='gs-ext-hostile-')
+    p = start(api, tmp, f'--listen=0.0.0.0:{free_port()}')
+    t.ok(p.returncode == 2 and 'loopback' in p.stderr and '--token-file' in p.stderr,
+         'listening on all addresses without TLS and a token is refused at start',
+         diag=p.stderr)
+    tok = os.path.join(tmp, 'token')
+    with open(tok, 'w') as f:
+        f.write('s3cr3t-t0ken-0123456789\n')
+    p = start(api, tmp, f'--listen=0.0.0.0:{free_port()}', f'--token-file={tok}')
+    t.ok(p.returncode == 2 and 'TLS' in p.stderr, 'a token without TLS is not enough off '
+         'loopback', diag=p.stderr)
+
+    pport = free_port()
+    ext = Extender(api, f'--token-file={tok}', f'--probe-listen=127.0.0.1:{pport}')
+    try:
+        body = json.dumps({'podName': 'x', 'podNamespace': 'default', 'node': 'n'}).encode()
+        req = (b'POST /bind HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n'
+               b'Content-Length: %d\r\n%s\r\n' % (len(body), b'%s') + body)
+        t.is_eq(raw(ext.port, req.replace(b'%s', b'')), 401, 'with --token-file a verb without '
+                'the token gets 401')
+        t.is_eq(raw(ext.port, req.replace(b'%s', b'Authorization: Bearer wrong\r\n')), 401,
+                'a wrong token gets 401')
+        t.is_eq(raw(ext.port, req.replace(
+            b'%s', b'Authorization: Bearer s3cr3t-t0ken-0123456789\r\n')), 200,
+            'the right token is served')
+        t.is_eq(raw(ext.port, b'GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n'), 401,
+                '/metrics wants the token too')
+        t.is_eq(raw(ext.port, b'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'), 200,
+                '/healthz stays open')
+        t.is_eq(raw(pport, b'GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n'), 200,
+                'the probe listener serves /metrics')
+        t.is_eq(raw(pport, req.replace(b'%s', b'')), 404, 'the probe listener has no verbs')
+    finally:
+        t.is_eq(ext.stop(), 0, 'the token extender exits cleanly')
+
+
+def bodies(api, ext):
+    """8 clients announce 60 MiB bodies at once: at most two are taken in, the others get 503
+    before sending anything; one over 64 MiB gets 413 at its headers."""
+    head = (b'POST /filter HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n'
+            b'Content-Length: %d\r\n\r\n')
+    t.is_eq(raw(ext.port, head % (65 * 1024 * 1024)), 413, 'a 65 MiB Content-Length gets 413 '
+            'before the body is sent')
+    socks = []
+    for _ in range(8):
+        s = socket.create_connection(('127.0.0.1', ext.port), timeout=60)
+        s.sendall(head % (60 * 1024 * 1024))
+        socks.append(s)
+    import select
+    codes = {}
+    end = time.time() + 60
+    while len(codes) < 6 and time.time() < end:  # bounded wait for the refusals
+        ready, _, _ = select.select([s for s in socks if s not in codes], [], [], 1.0)
+        for s in ready:
+            data = s.recv(4096)
+            codes[s] = int(data.split()[1]) if data.startswith(b'HTTP/') else None
+    ready, _, _ = select.select([s for s in socks if s not in codes], [], [], 0)
+    codes = [codes.get(s, 'closed' if s in ready else 'waiting') for s in socks]
+    t.is_eq(sorted(map(str, codes)), ['503'] * 6 + ['waiting'] * 2,
+            'of 8 announced 60 MiB bodies, 2 are received and 6 refused with 503 at once')
+    for s in socks:
+        s.close()
+    for _ in range(100):  # the two admitted connections end; their budget comes back
+        code = raw(ext.port, (head % 2) + b'{}')
+        if code == 400:
+            break
+        time.sleep(0.1)
+    t.is_eq(code, 400, 'once they are gone a new body is taken in (400: not ExtenderArgs)')
+
+
+def main():
+    api = FakeAPI(token='t0k3n')
+    api.start()
+    ext = Extender(api)
+    try:
+        t.run('binds', binds, api, ext)
+        t.run('exposure', exposure, api)
+        t.run('bodies', bodies, api, ext)
+    finally:
+        if t.failed:
+            t.diag(ext.output()[-4000:])
+        t.is_eq(ext.stop(), 0, 'the extender exits 0 on SIGTERM')
+        api.stop()
+    return t.done()
+
+
+if __name__ == '__main__':
+    sys.exit(main())
