@@ -97,5 +97,33 @@ for p in "${tails[@]}"; do kill "$p" 2>/dev/null || true; done
 wait 2>/dev/null || true
 tails=()
 "$gs" ls "${sim[@]}" | sed 's/^/    /'
+step "The compute cap: the same 200 kernels of 5 ms, alone on the GPU, with --cores 100 and --cores 25"
+for c in 100 25; do
+    "$gs" run "${sim[@]}" -q --name "cap-$c" --cores "$c" -- gpuslice probe --max 0 -k 200 --kernel-us 5000 \
+        2>&1 | grep 'kernels of' | prefix "cores $c"
+done
+echo "    -> the 25% slice takes four times as long: libvgpu holds its launches to a quarter of the device."
+
+if command -v ffmpeg >/dev/null 2>&1; then
+    ff=(ffmpeg -hide_banner -nostdin -loglevel error -y -init_hw_device cuda=cu:0 -filter_hw_device cu
+        -f lavfi -i testsrc2=size=1280x720:rate=25 -frames:v 50)
+    step "A real program, unchanged: FFmpeg scales 50 frames of 1280x720 video to 640x360 on the GPU in a 1Gi slice"
+    echo "    gpuslice run --sim --memory 1Gi -- ffmpeg -init_hw_device cuda=cu:0 ... -vf hwupload_cuda,scale_cuda=640:360,hwdownload"
+    if "$gs" run "${sim[@]}" -q --name ffmpeg-1Gi --memory 1Gi -- "${ff[@]}" \
+        -vf "format=nv12,hwupload_cuda,scale_cuda=640:360,hwdownload,format=nv12" -f rawvideo "$state/out.yuv" \
+        2>&1 | prefix ffmpeg; then
+        echo "    -> done: $(( $(stat -c %s "$state/out.yuv") / (640 * 360 * 3 / 2) )) frames of 640x360 written."
+    else
+        echo "    -> FFmpeg failed (see above)."
+    fi
+
+    step "The same FFmpeg in a 1Mi slice, smaller than one frame: refused cleanly, no crash"
+    set +e
+    "$gs" run "${sim[@]}" -q --name ffmpeg-1Mi --memory 1Mi -- "${ff[@]}" \
+        -vf "format=nv12,hwupload_cuda,hwdownload,format=nv12" -f null - 2>&1 | prefix ffmpeg
+    rc=${PIPESTATUS[0]}
+    set -e
+    echo "    -> exit status $rc: FFmpeg reports CUDA_ERROR_OUT_OF_MEMORY from libvgpu and stops."
+fi
 echo
 echo "Demo done. Next: 'make test', docs/architecture.md, docs/deploy.md for Kubernetes."

@@ -56,6 +56,12 @@ struct sim_ctx *cu_ctx_current(CUresult *err)
         *err = CUDA_ERROR_CONTEXT_IS_DESTROYED;
         return NULL;
     }
+    if (GS_UNLIKELY(sim_dev_lost(cu_g.st, c->dev))) {
+        /* Fault injection (gpusim-smi lose): after Xid 79 the real driver fails every call of
+         * a context on that GPU with CUDA_ERROR_UNKNOWN ("unknown error"). */
+        *err = CUDA_ERROR_UNKNOWN;
+        return NULL;
+    }
     return c;
 }
 
@@ -68,6 +74,10 @@ struct sim_stream *cu_stream_resolve(CUstream h, CUresult *err)
     struct sim_stream *s = (struct sim_stream *)h;
     if (GS_UNLIKELY(!cu_valid(s, CU_OBJ_STREAM) || !ctx_usable(s->ctx))) {
         *err = CUDA_ERROR_INVALID_HANDLE;
+        return NULL;
+    }
+    if (GS_UNLIKELY(sim_dev_lost(cu_g.st, s->ctx->dev))) {
+        *err = CUDA_ERROR_UNKNOWN; /* see cu_ctx_current */
         return NULL;
     }
     return s;

@@ -463,6 +463,18 @@ CU_API CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdev
             }
         }
     }
+    if (!hit) {
+        /* The device pointer of mapped page-locked host memory (unified addressing: the host
+         * address): the driver answers with that allocation's base and size (numba's
+         * device_memory_size on a mapped_array relies on it). */
+        for (size_t i = 0; i < cu_g.hosts.cap; i++) {
+            const struct sim_map_entry *e = &cu_g.hosts.e[i];
+            if (e->key && dptr >= e->key && dptr - e->key < e->size) {
+                hit = e;
+                break;
+            }
+        }
+    }
     if (hit && hit->kind != CU_ALLOC_RESERVE) {
         if (pbase)
             *pbase = hit->key;

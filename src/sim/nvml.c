@@ -11,47 +11,14 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "base/macros.h"
-#include "abi/nvml_abi.h"
-#include "sim/sim-config.h"
-#include "sim/sim-state.h"
-
-#define NVML_API GS_EXPORT
+#include "sim/nvml-internal.h"
 
 /* Utilisation window NVML uses when no lastSeenTimeStamp is given, and for GetUtilizationRates */
 #define UTIL_WINDOW_NS 1000000000ull
 
-struct nvmlDevice_st {
-    int index;
-};
+struct nv_global nv = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-static struct {
-    pthread_mutex_t lock;
-    int refs;
-    struct sim_config cfg;
-    struct sim_state *st;
-    struct nvmlDevice_st dev[SIM_MAX_DEVICES];
-} nv = {.lock = PTHREAD_MUTEX_INITIALIZER};
-
-static bool ready(void)
-{
-    return __atomic_load_n(&nv.refs, __ATOMIC_ACQUIRE) > 0;
-}
-
-#define NV_CHECK_INIT()                                                                            \
-    do {                                                                                           \
-        if (GS_UNLIKELY(!ready()))                                                                 \
-            return NVML_ERROR_UNINITIALIZED;                                                       \
-    } while (0)
-
-/* Resolve a handle to a device index; NVML_ERROR_INVALID_ARGUMENT if it is not one of ours. */
-#define NV_DEVICE(handle, idx)                                                                     \
-    NV_CHECK_INIT();                                                                               \
-    if (!(handle) || (handle) < &nv.dev[0] || (handle) >= &nv.dev[nv.cfg.ndev])                    \
-        return NVML_ERROR_INVALID_ARGUMENT;                                                        \
-    int idx = (handle)->index
-
-static uint64_t realtime_us(void)
+uint64_t nv_realtime_us(void)
 {
     struct timeval tv;
     gettimeofday(&tv, NULL);
@@ -73,6 +40,7 @@ NVML_API nvmlReturn_t nvmlInitWithFlags(unsigned int flags)
         }
         for (int i = 0; i < SIM_MAX_DEVICES; i++)
             nv.dev[i].index = i;
+        nv_model_init(&nv.cfg);
     }
     __atomic_add_fetch(&nv.refs, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&nv.lock);
@@ -178,7 +146,7 @@ NVML_API const char *nvmlErrorString(nvmlReturn_t result)
 }
 
 /* ------------------------------------------------------------------ system */
-static nvmlReturn_t copy_str(char *dst, unsigned int len, const char *src)
+nvmlReturn_t nv_copy_str(char *dst, unsigned int len, const char *src)
 {
     if (!dst)
         return NVML_ERROR_INVALID_ARGUMENT;
@@ -191,7 +159,7 @@ static nvmlReturn_t copy_str(char *dst, unsigned int len, const char *src)
 NVML_API nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)
 {
     NV_CHECK_INIT();
-    return copy_str(version, length, nv.cfg.driver_version);
+    return nv_copy_str(version, length, nv.cfg.driver_version);
 }
 
 NVML_API nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length)
@@ -199,7 +167,7 @@ NVML_API nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int lengt
     NV_CHECK_INIT();
     char buf[64];
     snprintf(buf, sizeof(buf), "%d.%s", nv.cfg.cuda_version / 1000, nv.cfg.driver_version);
-    return copy_str(version, length, buf);
+    return nv_copy_str(version, length, buf);
 }
 
 NVML_API nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *cudaDriverVersion)
@@ -265,6 +233,8 @@ NVML_API nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevi
     NV_CHECK_INIT();
     if (!device || index >= (unsigned int)nv.cfg.ndev)
         return NVML_ERROR_INVALID_ARGUMENT;
+    if (sim_dev_lost(nv.st, (int)index))
+        return NVML_ERROR_GPU_IS_LOST;
     *device = &nv.dev[index];
     return NVML_SUCCESS;
 }
@@ -281,6 +251,8 @@ NVML_API nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *
         return NVML_ERROR_INVALID_ARGUMENT;
     for (int i = 0; i < nv.cfg.ndev; i++) {
         if (strcasecmp(nv.cfg.dev[i].uuid, uuid) == 0) {
+            if (sim_dev_lost(nv.st, i))
+                return NVML_ERROR_GPU_IS_LOST;
             *device = &nv.dev[i];
             return NVML_SUCCESS;
         }
@@ -299,6 +271,8 @@ NVML_API nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, nvm
     for (int i = 0; i < nv.cfg.ndev; i++) {
         const struct sim_device_cfg *d = &nv.cfg.dev[i];
         if (d->pci_domain == dom && d->pci_bus == bus && d->pci_device == dv) {
+            if (sim_dev_lost(nv.st, i))
+                return NVML_ERROR_GPU_IS_LOST;
             *device = &nv.dev[i];
             return NVML_SUCCESS;
         }
@@ -310,13 +284,13 @@ NVML_API nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, nvm
 NVML_API nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
 {
     NV_DEVICE(device, i);
-    return copy_str(name, length, nv.cfg.dev[i].name);
+    return nv_copy_str(name, length, nv.cfg.dev[i].name);
 }
 
 NVML_API nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
 {
     NV_DEVICE(device, i);
-    return copy_str(uuid, length, nv.cfg.dev[i].uuid);
+    return nv_copy_str(uuid, length, nv.cfg.dev[i].uuid);
 }
 
 NVML_API nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
@@ -337,7 +311,7 @@ NVML_API nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int
     return NVML_SUCCESS;
 }
 
-static void fill_pci(const struct sim_device_cfg *d, nvmlPciInfo_t *pci)
+void nv_fill_pci(const struct sim_device_cfg *d, nvmlPciInfo_t *pci)
 {
     memset(pci, 0, sizeof(*pci));
     snprintf(pci->busIdLegacy, sizeof(pci->busIdLegacy), "%04X:%02X:%02X.0", d->pci_domain & 0xffff,
@@ -355,7 +329,7 @@ NVML_API nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t
     NV_DEVICE(device, i);
     if (!pci)
         return NVML_ERROR_INVALID_ARGUMENT;
-    fill_pci(&nv.cfg.dev[i], pci);
+    nv_fill_pci(&nv.cfg.dev[i], pci);
     return NVML_SUCCESS;
 }
 
@@ -485,6 +459,17 @@ NVML_API nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t devi
 }
 
 /* ------------------------------------------------------------------ utilisation */
+static unsigned int percent(uint64_t busy, uint64_t window);
+
+unsigned int nv_busy_percent(int dev, uint64_t window_ns)
+{
+    uint64_t now = sim_now_ns(), a = now > window_ns ? now - window_ns : 0;
+    sim_lock(nv.st);
+    uint64_t busy = sim_busy_total_locked(nv.st, dev, a, now, NULL);
+    sim_unlock(nv.st);
+    return percent(busy, now - a);
+}
+
 static unsigned int percent(uint64_t busy, uint64_t window)
 {
     if (window == 0)
@@ -518,7 +503,7 @@ NVML_API nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
         return NVML_ERROR_INVALID_ARGUMENT;
     /* One sample per process over the window (lastSeenTimeStamp, now]: the share of that
      * window its kernels occupied the device. Timestamps are CPU time in microseconds. */
-    uint64_t now_us = realtime_us(), now = sim_now_ns();
+    uint64_t now_us = nv_realtime_us(), now = sim_now_ns();
     uint64_t window_ns;
     if (lastSeenTimeStamp == 0)
         window_ns = UTIL_WINDOW_NS;
@@ -598,6 +583,6 @@ NVML_API nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, u
         return NVML_ERROR_NOT_SUPPORTED;
     if (link >= (unsigned int)d->nlinks || d->link_peer[link] < 0)
         return NVML_ERROR_NOT_FOUND;
-    fill_pci(&nv.cfg.dev[d->link_peer[link]], pci);
+    nv_fill_pci(&nv.cfg.dev[d->link_peer[link]], pci);
     return NVML_SUCCESS;
 }

@@ -515,6 +515,7 @@ uint64_t sim_enqueue_locked(struct sim_state *st, int dev, uint64_t now, uint64_
         if (last->pid == st->pid && last->slot == (uint32_t)st->slot && last->end_ns == start) {
             last->end_ns = end;
             d->tail_ns = end;
+            d->busy_ns = gs_sat_add_u64(d->busy_ns, cost_ns);
             return end;
         }
     }
@@ -525,6 +526,7 @@ uint64_t sim_enqueue_locked(struct sim_state *st, int dev, uint64_t now, uint64_
     e->slot = (uint32_t)st->slot;
     d->ring_count = c + 1;
     d->tail_ns = end;
+    d->busy_ns = gs_sat_add_u64(d->busy_ns, cost_ns);
     return end;
 }
 

@@ -28,11 +28,12 @@
 #include "sim/sim-config.h"
 
 #define SIM_STATE_MAGIC   0x3154535f4d495347ull /* "GSIM_ST1" */
-#define SIM_STATE_VERSION 3u
+#define SIM_STATE_VERSION 4u
 #define SIM_MAX_PROCS     256
 #define SIM_RING          65536 /* busy intervals kept per device */
 #define SIM_COMM_MAX      128
 #define SIM_LOCK_BASE     (1ll << 40) /* byte-lock offsets of the slots */
+#define SIM_XID_RING      32          /* XID events kept per device (fault injection) */
 
 struct sim_interval {
     uint64_t start_ns; /* CLOCK_MONOTONIC */
@@ -56,6 +57,11 @@ struct sim_proc {
     char comm[SIM_COMM_MAX]; /* executable path, for NVML's process name */
 };
 
+struct sim_xid {
+    uint64_t time_us; /* CLOCK_REALTIME µs when injected */
+    uint64_t xid;
+};
+
 struct sim_dev_state {
     uint64_t total_mem;
     uint64_t used_mem;   /* == sum of live procs' mem[dev] */
@@ -63,7 +69,10 @@ struct sim_dev_state {
     uint64_t ring_count; /* intervals ever appended; ring[i % SIM_RING] */
     uint64_t peak_mem;   /* high-water mark of used_mem since the state was created (tests judge
                           * an interposer's transient overshoot from it) */
-    uint64_t reserved[3];
+    uint64_t busy_ns;    /* kernel time ever enqueued (NVML's energy counter) */
+    uint32_t lost;       /* 1: fallen off the bus (gpusim-smi lose / recover) */
+    uint32_t reserved32;
+    uint64_t xid_count; /* XID events ever injected; the last SIM_XID_RING in health.xid */
     struct sim_interval ring[SIM_RING];
 };
 
@@ -75,13 +84,16 @@ struct sim_shared {
     uint64_t config_hash;
     uint64_t last_sweep_ns;
     uint64_t live[SIM_MAX_PROCS / 64]; /* bit i set <=> procs[i].state == SIM_PROC_LIVE */
-    uint64_t reserved[7];
+    uint32_t health_gen;               /* bumped (and futex-woken) at every fault or recovery */
+    uint32_t reserved32;
+    uint64_t reserved[6];
     union {
         pthread_mutex_t lock;
         char lock_pad[64];
     };
     struct sim_proc procs[SIM_MAX_PROCS];
     struct sim_dev_state dev[SIM_MAX_DEVICES];
+    struct sim_xid xid[SIM_MAX_DEVICES][SIM_XID_RING]; /* dev[d].xid_count indexes it */
 };
 
 /* Process-local view of the state. */
@@ -162,6 +174,21 @@ struct sim_proc_info {
 };
 int sim_procs_on_device(struct sim_state *st, int dev, struct sim_proc_info *out, int max);
 
-/* Start time (field 22 of /proc/<pid>/stat): 0 or -errno. */
+/*
+ * Device health (sim-health.c): faults a test injects (gpusim-smi inject-xid / lose / recover).
+ * A lost device answers NVML_ERROR_GPU_IS_LOST and CUDA_ERROR_UNKNOWN until it is recovered.
+ */
+int sim_health_inject_xid(struct sim_state *st, int dev, uint64_t xid);
+/* Lose (lost=true: also records XID 79, "GPU has fallen off the bus") or recover a device. */
+int sim_health_set_lost(struct sim_state *st, int dev, bool lost);
+bool sim_dev_lost(const struct sim_state *st, int dev);
+uint32_t sim_health_gen(const struct sim_state *st);
+/* Sleep until health_gen differs from gen or timeout_ms passes (futex on the shared word). */
+void sim_health_wait(struct sim_state *st, uint32_t gen, unsigned int timeout_ms);
+/* XID event number seq (0-based) of dev: 0, -ENOENT if not injected yet, -ESTALE if it left the
+ * ring (then *oldest is the first one still held). Lock not needed. */
+int sim_health_xid(struct sim_state *st, int dev, uint64_t seq, struct sim_xid *out,
+                   uint64_t *oldest);
+uint64_t sim_health_xid_count(const struct sim_state *st, int dev);
 
 #endif /* GS_SIM_SIM_STATE_H */
