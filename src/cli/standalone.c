@@ -299,13 +299,15 @@ int sa_write_slice(const struct sa_env *env, const json_t *claim, const struct g
         fchmod(fd, 0666);
         close(fd);
         if (tr < 0) {
+            gs_error_set(err, -e, "region %s: %s", l->region_path, strerror(e));
             free(l);
-            return gs_error_set(err, -e, "region %s: %s", l->region_path, strerror(e));
+            return -e;
         }
     } else if (errno != EEXIST) {
         int e = errno;
+        gs_error_set(err, -e, "region %s: %s", l->region_path, strerror(e));
         free(l);
-        return gs_error_set(err, -e, "region %s: %s", l->region_path, strerror(e));
+        return -e;
     }
     for (size_t i = 0; i < plan->n_devices && rc == 0; i++)
         rc = gs_limits_add_device(l, plan->devices[i].uuid, plan->devices[i].memory_limit,

@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 #include "base/macros.h"
 #include "deviceplugin/dp-grpc.h"
 #include "extender/assign.h"
+#include "gpuslice/shared_region.h"
 #include "hami/hami.h"
 
 struct dp_plugin {
@@ -577,6 +579,28 @@ static int allocate_ctr(struct dp_plugin *p, struct candidate *c, int ci, size_t
         (r = gs_mkdir_p(HAMI_VGPU_LOCK_DIR, 0777, err)) < 0)
         return r;
     (void)chmod(HAMI_VGPU_LOCK_DIR, 0777); /* as HAMi: every container's libvgpu locks there */
+    (void)chmod(rdir, 0777);
+    /* The region itself, sized and marked as the DRA plugin makes it (libvgpu never creates a
+     * region its limits file names, and refuses an unmarked one); an existing one is kept: it
+     * holds the live accounting of the container's processes. */
+    char rfile[4200];
+    snprintf(rfile, sizeof(rfile), "%s/region", rdir);
+    int rfd = open(rfile, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (rfd >= 0) {
+        int tr = ftruncate(rfd, (off_t)sizeof(struct gs_region));
+        if (tr == 0)
+            tr = gs_region_prepare_fd(rfd);
+        int re = errno;
+        (void)fchmod(rfd, 0666);
+        close(rfd);
+        if (tr < 0)
+            return gs_error_set(err, -re, "%s: cannot size the shared region %s: %s", what, rfile,
+                                strerror(re));
+    } else if (errno != EEXIST) {
+        int re = errno;
+        return gs_error_set(err, -re, "%s: cannot create the shared region %s: %s", what, rfile,
+                            strerror(re));
+    }
     /* The container's own shared region (as the DRA plugin gives each claim one): without a
      * region line libvgpu would use its fixed default region. */
     snprintf(lim.region_path, sizeof(lim.region_path), "%s/region", rctr);
