@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import grpc  # noqa: E402
 
 import pluginlib as pl  # noqa: E402
-from gstest import Tap  # noqa: E402
+from gstest import Tap, skip_unbuilt  # noqa: E402
 
 PREPARE_V1 = '/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources'
 UNPREPARE_V1 = '/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources'
@@ -230,7 +230,7 @@ def test_hostile_strings(t, env):
 def main():
     t = Tap()
     if not pl.gpusim_available():
-        t.skip('plugin resilience', 'gpusim libnvidia-ml.so.1 not built')
+        skip_unbuilt(t, 'plugin resilience', 'gpusim libnvidia-ml.so.1 not built')
         return t.done()
     with pl.PluginEnv(t) as env:
         env.start()
