@@ -12,6 +12,7 @@
 
 #include "common/macros.h"
 #include "webhook/selector.h"
+#include "webhook/template.h"
 
 #define POD_CLAIM_PREFIX "gpu-"
 #define DNS_LABEL_MAX    63
