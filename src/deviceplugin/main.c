@@ -22,7 +22,7 @@
 #include "deviceplugin/dp-grpc.h"
 #include "deviceplugin/plugin.h"
 #include "gpu/discovery.h"
-#include "webhook/server.h"
+#include "common/listen.h"
 
 struct dp_options {
     char *node_name;
@@ -276,9 +276,10 @@ int main(int argc, char **argv)
         goto out;
     if (o.metrics_addr && *o.metrics_addr) {
         struct sockaddr_storage a;
-        if (wh_parse_listen(o.metrics_addr, &a, &err) < 0 || !(metrics = http_start(&a, p))) {
-            fprintf(stderr, "gpuslice-device-plugin: --metrics-addr: %s\n",
-                    err.msg[0] ? err.msg : "cannot listen");
+        if (gs_listen_parse("--metrics-addr", o.metrics_addr, &a, &err) < 0 ||
+            !(metrics = http_start(&a, p))) {
+            fprintf(stderr, "gpuslice-device-plugin: %s\n",
+                    err.msg[0] ? err.msg : "--metrics-addr: cannot listen");
             goto out;
         }
     }
@@ -286,7 +287,8 @@ int main(int argc, char **argv)
         char hp[32];
         snprintf(hp, sizeof(hp), ":%" PRId64, o.healthcheck_port);
         struct sockaddr_storage a;
-        if (wh_parse_listen(hp, &a, &err) < 0 || !(health = http_start(&a, NULL))) {
+        if (gs_listen_parse("--healthcheck-port", hp, &a, &err) < 0 ||
+            !(health = http_start(&a, NULL))) {
             fprintf(stderr, "gpuslice-device-plugin: --healthcheck-port: cannot listen\n");
             goto out;
         }

@@ -15,7 +15,7 @@
 #include "common/macros.h"
 #include "extender/server.h"
 #include "extender/service.h"
-#include "webhook/server.h"
+#include "common/listen.h"
 
 struct ext_options {
     char *listen;
@@ -110,7 +110,7 @@ int main(int argc, char **argv)
     }
     gs_log_set_level((enum gs_log_level)(o.log_level + 1));
     struct sockaddr_storage addr;
-    if (wh_parse_listen(o.listen, &addr, &err) < 0) {
+    if (gs_listen_parse("--listen", o.listen, &addr, &err) < 0) {
         fprintf(stderr, "gpuslice-extender: %s\n", err.msg);
         gs_config_free(&spec, &o);
         return 2;

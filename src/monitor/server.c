@@ -13,8 +13,8 @@
 #include "common/httpd.h"
 #include "common/log.h"
 #include "common/macros.h"
-#include "webhook/server.h"
-#include "webhook/tls.h"
+#include "common/listen.h"
+#include "common/tls.h"
 
 struct mon_server {
     struct mon_server_config cfg;
@@ -83,7 +83,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 struct mon_server *mon_server_start(const struct mon_server_config *cfg, struct gs_error *err)
 {
     struct sockaddr_storage addr;
-    if (wh_parse_listen(cfg->listen, &addr, err) < 0)
+    if (gs_listen_parse("--listen", cfg->listen, &addr, err) < 0)
         return NULL;
     struct mon_server *s = calloc(1, sizeof(*s));
     if (!s) {
@@ -100,7 +100,7 @@ struct mon_server *mon_server_start(const struct mon_server_config *cfg, struct 
         s->daemon = MHD_start_daemon(
             flags | MHD_USE_TLS, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_HTTPS_CERT_CALLBACK,
-            wh_tls_retrieve, MHD_OPTION_HTTPS_PRIORITIES, WH_TLS_PRIORITIES,
+            gs_tls_retrieve, MHD_OPTION_HTTPS_PRIORITIES, GS_TLS_PRIORITIES,
             MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT, 60u,
             MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
     else

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The monitor's HTTP server (libmicrohttpd, as the webhook): GET/HEAD /metrics, /healthz,
- * /readyz. Plain HTTP by default; HTTPS when a certificate is given (webhook/tls.h: the pair is
+ * /readyz. Plain HTTP by default; HTTPS when a certificate is given (common/tls.h: the pair is
  * re-read when the files change). One thread per connection, bounded by --max-connections.
  *
  *   /metrics  Prometheus text 0.0.4, or OpenMetrics 1.0.0 when Accept asks for it
@@ -15,12 +15,12 @@
 #include "monitor/catalog.h"
 #include "monitor/collect.h"
 
-struct wh_tls;
+struct gs_tls;
 
 struct mon_server_config {
     const char *listen; /* "[host]:port"; empty host = all IPv4 addresses */
     unsigned connection_limit;
-    struct wh_tls *tls; /* NULL: plain HTTP */
+    struct gs_tls *tls; /* NULL: plain HTTP */
     struct mon_catalog *catalog;
     struct mon_collect_opts collect;
 };

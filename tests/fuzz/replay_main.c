@@ -112,7 +112,9 @@ int main(int argc, char **argv)
         }
         free(names);
     }
-    ok(errors == 0 && replayed > 0, "%s: replayed %u corpus inputs, %u unreadable, no crash or "
-       "sanitizer report", argc > 0 ? argv[0] : "replay", replayed, errors);
+    ok(errors == 0 && replayed > 0,
+       "%s: replayed %u corpus inputs, %u unreadable, no crash or "
+       "sanitizer report",
+       argc > 0 ? argv[0] : "replay", replayed, errors);
     return tap_done();
 }

@@ -18,6 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size >= 5 && memcmp(data, "crash", 5) == 0)
         abort();
     if (size >= 8 && memcmp(data, "overflow", 8) == 0)
-        sink = data[size]; /* NOLINT(clang-analyzer-security.ArrayBound): the bug this target plants */
+        sink =
+            data[size]; /* NOLINT(clang-analyzer-security.ArrayBound): the bug this target plants */
     return 0;
 }

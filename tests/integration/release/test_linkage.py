@@ -24,8 +24,10 @@ from gstest import Tap
 
 # The base layers every library and program may use (the layer split of src/common included).
 BASE = {'gscommon', 'gsbase', 'gsconfig', 'gskube', 'gsabi', 'gsversion'}
-# HTTP serving (libmicrohttpd reply helpers, listen addresses, TLS).
+# HTTP serving (libmicrohttpd reply helpers, listen addresses).
 NET = {'gshttpd', 'gsnet'}
+# The serving certificate (GnuTLS): the HTTPS daemons only.
+TLS = {'gstls'}
 # The webhook's legacy-resource translation (nvidia.com/gpu* -> claim spec), which the extender
 # shares; the rest of the webhook (admission, server, TLS, fast JSON) stays the webhook's own.
 WEBHOOK_LEGACY = {'gswebhook:legacy.c.o', 'gswebhook:shape.c.o', 'gswebhook:selector.c.o'}
@@ -42,6 +44,7 @@ LIB_DEPS = {
     'gskube': {'gsbase', 'gsconfig'},
     'gshttpd': BASE,
     'gsnet': BASE,
+    'gstls': BASE,
     'gshami': BASE | {'gsgpu'},
     'gsgpu': BASE,
     'gscel': BASE,
@@ -50,8 +53,8 @@ LIB_DEPS = {
     'gsplugin_proto': set(),
     'gsplugin': BASE | NET | {'gsgpu', 'gsplugin_proto'},
     'gscli': BASE | {'gsgpu', 'gsalloc', 'gscel'},
-    'gswebhook': BASE | NET | {'gsalloc', 'gscel', 'gsgpu'},
-    'gsmonitor': BASE | NET | {'gsgpu'},
+    'gswebhook': BASE | NET | TLS | {'gsalloc', 'gscel', 'gsgpu'},
+    'gsmonitor': BASE | NET | TLS | {'gsgpu'},
     'gsextender': BASE | NET | {'gsalloc', 'gscel', 'gsgpu', 'gshami'} | WEBHOOK_LEGACY,
     'gsdeviceplugin': BASE | NET | {'gsgpu'} | HAMI,
 }
@@ -72,25 +75,26 @@ PROGRAMS = {
     'gpuslice-webhook': ('GS_WEBHOOK',
                          C | {'libjansson', 'libcurl', 'libyaml-0', 'libm', 'libgnutls',
                               'libmicrohttpd', 'libpcre2-8'},
-                         BASE | NET | {'gswebhook', 'gsalloc', 'gscel', 'gsgpu'},
+                         BASE | NET | TLS | {'gswebhook', 'gsalloc', 'gscel', 'gsgpu'},
                          ('mon_', 'ext_', 'dp_'), {'gswebhook'}),
     'gpuslice-monitor': ('GS_MONITOR',
                          C | {'libjansson', 'libcurl', 'libyaml-0', 'libm', 'libgnutls',
                               'libmicrohttpd', 'libsqlite3'},
-                         BASE | NET | {'gsmonitor', 'gsgpu'},
+                         BASE | NET | TLS | {'gsmonitor', 'gsgpu'},
                          ('wh_', 'ext_', 'dp_', 'alloc_', 'cel_'), {'gsmonitor'}),
     'gpuslice-extender': ('GS_EXTENDER',
                           C | {'libjansson', 'libcurl', 'libyaml-0', 'libm', 'libpcre2-8',
                                'libmicrohttpd'},
                           BASE | NET | {'gsextender', 'gsalloc', 'gscel', 'gsgpu', 'gshami'}
                           | WEBHOOK_LEGACY,
-                          ('mon_', 'dp_', 'wh_admit', 'wh_server', 'wh_tls', 'wh_fastjson'),
+                          ('mon_', 'dp_', 'wh_admit', 'wh_server', 'gs_tls', 'wh_fastjson'),
                           {'gsextender', 'gsalloc'}),
     'gpuslice-device-plugin': ('GS_DEVICE_PLUGIN',
                                C | {'libjansson', 'libcurl', 'libyaml-0', 'libm', 'libprotobuf-c',
                                     'libgrpc', 'libgpr', 'libmicrohttpd'},
                                BASE | NET | {'gsdeviceplugin', 'gsgpu'} | HAMI,
-                               ('wh_', 'mon_', 'alloc_', 'cel_', 'ext_'), {'gsdeviceplugin'}),
+                               ('wh_', 'mon_', 'alloc_', 'cel_', 'ext_', 'gs_tls'),
+                               {'gsdeviceplugin'}),
     'gpusim-smi': ('GS_GPUSIM_SMI', C | {'libm'}, BASE | {'gsgpu'},
                    ('wh_', 'mon_', 'ext_', 'dp_', 'sim_'), set()),
     'libcuda.so.1 (gpusim)': ('src/sim/libcuda.so.1',
