@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # make lint: clang-format check on every tracked C file, clang-tidy (curated .clang-tidy, every
 # warning an error) on every tracked src/*.c through the compile database of a configured build.
-# Usage: tools/lint.sh [BUILD_DIR [PATH...]]   PATHs narrow the run (e.g. src/common src/cli).
+# Usage: tools/lint.sh [BUILD_DIR [PATH...]]   PATHs narrow the run (e.g. src/base src/cli).
 # Exits non-zero on any finding, on any clang-tidy error, on a src/*.c file the build does not
 # compile (it could not be analysed), and on a NOLINT without a reason. Nothing is skipped
-# silently: the counts of what was checked are printed. See docs/internals/common.md "Lint".
+# silently: the counts of what was checked are printed. See docs/internals/layers.md "Lint".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}

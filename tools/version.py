@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The build's identity, for meson's vcs_tag (src/common/meson.build) and the image build.
+"""The build's identity, for meson's vcs_tag (src/base/meson.build) and the image build.
 
     version.py version SOURCE_ROOT   git describe of the newest v* tag ("0.2.0", "0.2.0-14-g1a2b3c4d5e6f",
                                      "-dirty" when the tree has changes), without the leading "v"

@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "cel/cel.h"
-#include "common/clock.h"
-#include "common/quantity.h"
+#include "base/clock.h"
+#include "config/quantity.h"
 #include "tap.h"
 
 #define ROUNDS 5

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/fs.h"
+#include "base/fs.h"
 #include "fixtures.h"
 #include "gpu/claim.h"
 #include "monitor/catalog.h"

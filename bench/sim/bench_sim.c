@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/cuda_abi.h"
-#include "common/macros.h"
+#include "abi/cuda_abi.h"
+#include "base/macros.h"
 #include "tap.h"
 
 #define SYMS(X)                                                                                    \

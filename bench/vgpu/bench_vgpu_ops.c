@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/cuda_abi.h"
+#include "abi/cuda_abi.h"
 
 #define SYM(name) GS_CU_PFN(name) p_##name = (GS_CU_PFN(name))dlsym(RTLD_DEFAULT, #name)
 

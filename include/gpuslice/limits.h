@@ -3,7 +3,7 @@
  * Contract: the per-claim limits file.
  *
  * Writers: the kubelet plugin (NodePrepareResources) and `gpuslice run` (standalone mode).
- * Reader: libvgpu.so, at start-up, inside the container. Parser/writer: src/common/limits.{c,h}.
+ * Reader: libvgpu.so, at start-up, inside the container. Parser/writer: src/config/limits.{c,h}.
  *
  * One file per claim, `<dir>/<claimUID>.limits`, where <dir> is GS_LIMITS_DIR_DEFAULT (mounted
  * read-only into the container) whenever it holds a limits file, else $GPUSLICE_LIMITS_DIR (hosts,

@@ -8,8 +8,8 @@
 #include <stdint.h>
 
 #include "alloc/alloc.h"
-#include "common/error.h"
-#include "common/quantity.h"
+#include "base/error.h"
+#include "config/quantity.h"
 
 struct cel_cache;
 

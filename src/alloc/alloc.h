@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "common/error.h"
+#include "base/error.h"
 
 /* Limits as resource.k8s.io/v1 validation and the scheduler enforce them. */
 #define ALLOC_MAX_REQUESTS    32 /* requests per claim */

@@ -8,8 +8,8 @@
 #include <stdint.h>
 
 #include "cel/cel.h"
-#include "common/error.h"
-#include "common/quantity.h"
+#include "base/error.h"
+#include "config/quantity.h"
 
 #define CEL_MAX_DEPTH          200 /* parser recursion limit (nesting of expressions) */
 #define CEL_MAX_SLOTS          64  /* nested comprehension/bind variables in one expression */

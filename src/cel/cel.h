@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "base/error.h"
 
 #define CEL_MAX_EXPRESSION_LEN 10240   /* bytes, as Kubernetes' DRA selector limit */
 #define CEL_COST_LIMIT         1000000 /* runtime cost units per evaluation */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Kubernetes CEL libraries used by DRA selectors: quantity (k8s.io/apiserver/pkg/cel/library/
- * quantity.go) and semver (semverlib.go). Quantities are exact (common/quantity.h).
+ * quantity.go) and semver (semverlib.go). Quantities are exact (config/quantity.h).
  */
 #include <math.h>
 #include <string.h>

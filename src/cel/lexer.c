@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "cel/cel-internal.h"
-#include "common/macros.h"
+#include "base/macros.h"
 
 size_t cel_utf8_put(char *out, uint32_t cp)
 {

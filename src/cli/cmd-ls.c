@@ -15,9 +15,9 @@
 #include "cli/commands.h"
 #include "cli/ledger.h"
 #include "cli/standalone.h"
-#include "common/clock.h"
-#include "common/config.h"
-#include "common/quantity.h"
+#include "base/clock.h"
+#include "config/config.h"
+#include "config/quantity.h"
 
 struct ls_config {
     int output;

@@ -17,10 +17,10 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "common/clock.h"
-#include "common/config.h"
-#include "common/cuda_abi.h"
-#include "common/quantity.h"
+#include "base/clock.h"
+#include "config/config.h"
+#include "abi/cuda_abi.h"
+#include "config/quantity.h"
 
 struct probe_config {
     int64_t device;

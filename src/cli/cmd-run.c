@@ -28,11 +28,11 @@
 #include "cli/ledger.h"
 #include "cli/members.h"
 #include "cli/standalone.h"
-#include "common/clock.h"
-#include "common/config.h"
-#include "common/fs.h"
-#include "common/log.h"
-#include "common/quantity.h"
+#include "base/clock.h"
+#include "config/config.h"
+#include "base/fs.h"
+#include "base/log.h"
+#include "config/quantity.h"
 
 #define EXIT_USAGE       2
 #define EXIT_NOFIT       3

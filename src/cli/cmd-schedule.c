@@ -22,9 +22,9 @@
 
 #include "alloc/alloc.h"
 #include "cli/commands.h"
-#include "common/error.h"
-#include "common/fs.h"
-#include "common/yaml.h"
+#include "base/error.h"
+#include "base/fs.h"
+#include "config/yaml.h"
 
 #define MAX_INPUT_BYTES (16u << 20)
 #define MAX_INPUTS      4096

@@ -9,7 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/standalone.h"
-#include "common/config.h"
+#include "config/config.h"
 #include "gpu/smi.h"
 
 struct smi_config {

@@ -2,9 +2,9 @@
 #include <stdio.h>
 
 #include "cli/commands.h"
-#include "common/version.h"
+#include "base/version.h"
 
-/* `gpuslice version` and `gpuslice --version`: version and commit (common/version.h). */
+/* `gpuslice version` and `gpuslice --version`: version and commit (base/version.h). */
 int cmd_version(int argc, char **argv)
 {
     (void)argc;

@@ -15,11 +15,11 @@
 #include <time.h>
 
 #include "cli/members.h"
-#include "common/clock.h"
-#include "common/limits.h"
-#include "common/log.h"
-#include "common/proc.h"
-#include "common/quantity.h"
+#include "base/clock.h"
+#include "config/limits.h"
+#include "base/log.h"
+#include "base/proc.h"
+#include "config/quantity.h"
 
 struct ledger {
     sqlite3 *db;

@@ -21,7 +21,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "common/error.h"
+#include "base/error.h"
 
 #define LEDGER_FILE "ledger.db"
 

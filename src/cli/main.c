@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "common/log.h"
+#include "base/log.h"
 
 static const struct gs_command commands[] = {
     {"version", "print the version", cmd_version},

@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/fs.h"
-#include "common/macros.h"
-#include "common/proc.h"
+#include "base/fs.h"
+#include "base/macros.h"
+#include "base/proc.h"
 #include "gpuslice/shared_region.h"
 
 #define HOLDERS_MAX (16u * 1024u)

@@ -22,7 +22,7 @@
 #include <sys/types.h>
 
 #include "cli/ledger.h"
-#include "common/error.h"
+#include "base/error.h"
 
 #define MEMBERS_FILE "holders.json"
 

@@ -14,10 +14,10 @@
 #include <unistd.h>
 
 #include "cli/ledger.h"
-#include "common/fs.h"
+#include "base/fs.h"
 #include "gpuslice/shared_region.h"
-#include "common/limits.h"
-#include "common/quantity.h"
+#include "config/limits.h"
+#include "config/quantity.h"
 #include "gpu/slice.h"
 
 static int set_path(char *dst, size_t len, const char *src, const char *what, struct gs_error *err)

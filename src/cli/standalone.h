@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "base/error.h"
 #include "gpu/claim.h"
 #include "gpu/discovery.h"
 

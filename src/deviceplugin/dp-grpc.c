@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/log.h"
+#include "base/log.h"
 
 void dp_grpc_init(void)
 {

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "base/error.h"
 
 enum dp_status {
     DP_OK = 0,

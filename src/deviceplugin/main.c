@@ -11,18 +11,18 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/config.h"
-#include "common/daemon.h"
-#include "common/fs.h"
-#include "common/k8s.h"
-#include "common/kubeconfig.h"
-#include "common/log.h"
-#include "common/macros.h"
-#include "common/version.h"
+#include "config/config.h"
+#include "base/daemon.h"
+#include "base/fs.h"
+#include "kube/k8s.h"
+#include "kube/kubeconfig.h"
+#include "base/log.h"
+#include "base/macros.h"
+#include "base/version.h"
 #include "deviceplugin/dp-grpc.h"
 #include "deviceplugin/plugin.h"
 #include "gpu/discovery.h"
-#include "common/listen.h"
+#include "net/listen.h"
 
 struct dp_options {
     char *node_name;

@@ -13,11 +13,11 @@
 #include <unistd.h>
 
 #include "api.pb-c.h"
-#include "common/fs.h"
-#include "common/json.h"
-#include "common/limits.h"
-#include "common/log.h"
-#include "common/macros.h"
+#include "base/fs.h"
+#include "config/json.h"
+#include "config/limits.h"
+#include "base/log.h"
+#include "base/macros.h"
 #include "deviceplugin/dp-grpc.h"
 #include "extender/hami.h"
 
@@ -532,7 +532,7 @@ int dp_plugin_publish(struct dp_plugin *p, struct gs_error *err)
         d->numa = g->numa_node < 0 ? 0 : g->numa_node;
         d->health = true;
     }
-    /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): devs is _cleanup_ (common.md Lint) */
+    /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): devs is _cleanup_ (layers.md Lint) */
     _cleanup_free_ char *reg = hami_node_devices_encode(devs, inv->n);
     char hs[64];
     time_t now = time(NULL);

@@ -13,8 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common/error.h"
-#include "common/k8s.h"
+#include "base/error.h"
+#include "kube/k8s.h"
 #include "gpu/discovery.h"
 
 #define DP_API_VERSION     "v1beta1"

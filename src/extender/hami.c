@@ -9,8 +9,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/json.h"
-#include "common/macros.h"
+#include "config/json.h"
+#include "base/macros.h"
 
 static int parse_i64(const char *s, size_t n, int64_t lo, int64_t hi, int64_t *out)
 {

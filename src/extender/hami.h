@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "base/error.h"
 
 #define HAMI_ANN_NODE_REGISTER  "hami.io/node-nvidia-register"
 #define HAMI_ANN_NODE_HANDSHAKE "hami.io/node-handshake"

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/json.h"
-#include "common/macros.h"
+#include "config/json.h"
+#include "base/macros.h"
 #include "gpu/slice.h"
 
 void ext_device_name(const struct hami_node_device *d, char *buf, size_t len)
@@ -58,7 +58,7 @@ static json_t *node_slice(const struct ext_node *n, const char *driver)
         d->nvlink_domain = (unsigned)h->index;
         d->memory_total = (uint64_t)h->devmem * GPU_MIB;
     }
-    /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): gi is _cleanup_ (common.md Lint) */
+    /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): gi is _cleanup_ (layers.md Lint) */
     return gpu_slice_build(gi, driver, n->name, 1, 0);
 }
 

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "alloc/alloc.h"
-#include "common/error.h"
+#include "base/error.h"
 #include "extender/hami.h"
 
 #define EXT_MAX_SIZES 8

@@ -7,15 +7,15 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "common/config.h"
-#include "common/daemon.h"
-#include "common/k8s.h"
-#include "common/kubeconfig.h"
-#include "common/log.h"
-#include "common/macros.h"
+#include "config/config.h"
+#include "base/daemon.h"
+#include "kube/k8s.h"
+#include "kube/kubeconfig.h"
+#include "base/log.h"
+#include "base/macros.h"
 #include "extender/server.h"
 #include "extender/service.h"
-#include "common/listen.h"
+#include "net/listen.h"
 
 struct ext_options {
     char *listen;

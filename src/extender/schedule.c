@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/json.h"
-#include "common/log.h"
-#include "common/macros.h"
-#include "common/quantity.h"
+#include "config/json.h"
+#include "base/log.h"
+#include "base/macros.h"
+#include "config/quantity.h"
 #include "webhook/selector.h"
 #include "webhook/shape.h"
 

@@ -14,7 +14,7 @@
 #include <stddef.h>
 
 #include "alloc/alloc.h"
-#include "common/error.h"
+#include "base/error.h"
 #include "extender/hami.h"
 #include "extender/inventory.h"
 

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/httpd.h"
-#include "common/log.h"
-#include "common/macros.h"
-#include "common/version.h"
+#include "net/httpd.h"
+#include "base/log.h"
+#include "base/macros.h"
+#include "base/version.h"
 
 struct ext_server {
     struct ext_service *svc;

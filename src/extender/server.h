@@ -10,7 +10,7 @@
 
 #include <sys/socket.h>
 
-#include "common/error.h"
+#include "base/error.h"
 #include "extender/service.h"
 
 /* ExtenderArgs with 5,000 full Node objects stay under this. */

@@ -11,10 +11,10 @@
 #include <strings.h>
 #include <time.h>
 
-#include "common/clock.h"
-#include "common/json.h"
-#include "common/log.h"
-#include "common/macros.h"
+#include "base/clock.h"
+#include "config/json.h"
+#include "base/log.h"
+#include "base/macros.h"
 #include "extender/hami.h"
 #include "extender/inventory.h"
 #include "webhook/shape.h"

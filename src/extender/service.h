@@ -17,8 +17,8 @@
 #include <stdint.h>
 
 #include "alloc/alloc.h"
-#include "common/error.h"
-#include "common/k8s.h"
+#include "base/error.h"
+#include "kube/k8s.h"
 #include "extender/schedule.h"
 
 /* A node lock older than this is taken over (HAMi: 5 minutes). */

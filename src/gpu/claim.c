@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/quantity.h"
+#include "config/quantity.h"
 
 bool claim_uid_valid(const char *s)
 {

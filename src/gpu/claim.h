@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "base/error.h"
 #include "gpu/discovery.h"
 
 #define CLAIM_MAX_RESULTS 32

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/log.h"
+#include "base/log.h"
 #include "gpu/nvml.h"
 
 static void copy_str(char *dst, size_t len, const char *src)

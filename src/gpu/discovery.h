@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "base/error.h"
 
 #define GPU_MAX_DEVICES 256
 #define GPU_STR_MAX     128

@@ -2,7 +2,7 @@
 /*
  * The one NVML loader of gpuslice's programs. libnvidia-ml.so.1 is opened by soname at run time
  * (never linked); the functions come from the X-macro list gpu/nvml.def; declarations are our own
- * (common/nvml_abi.h).
+ * (abi/nvml_abi.h).
  *
  *     struct gpu_nvml nv;
  *     if (gpu_nvml_open(&nv, GPU_NVML_USE_DISCOVERY, 0, &err) < 0) ...   // err names the cause
@@ -15,8 +15,8 @@
 #ifndef GS_GPU_NVML_H
 #define GS_GPU_NVML_H
 
-#include "common/error.h"
-#include "common/nvml_abi.h"
+#include "base/error.h"
+#include "abi/nvml_abi.h"
 
 /* Users of NVML: which functions each cannot do without (see gpu/nvml.def). */
 #define GPU_NVML_USE_DISCOVERY 0x1u /* gpu_discover: the published device model */

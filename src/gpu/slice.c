@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/macros.h"
-#include "common/quantity.h"
+#include "base/macros.h"
+#include "config/quantity.h"
 
 #define MANAGED_BY_LABEL "app.kubernetes.io/managed-by"
 #define MANAGED_BY_VALUE "gpuslice-kubelet-plugin"

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/macros.h"
+#include "base/macros.h"
 #include "gpu/nvml.h"
 
 #define WIDTH     103 /* between the outer corners */

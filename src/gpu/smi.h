@@ -13,7 +13,7 @@
 
 #include <stdio.h>
 
-#include "common/error.h"
+#include "base/error.h"
 
 /* Print the table to out. 0, or a negative code with err naming the NVML call that failed. */
 int gpu_smi_print(FILE *out, struct gs_error *err);

@@ -13,12 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/clock.h"
-#include "common/fs.h"
-#include "common/limits.h"
-#include "common/log.h"
-#include "common/macros.h"
-#include "common/proc.h"
+#include "base/clock.h"
+#include "base/fs.h"
+#include "config/limits.h"
+#include "base/log.h"
+#include "base/macros.h"
+#include "base/proc.h"
 #include "monitor/resolve.h"
 
 #define CHECKPOINT_FILE "checkpoint.json"

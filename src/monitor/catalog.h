@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "base/error.h"
 #include "gpu/claim.h"
 #include "monitor/gpus.h"
 #include "monitor/region.h"

@@ -7,9 +7,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/clock.h"
-#include "common/macros.h"
-#include "common/version.h"
+#include "base/clock.h"
+#include "base/macros.h"
+#include "base/version.h"
 
 enum fam {
     /* HAMi vGPU monitor: device and per-container usage */

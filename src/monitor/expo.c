@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "common/macros.h"
+#include "base/macros.h"
 
 struct series {
     uint32_t off, len; /* labels (or, for a histogram, its rendered lines) in the arena */

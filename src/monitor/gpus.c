@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/macros.h"
+#include "base/macros.h"
 
 int mon_gpus_discover(struct mon_gpus *g, struct gs_error *err)
 {

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "base/error.h"
 #include "gpu/discovery.h"
 #include "gpu/nvml.h"
 

@@ -10,19 +10,19 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/config.h"
-#include "common/daemon.h"
-#include "common/k8s.h"
-#include "common/kubeconfig.h"
-#include "common/log.h"
-#include "common/macros.h"
-#include "common/version.h"
+#include "config/config.h"
+#include "base/daemon.h"
+#include "kube/k8s.h"
+#include "kube/kubeconfig.h"
+#include "base/log.h"
+#include "base/macros.h"
+#include "base/version.h"
 #include "gpu/nvml.h"
 #include "monitor/catalog.h"
 #include "monitor/collect.h"
 #include "monitor/options.h"
 #include "monitor/server.h"
-#include "common/tls.h"
+#include "net/tls.h"
 
 static int fail(const char *what, const struct gs_error *err)
 {

@@ -6,8 +6,8 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "common/config.h"
-#include "common/macros.h"
+#include "config/config.h"
+#include "base/macros.h"
 
 #define OFF(f) offsetof(struct mon_options, f)
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The monitor's options: one typed table (common/config.h). Precedence: defaults < config file
+ * The monitor's options: one typed table (config/config.h). Precedence: defaults < config file
  * ($GPUSLICE_MONITOR_CONFIG or --config) < environment < flags. `--help` prints the table,
  * `--print-config` the effective values.
  */
@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "common/error.h"
+#include "base/error.h"
 
 #define MON_DEFAULT_LISTEN "31995"
 #define MON_DEFAULT_DRIVER "hami-core-gpu.project-hami.io"

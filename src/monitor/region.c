@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/macros.h"
+#include "base/macros.h"
 
 /* Only the header and the device array are read; process slots are libvgpu's business. */
 #define MAP_BYTES offsetof(struct gs_region, procs)

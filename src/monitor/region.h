@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "common/error.h"
+#include "base/error.h"
 #include "gpuslice/shared_region.h"
 
 /* Why a region could not be read (one counter and one log line per cause). */

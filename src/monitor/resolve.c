@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/k8s.h"
-#include "common/macros.h"
+#include "kube/k8s.h"
+#include "base/macros.h"
 
 #define MAX_PODS       64 /* reservedFor holds at most 256; a claim on one node far fewer */
 #define MAX_CONTAINERS 64

@@ -11,7 +11,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "common/error.h"
+#include "base/error.h"
 #include "monitor/catalog.h"
 
 struct mon_resolve_result {

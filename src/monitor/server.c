@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/httpd.h"
-#include "common/log.h"
-#include "common/macros.h"
-#include "common/listen.h"
-#include "common/tls.h"
+#include "base/log.h"
+#include "base/macros.h"
+#include "net/httpd.h"
+#include "net/listen.h"
+#include "net/tls.h"
 
 struct mon_server {
     struct mon_server_config cfg;

@@ -11,7 +11,7 @@
 #ifndef GS_MONITOR_SERVER_H
 #define GS_MONITOR_SERVER_H
 
-#include "common/error.h"
+#include "base/error.h"
 #include "monitor/catalog.h"
 #include "monitor/collect.h"
 

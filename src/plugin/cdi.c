@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "gpuslice/limits.h"
-#include "common/fs.h"
+#include "base/fs.h"
 
 #define SPEC_PREFIX_FMT "k8s.%s-claim_"
 

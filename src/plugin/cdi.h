@@ -23,7 +23,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "common/error.h"
+#include "base/error.h"
 #include "gpu/claim.h"
 
 #define CDI_CONTAINER_LIB        "/usr/local/vgpu/libvgpu.so"

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/log.h"
-#include "common/fs.h"
+#include "base/log.h"
+#include "base/fs.h"
 
 #define CKPT_VERSION 1
 

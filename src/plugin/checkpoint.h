@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "base/error.h"
 #include "gpu/claim.h"
 
 #define CKPT_FILE_NAME "checkpoint.json"

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/log.h"
+#include "base/log.h"
 #include "dra_v1.pb-c.h"
 #include "dra_v1beta1.pb-c.h"
 #include "pluginregistration_v1.pb-c.h"

@@ -24,10 +24,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/limits.h"
+#include "config/limits.h"
 #include "gpuslice/shared_region.h"
-#include "common/log.h"
-#include "common/fs.h"
+#include "base/log.h"
+#include "base/fs.h"
 
 static uint64_t now_ns(void)
 {

@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common/k8s.h"
+#include "kube/k8s.h"
 #include "plugin/cdi.h"
 #include "plugin/checkpoint.h"
 #include "gpu/claim.h"

@@ -34,7 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/log.h"
+#include "base/log.h"
 
 #define RPC_DEFAULT_MAX_RECV (4u * 1024u * 1024u)
 #define RPC_MAX_THREADS      64u

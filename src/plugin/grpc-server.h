@@ -25,8 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/error.h"
-#include "common/http.h"
+#include "base/error.h"
+#include "kube/http.h"
 
 /* gRPC status codes we answer with (values fixed by the gRPC protocol). */
 enum rpc_status {

@@ -16,14 +16,14 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "common/daemon.h"
-#include "common/k8s.h"
-#include "common/kubeconfig.h"
-#include "common/log.h"
+#include "base/daemon.h"
+#include "kube/k8s.h"
+#include "kube/kubeconfig.h"
+#include "base/log.h"
 #include "gpu/nvml.h"
 #include "plugin/dra-service.h"
 #include "plugin/driver.h"
-#include "common/fs.h"
+#include "base/fs.h"
 #include "plugin/grpc-server.h"
 #include "plugin/metrics.h"
 #include "plugin/options.h"

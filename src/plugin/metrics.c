@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/log.h"
-#include "common/version.h"
+#include "base/log.h"
+#include "base/version.h"
 
 /* Upper bounds of the latency buckets, in seconds. */
 static const double bucket_le[METRICS_BUCKETS] = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.025,

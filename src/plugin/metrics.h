@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "base/error.h"
 
 #define METRICS_BUCKETS 12
 

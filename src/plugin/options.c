@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/config.h"
+#include "config/config.h"
 
 #define DEFAULT_DRIVER "hami-core-gpu.project-hami.io"
 #define OFF(f)         offsetof(struct plugin_options, f)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The plugin's options: one typed table (common/config.h: name, flag, environment variable,
+ * The plugin's options: one typed table (config/config.h: name, flag, environment variable,
  * type, default, bounds, help). Precedence: defaults < config file ($GPUSLICE_PLUGIN_CONFIG or
  * --config) < environment < flags. `--help` prints the table, `--print-config` the effective
  * values.
@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "common/error.h"
+#include "base/error.h"
 
 enum gpu_selection_choice {
     GPU_SELECTION_VOLUME_MOUNTS = 0,

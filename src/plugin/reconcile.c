@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/log.h"
+#include "base/log.h"
 #include "plugin/driver-internal.h"
 #include "plugin/driver.h"
-#include "common/fs.h"
+#include "base/fs.h"
 
 static void count_cleaned(struct driver *d, int n)
 {
@@ -108,7 +108,7 @@ int driver_reconcile_local(struct driver *d)
         }
         closedir(dir);
     }
-    /* Temporaries of atomic writes (common/fs.h: ".<name>.tmp.XXXXXX") a crash left behind: CDI
+    /* Temporaries of atomic writes (base/fs.h: ".<name>.tmp.XXXXXX") a crash left behind: CDI
      * specs of our driver, the checkpoint, and the limits files in the claims' directories. */
     char cdi_prefix[300];
     snprintf(cdi_prefix, sizeof(cdi_prefix), "k8s.%s-claim_", d->cfg.driver_name);

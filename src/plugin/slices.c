@@ -5,8 +5,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/log.h"
-#include "common/quantity.h"
+#include "base/log.h"
+#include "config/quantity.h"
 
 /* Remove the fields the DRAConsumableCapacity gate controls, in place. */
 static void strip_gated(json_t *spec)

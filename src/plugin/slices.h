@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common/k8s.h"
+#include "kube/k8s.h"
 #include "gpu/discovery.h"
 #include "gpu/slice.h"
 #include "plugin/driver.h"

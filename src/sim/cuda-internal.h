@@ -12,8 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common/cuda_abi.h"
-#include "common/macros.h"
+#include "abi/cuda_abi.h"
+#include "base/macros.h"
 #include "sim/gpusim.h"
 #include "sim/sim-config.h"
 #include "sim/sim-image.h"

@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "common/cuda_array.h"
+#include "abi/cuda_array.h"
 #include "sim/cuda-internal.h"
 
 static uint64_t round_up(uint64_t v, uint64_t a)

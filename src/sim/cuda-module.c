@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "common/fs.h"
+#include "base/fs.h"
 #include "sim/cuda-internal.h"
 
 /* The one text gpusim takes without names: a test image that declares every kernel name

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/error.h"
-#include "common/version.h"
+#include "base/error.h"
+#include "base/version.h"
 #include "gpu/smi.h"
 
 static const char usage[] =

@@ -10,7 +10,7 @@
 #ifndef GS_SIM_GPUSIM_H
 #define GS_SIM_GPUSIM_H
 
-#include "common/cuda_abi.h"
+#include "abi/cuda_abi.h"
 
 #define GPUSIM_DEFAULT_KERNEL_US 10ull
 

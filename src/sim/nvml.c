@@ -11,8 +11,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "common/macros.h"
-#include "common/nvml_abi.h"
+#include "base/macros.h"
+#include "abi/nvml_abi.h"
 #include "sim/sim-config.h"
 #include "sim/sim-state.h"
 

@@ -16,9 +16,9 @@
 #include <unistd.h>
 #include <yaml.h>
 
-#include "common/macros.h"
-#include "common/nvml_abi.h"
-#include "common/quantity.h"
+#include "base/macros.h"
+#include "abi/nvml_abi.h"
+#include "config/quantity.h"
 
 #define MIB (1024ull * 1024ull)
 #define GIB (1024ull * MIB)
@@ -859,7 +859,7 @@ int sim_config_load_file(const char *path, struct sim_config *cfg, struct gs_err
     }
     buf[got] = '\0';
     const char *slash = strrchr(path, '/');
-    /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): buf is _cleanup_ (common.md Lint) */
+    /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): buf is _cleanup_ (layers.md Lint) */
     return sim_config_parse(buf, got, slash ? slash + 1 : path, cfg, err);
 }
 

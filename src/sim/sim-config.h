@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "base/error.h"
 
 #define SIM_MAX_DEVICES     16
 #define SIM_MAX_LINKS       18

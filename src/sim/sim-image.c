@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/macros.h"
+#include "base/macros.h"
 #include "sim/sim-image.h"
 
 #define FATBIN_MAGIC         0xBA55ED50u

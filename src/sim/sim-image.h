@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "base/error.h"
 
 #define SIM_IMAGE_MAX       (1ull << 30) /* largest image accepted */
 #define SIM_IMAGE_NAME_MAX  255          /* longest kernel/global name kept */

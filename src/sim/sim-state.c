@@ -16,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/proc.h"
-#include "common/macros.h"
+#include "base/proc.h"
+#include "base/macros.h"
 
 static_assert(sizeof(struct sim_interval) == 24, "sim_interval layout");
 static_assert(sizeof(struct sim_proc) == 344, "sim_proc layout");

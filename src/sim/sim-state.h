@@ -24,7 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "base/error.h"
 #include "sim/sim-config.h"
 
 #define SIM_STATE_MAGIC   0x3154535f4d495347ull /* "GSIM_ST1" */

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "common/limits.h"
+#include "config/limits.h"
 #include "vgpu/vgpu-internal.h"
 
 #define ENV_INDEX_MAX 64

@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "common/cuda_array.h"
+#include "abi/cuda_array.h"
 
 #include "vgpu/vgpu-internal.h"
 

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/proc.h"
+#include "base/proc.h"
 #include "vgpu/vgpu-internal.h"
 
 #define MAX_REGIONS 8

@@ -7,7 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/proc.h"
+#include "base/proc.h"
 #include "vgpu/vgpu-internal.h"
 
 uint64_t vgpu_now_ns(void)
@@ -17,7 +17,7 @@ uint64_t vgpu_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/* Start time of a live process (common/proc.c: zombies count as gone); 0 if the process is gone. */
+/* Start time of a live process (base/proc.c: zombies count as gone); 0 if the process is gone. */
 uint64_t vgpu_proc_start_time(int pid)
 {
     uint64_t v = 0;

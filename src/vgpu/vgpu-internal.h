@@ -8,9 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/cuda_abi.h"
-#include "common/macros.h"
-#include "common/nvml_abi.h"
+#include "abi/cuda_abi.h"
+#include "base/macros.h"
+#include "abi/nvml_abi.h"
 #include "gpuslice/limits.h"
 #include "gpuslice/shared_region.h"
 

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/clock.h"
-#include "common/log.h"
-#include "common/macros.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/macros.h"
 #include "webhook/review.h"
 
 static void text_reply(struct wh_admit_reply *out, unsigned status, const char *msg)

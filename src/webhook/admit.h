@@ -10,7 +10,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#include "common/error.h"
+#include "base/error.h"
 #include "webhook/legacy.h"
 #include "webhook/metrics.h"
 #include "webhook/shape.h"

@@ -10,10 +10,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/clock.h"
-#include "common/log.h"
-#include "common/macros.h"
-#include "common/quantity.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/macros.h"
+#include "config/quantity.h"
 #include "webhook/deadline.h"
 #include "webhook/shape.h"
 #include "webhook/template.h"

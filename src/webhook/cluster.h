@@ -17,8 +17,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common/error.h"
-#include "common/k8s.h"
+#include "base/error.h"
+#include "kube/k8s.h"
 #include "webhook/legacy.h"
 #include "webhook/translate.h"
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/clock.h"
+#include "base/clock.h"
 
 struct call {
     struct wh_group *g;

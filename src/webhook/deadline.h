@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "base/error.h"
 
 /* Calls still running (also those abandoned at a deadline). */
 struct wh_inflight {

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/macros.h"
+#include "base/macros.h"
 
 struct scan {
     const char *p, *end;

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/macros.h"
+#include "base/macros.h"
 #include "webhook/selector.h"
 
 static int add_op(json_t *patch, const char *path, json_t *value)

@@ -20,7 +20,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "base/error.h"
 #include "webhook/shape.h"
 #include "webhook/translate.h"
 

@@ -8,18 +8,18 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/daemon.h"
-#include "common/k8s.h"
-#include "common/kubeconfig.h"
-#include "common/log.h"
-#include "common/macros.h"
+#include "base/daemon.h"
+#include "kube/k8s.h"
+#include "kube/kubeconfig.h"
+#include "base/log.h"
+#include "base/macros.h"
 #include "webhook/admit.h"
 #include "webhook/cluster.h"
 #include "webhook/options.h"
 #include "webhook/preview.h"
 #include "webhook/server.h"
-#include "common/listen.h"
-#include "common/tls.h"
+#include "net/listen.h"
+#include "net/tls.h"
 
 static int ensure_templates(void *user, const json_t *templates, uint64_t deadline_ms,
                             struct gs_error *err)

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/macros.h"
-#include "common/version.h"
+#include "base/macros.h"
+#include "base/version.h"
 
 static const char *const route_names[WH_ROUTE_COUNT] = {"/mutate", "/healthz", "/readyz",
                                                         "/metrics", "other"};

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "common/macros.h"
+#include "base/macros.h"
 #include "webhook/shape.h"
 
 #define OFF(f) offsetof(struct wh_options, f)

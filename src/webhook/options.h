@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The webhook's options: one typed table (common/config.h) — flag, environment variable, type,
+ * The webhook's options: one typed table (config/config.h) — flag, environment variable, type,
  * default, bounds, help. --help, --print-config and --config FILE come from it. Precedence:
  * defaults < config file (--config or $GS_WEBHOOK_CONFIG) < environment < flags.
  */
@@ -10,8 +10,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "common/config.h"
-#include "common/error.h"
+#include "config/config.h"
+#include "base/error.h"
 
 struct wh_options {
     int mode; /* enum wh_mode: index into "dra", "legacy" */

@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "common/error.h"
+#include "base/error.h"
 
 /* 0, or -EINVAL with a message naming the operation index and path (unsupported op, missing
  * parent, bad index). `doc` may be partly patched on failure. */

@@ -5,10 +5,10 @@
 #include <errno.h>
 #include <string.h>
 
-#include "common/fs.h"
-#include "common/macros.h"
-#include "common/quantity.h"
-#include "common/yaml.h"
+#include "base/fs.h"
+#include "base/macros.h"
+#include "config/quantity.h"
+#include "config/yaml.h"
 #include "webhook/patch.h"
 #include "webhook/translate.h"
 

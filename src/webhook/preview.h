@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "common/error.h"
+#include "base/error.h"
 #include "webhook/shape.h"
 
 #define WH_PREVIEW_MAX_FILE (16u * 1024u * 1024u)

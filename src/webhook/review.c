@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/json.h"
-#include "common/macros.h"
+#include "config/json.h"
+#include "base/macros.h"
 #include "webhook/fastjson.h"
 #include "webhook/selector.h"
 
@@ -226,7 +226,7 @@ char *wh_review_encode(const char *uid, const struct wh_review_answer *a, size_t
             o.failed = true;
         put(&o, ",\"patchType\":\"JSONPatch\",\"patch\":\"");
         put(&o, b64 ? b64 : "");
-        /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): b64 is _cleanup_ (common.md Lint) */
+        /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): b64 is _cleanup_ (layers.md Lint) */
         put(&o, "\"");
     }
     if (!a->allowed) {

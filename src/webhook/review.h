@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "common/error.h"
+#include "base/error.h"
 
 #define WH_REVIEW_API_VERSION "admission.k8s.io/v1"
 #define WH_REVIEW_MAX_BYTES   (3u * 1024u * 1024u) /* larger bodies are refused with 413 */
@@ -29,7 +29,7 @@ struct wh_review {
     const json_t *object;    /* request.object, NULL if absent or null */
 };
 
-/* Parse (common/json.h: bounded, duplicate keys and NUL refused) and check. -EINVAL with a
+/* Parse (config/json.h: bounded, duplicate keys and NUL refused) and check. -EINVAL with a
  * message ("AdmissionReview: invalid JSON at line 1, column 3: ...", "AdmissionReview:
  * request.uid is missing or empty"), -E2BIG over WH_REVIEW_MAX_BYTES. */
 int wh_review_decode(const char *body, size_t len, struct wh_review *out, struct gs_error *err);

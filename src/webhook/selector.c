@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/quantity.h"
+#include "config/quantity.h"
 
 static int append(char *buf, size_t cap, const char *s, size_t len)
 {

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "base/error.h"
 
 #define WH_ANN_USE_UUID   "nvidia.com/use-gpuuuid"
 #define WH_ANN_NOUSE_UUID "nvidia.com/nouse-gpuuuid"

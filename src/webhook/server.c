@@ -16,10 +16,10 @@
 #include <strings.h>
 #include <time.h>
 
-#include "common/clock.h"
-#include "common/listen.h"
-#include "common/log.h"
-#include "common/macros.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/macros.h"
+#include "net/listen.h"
 #include "webhook/review.h"
 
 struct wh_server {

@@ -21,10 +21,10 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "common/error.h"
+#include "base/error.h"
 #include "webhook/admit.h"
 #include "webhook/metrics.h"
-#include "common/tls.h"
+#include "net/tls.h"
 
 /* The probe listener's own limits (probes are one short request each). */
 #define WH_HEALTH_CONNECTION_LIMIT 64

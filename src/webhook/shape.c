@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/macros.h"
-#include "common/quantity.h"
+#include "base/macros.h"
+#include "config/quantity.h"
 #include "webhook/selector.h"
 
 void wh_names_default(struct wh_names *n)

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "base/error.h"
 
 #define WH_DEFAULT_DEVICE_CLASS "hami-core-gpu.project-hami.io"
 #define WH_DEFAULT_DRIVER       "hami-core-gpu.project-hami.io"

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/macros.h"
+#include "base/macros.h"
 #include "webhook/selector.h"
 #include "webhook/template.h"
 
@@ -355,7 +355,7 @@ int wh_translate_pod(const struct wh_names *names, const struct wh_cluster_ops *
         }
     }
     if (n_legacy == 0)
-        /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): ctrs is _cleanup_ (common.md Lint) */
+        /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): ctrs is _cleanup_ (layers.md Lint) */
         return 0;
 
     const json_t *claims = json_object_get(spec, "resourceClaims");

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "base/error.h"
 #include "webhook/shape.h"
 
 /* Distinct claim shapes (templates) one pod may need: bounds the API writes of one admission. */

@@ -55,9 +55,9 @@ if [ -n "${GS_VGPU_LIB:-}" ]; then
     # a libvgpu.so built elsewhere (meson's build/src/vgpu/libvgpu.so, dist/lib/libvgpu.so)
     cp "$GS_VGPU_LIB" "$WORK/libvgpu.so" || { note "build=failed (GS_VGPU_LIB=$GS_VGPU_LIB)"; exit 1; }
 else
-    # the common files libvgpu compiles in, as src/vgpu/meson.build lists them; --no-undefined
+    # the layer files libvgpu compiles in, as src/vgpu/meson.build lists them; --no-undefined
     # so a source missing here fails the build, not every preloaded program at load time
-    mapfile -t COMMON < <(grep -o "'\.\./common/[a-z_]*\.c'" "$ROOT/src/vgpu/meson.build" |
+    mapfile -t COMMON < <(grep -o "'\.\./[a-z]*/[a-z_]*\.c'" "$ROOT/src/vgpu/meson.build" |
         tr -d "'" | sed "s|^\.\./|$ROOT/src/|")
     gcc -std=gnu17 -O2 -g -D_GNU_SOURCE -fPIC -shared -fvisibility=hidden \
         -I"$ROOT/include" -I"$ROOT/src" "$ROOT"/src/vgpu/*.c "${COMMON[@]}" \

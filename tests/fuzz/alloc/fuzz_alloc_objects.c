@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "alloc/alloc.h"
-#include "common/yaml.h"
+#include "config/yaml.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

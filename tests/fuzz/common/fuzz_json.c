@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/json.h"
+#include "config/json.h"
 
 #define MAX_DOC (64 * 1024)
 

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/config.h"
-#include "common/quantity.h"
+#include "config/config.h"
+#include "config/quantity.h"
 
 #define MAX_INPUT 4096
 

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "common/k8s.h"
+#include "kube/k8s.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/json.h"
-#include "common/yaml.h"
+#include "config/json.h"
+#include "config/yaml.h"
 
 static void check(int cond)
 {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/log.h"
+#include "base/log.h"
 #include "webhook/admit.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

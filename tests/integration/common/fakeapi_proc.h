@@ -24,7 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common/http.h"
+#include "kube/http.h"
 
 extern char **environ;
 

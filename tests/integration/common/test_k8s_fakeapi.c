@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "common/fs.h"
-#include "common/k8s.h"
+#include "base/fs.h"
+#include "kube/k8s.h"
 #include "fakeapi_proc.h"
 #include "tap.h"
 

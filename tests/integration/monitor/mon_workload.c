@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/cuda_abi.h"
+#include "abi/cuda_abi.h"
 
 #define SYM(h, fn) ((GS_CU_PFN(fn))dlsym((h), #fn))
 

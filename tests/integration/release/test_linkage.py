@@ -22,10 +22,10 @@ import sys
 
 from gstest import Tap
 
-# The base layers every library and program may use (the layer split of src/common included).
-BASE = {'gscommon', 'gsbase', 'gsconfig', 'gskube', 'gsabi', 'gsversion'}
-# HTTP serving (libmicrohttpd reply helpers, listen addresses).
-NET = {'gshttpd', 'gsnet'}
+# The layers under the modules (docs/internals/layers.md): base, abi, config, kube.
+BASE = {'gsbase', 'gsabi', 'gsconfig', 'gskube', 'gsversion'}
+# HTTP serving, src/net (libmicrohttpd reply helpers, listen addresses).
+NET = {'gshttpd'}
 # The serving certificate (GnuTLS): the HTTPS daemons only.
 TLS = {'gstls'}
 # The webhook's legacy-resource translation (nvidia.com/gpu* -> claim spec), which the extender
@@ -37,14 +37,12 @@ HAMI = {'gsextender:hami.c.o', 'gshami'}
 # Static library -> the libraries it may reference (besides itself).
 LIB_DEPS = {
     'gsversion': set(),
-    'gscommon': {'gsversion'},
     'gsbase': {'gsversion'},
     'gsabi': {'gsbase'},
     'gsconfig': {'gsbase'},
     'gskube': {'gsbase', 'gsconfig'},
-    'gshttpd': BASE,
-    'gsnet': BASE,
-    'gstls': BASE,
+    'gshttpd': {'gsbase'},
+    'gstls': {'gsbase'},
     'gshami': BASE | {'gsgpu'},
     'gsgpu': BASE,
     'gscel': BASE,

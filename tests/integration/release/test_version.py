@@ -17,8 +17,8 @@ sys.path.insert(0, os.path.join(HERE, '..', 'webhook'))
 
 
 def generated(build, name):
-    """The string vcs_tag wrote into src/common/vcs-NAME.c of this build."""
-    with open(os.path.join(build, 'src', 'common', f'vcs-{name}.c')) as f:
+    """The string vcs_tag wrote into src/base/vcs-NAME.c of this build."""
+    with open(os.path.join(build, 'src', 'base', f'vcs-{name}.c')) as f:
         return re.search(r'gs_vcs_' + name + r'\[\] = "(.*)";', f.read()).group(1)
 
 

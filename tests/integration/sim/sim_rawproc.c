@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/cuda_abi.h"
+#include "abi/cuda_abi.h"
 
 static void die(const char *what, int code)
 {

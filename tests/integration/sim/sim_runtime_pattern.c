@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/cuda_abi.h"
+#include "abi/cuda_abi.h"
 
 #define MiB (1024ull * 1024ull)
 

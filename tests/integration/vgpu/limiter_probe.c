@@ -26,7 +26,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "common/cuda_abi.h"
+#include "abi/cuda_abi.h"
 
 typedef CUresult (*library_load_data_fn)(CUlibrary *lib, const void *code, CUjit_option *jo,
                                          void **jv, unsigned int nj, void *lo, void **lv,

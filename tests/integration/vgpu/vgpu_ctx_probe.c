@@ -33,8 +33,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/cuda_abi.h"
-#include "common/nvml_abi.h"
+#include "abi/cuda_abi.h"
+#include "abi/nvml_abi.h"
 
 #define MiB (1ULL << 20)
 

@@ -26,7 +26,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "common/cuda_abi.h"
+#include "abi/cuda_abi.h"
 #include "sim/sim-state.h"
 
 #define MiB (1ULL << 20)

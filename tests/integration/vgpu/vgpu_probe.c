@@ -26,8 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/cuda_abi.h"
-#include "common/nvml_abi.h"
+#include "abi/cuda_abi.h"
+#include "abi/nvml_abi.h"
 
 #define MiB (1ULL << 20)
 

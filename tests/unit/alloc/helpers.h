@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "alloc/alloc.h"
-#include "common/yaml.h"
+#include "config/yaml.h"
 #include "tap.h"
 
 /* Every document of `yaml` added to a new state; NULL (and a failed test line) on error. */

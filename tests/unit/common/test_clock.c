@@ -3,8 +3,8 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "common/clock.h"
-#include "common/macros.h"
+#include "base/clock.h"
+#include "base/macros.h"
 #include "tap.h"
 
 int main(void)

@@ -5,9 +5,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/config.h"
-#include "common/fs.h"
-#include "common/quantity.h"
+#include "config/config.h"
+#include "base/fs.h"
+#include "config/quantity.h"
 #include "tap.h"
 
 struct demo_config {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The one array-size rule (common/cuda_array.c) gpusim allocates by and libvgpu charges by:
+/* The one array-size rule (abi/cuda_array.c) gpusim allocates by and libvgpu charges by:
  * formats, channels, dimensions of 0, mipmap levels, saturation, unknown formats. */
-#include "common/cuda_array.h"
+#include "abi/cuda_array.h"
 #include "tap.h"
 
 int main(void)

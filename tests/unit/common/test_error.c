@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "common/error.h"
+#include "base/error.h"
 #include "tap.h"
 
 int main(void)

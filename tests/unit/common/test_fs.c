@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/fs.h"
+#include "base/fs.h"
 #include "tap.h"
 
 static char root[256];

@@ -12,7 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "common/http.h"
+#include "kube/http.h"
 #include "tap.h"
 
 struct server {

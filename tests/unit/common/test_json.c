@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/json.h"
+#include "config/json.h"
 #include "tap.h"
 
 static const char claim[] =

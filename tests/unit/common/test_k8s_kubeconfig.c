@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/kubeconfig.h"
+#include "kube/kubeconfig.h"
 #include "tap.h"
 
 static char dir[256];

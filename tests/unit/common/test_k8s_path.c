@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/k8s.h"
+#include "kube/k8s.h"
 #include "tap.h"
 
 int main(void)

@@ -5,7 +5,7 @@
 #include <netinet/in.h>
 #include <string.h>
 
-#include "common/listen.h"
+#include "net/listen.h"
 #include "tap.h"
 
 int main(void)

@@ -4,7 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/log.h"
+#include "base/log.h"
 #include "tap.h"
 
 static char captured[4096];

@@ -5,7 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common/proc.h"
+#include "base/proc.h"
 #include "tap.h"
 
 int main(void)

@@ -7,7 +7,7 @@
 #include <limits.h>
 #include <string.h>
 
-#include "common/quantity.h"
+#include "config/quantity.h"
 #include "tap.h"
 
 struct valid_case {

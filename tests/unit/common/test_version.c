@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/config.h"
-#include "common/macros.h"
-#include "common/version.h"
+#include "config/config.h"
+#include "base/macros.h"
+#include "base/version.h"
 #include "tap.h"
 
 static void test_identity(void)

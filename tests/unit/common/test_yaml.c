@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/fs.h"
-#include "common/json.h"
-#include "common/yaml.h"
+#include "base/fs.h"
+#include "config/json.h"
+#include "config/yaml.h"
 #include "tap.h"
 
 /* Load one document and return it compactly dumped with sorted keys (caller frees). */

@@ -6,7 +6,7 @@
  */
 #include <stdlib.h>
 
-#include "common/nvml_abi.h"
+#include "abi/nvml_abi.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

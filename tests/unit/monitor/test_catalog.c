@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/fs.h"
+#include "base/fs.h"
 #include "fixtures.h"
 #include "gpu/claim.h"
 #include "monitor/catalog.h"

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/fs.h"
-#include "common/limits.h"
-#include "common/proc.h"
+#include "base/fs.h"
+#include "config/limits.h"
+#include "base/proc.h"
 #include "fixtures.h"
 #include "monitor/catalog.h"
 #include "monitor/collect.h"

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "plugin/checkpoint.h"
-#include "common/fs.h"
+#include "base/fs.h"
 #include "plugin/options.h"
 #include "plugin-fixtures.h"
 #include "tap.h"

@@ -6,7 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common/limits.h"
+#include "config/limits.h"
 #include "tap.h"
 #include "vgpu/vgpu-internal.h"
 

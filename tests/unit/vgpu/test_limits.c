@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/limits.h"
+#include "config/limits.h"
 #include "tap.h"
 
 #define UUID0 "GPU-0b9f2c3e-1111-2222-3333-000000000000"

@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common/proc.h"
+#include "base/proc.h"
 #include "tap.h"
 #include "vgpu/vgpu-internal.h"
 

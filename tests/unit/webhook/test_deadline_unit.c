@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/clock.h"
+#include "base/clock.h"
 #include "tap.h"
 #include "webhook/deadline.h"
 

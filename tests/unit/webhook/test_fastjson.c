@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/json.h"
+#include "config/json.h"
 #include "tap.h"
 #include "webhook/fastjson.h"
 
