@@ -135,8 +135,8 @@ def test_single_instance(t, env):
     t.like(r.stderr, 'refusing to start a second one', 'single instance: and says why')
     t.like(r.stderr, str(env.proc.pid), 'single instance: naming the running pid')
     try:
-        env.kubelet.get_info(env.kubelet.wait_socket(5), timeout=5)
-        t.ok(True, 'single instance: the first plugin still answers')
+        info = env.kubelet.get_info(env.kubelet.wait_socket(5), timeout=5)
+        t.ok(bool(info.name), 'single instance: the first plugin still answers', diag=info)
     except grpc.RpcError as e:
         t.ok(False, 'single instance: the first plugin still answers', diag=e.code())
 
