@@ -35,7 +35,7 @@ static const char *const node_policies[] = {"binpack", "spread", NULL};
 
 static const struct gs_option options[] = {
     {.name = "listen",
-     .env = "GS_EXTENDER_LISTEN",
+     .env = "GPUSLICE_EXTENDER_LISTEN",
      .type = GS_OPT_STRING,
      .def = ":8888",
      .metavar = "[HOST]:PORT",
@@ -48,7 +48,7 @@ static const struct gs_option options[] = {
      .offset = OFF(kubeconfig),
      .help = "kubeconfig file; unset = in-cluster service account"},
     {.name = "policy",
-     .env = "GS_EXTENDER_POLICY",
+     .env = "GPUSLICE_EXTENDER_POLICY",
      .type = GS_OPT_ENUM,
      .choices = gpu_policies,
      .def = "spread",
@@ -56,7 +56,7 @@ static const struct gs_option options[] = {
      .help = "GPU placement on a node (HAMi's gpu-scheduler-policy default; the pod annotation "
              "hami.io/gpu-scheduler-policy wins)"},
     {.name = "node-policy",
-     .env = "GS_EXTENDER_NODE_POLICY",
+     .env = "GPUSLICE_EXTENDER_NODE_POLICY",
      .type = GS_OPT_ENUM,
      .choices = node_policies,
      .def = "binpack",
@@ -64,7 +64,7 @@ static const struct gs_option options[] = {
      .help = "node choice among those that fit (HAMi's node-scheduler-policy default; the pod "
              "annotation hami.io/node-scheduler-policy wins)"},
     {.name = "kube-api-qps",
-     .env = "GS_EXTENDER_KUBE_API_QPS",
+     .env = "GPUSLICE_KUBE_QPS",
      .type = GS_OPT_INT,
      .def = "50",
      .min = "1",
@@ -72,7 +72,7 @@ static const struct gs_option options[] = {
      .offset = OFF(kube_qps),
      .help = "API server requests per second (burst twice that)"},
     {.name = "log-level",
-     .env = "GS_LOG_LEVEL",
+     .env = "GPUSLICE_LOG_LEVEL",
      .type = GS_OPT_ENUM,
      .choices = log_levels,
      .def = "info",
@@ -86,7 +86,7 @@ static const struct gs_config_spec spec = {
                "allocator",
     .options = options,
     .n_options = GS_ARRAY_SIZE(options),
-    .config_env = "GS_EXTENDER_CONFIG",
+    .config_env = "GPUSLICE_EXTENDER_CONFIG",
 };
 
 int main(int argc, char **argv)

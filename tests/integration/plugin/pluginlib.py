@@ -260,7 +260,8 @@ users:
         e['GPUSIM_STATE'] = self.sim_state
         e.pop('NODE_NAME', None)
         e.pop('KUBECONFIG', None)
-        for k in ('KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT', 'GS_SERVICEACCOUNT_DIR'):
+        for k in ('KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT',
+                  'GPUSLICE_SERVICEACCOUNT_DIR'):
             e.pop(k, None)
         e.update(self.extra_env)
         return e

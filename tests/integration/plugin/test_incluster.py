@@ -40,7 +40,7 @@ def main():
             env = pl.PluginEnv(t, api=api, use_kubeconfig=False, extra_env={
                 'KUBERNETES_SERVICE_HOST': '127.0.0.1',
                 'KUBERNETES_SERVICE_PORT': str(api.port),
-                'GS_SERVICEACCOUNT_DIR': sa})
+                'GPUSLICE_SERVICEACCOUNT_DIR': sa})
             with env:
                 env.start()
                 s = env.wait_slices(lambda s: len(s) == 1)
