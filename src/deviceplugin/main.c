@@ -22,6 +22,7 @@
 #include "deviceplugin/dp-grpc.h"
 #include "deviceplugin/plugin.h"
 #include "gpu/discovery.h"
+#include "net/httpd.h"
 #include "net/listen.h"
 
 struct dp_options {
@@ -201,12 +202,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     }
     if (n < 0)
         return MHD_NO;
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer((size_t)n, body, MHD_RESPMEM_MUST_FREE);
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; version=0.0.4");
-    enum MHD_Result q = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
-    return q;
+    return gs_httpd_reply(c, status, "text/plain; version=0.0.4", body, (size_t)n, true);
 }
 
 static struct MHD_Daemon *http_start(const struct sockaddr_storage *addr, struct dp_plugin *p)
