@@ -2,9 +2,9 @@
 /*
  * Hot paths of the control plane, each against a baseline measured in the same run:
  *   - gs_quantity_parse("15Gi") vs strtoll of the same value in bytes;
- *   - one DRA selector evaluation (the DeviceClass of deploy/plugin on a T4 device) vs strcmp of the
- *     two strings the selector compares.
- * Prints ns/op and the ratio; TAP lines only say the figures were measured (no timing asserts).
+ *   - one DRA selector evaluation (the DeviceClass of deploy/plugin on a T4 device) vs strcmp of
+ * the two strings the selector compares. Prints ns/op and the ratio; TAP lines only say the figures
+ * were measured (no timing asserts).
  */
 #include <jansson.h>
 #include <stdbool.h>

@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include "base/fs.h"
 #include "config/json.h"
 #include "config/limits.h"
+#include "gpuslice/shared_region.h"
 #include "base/log.h"
 #include "base/macros.h"
 #include "deviceplugin/dp-grpc.h"
@@ -488,7 +490,26 @@ static int allocate_one(struct dp_plugin *p, struct plan *pl, size_t n_ids,
         (r = gs_mkdir_p(rdir, 0777, err)) < 0)
         return r;
     /* The container's own shared region (as the DRA plugin gives each claim one): without a
-     * region line libvgpu would use its fixed default region. */
+     * region line libvgpu would use its fixed default region. Created here, zero-filled and
+     * marked (libvgpu never creates a claim's region and refuses an unmarked one); an existing
+     * one is kept: it holds the live accounting of the container's processes. */
+    chmod(rdir, 0777);
+    snprintf(path, sizeof(path), "%s/region", rdir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd >= 0) {
+        int tr = ftruncate(fd, (off_t)sizeof(struct gs_region));
+        if (tr == 0)
+            tr = gs_region_prepare_fd(fd);
+        int saved = errno;
+        fchmod(fd, 0666);
+        close(fd);
+        if (tr < 0)
+            return gs_error_set(err, -saved, "%s: cannot size the shared region %s: %s", what, path,
+                                strerror(saved));
+    } else if (errno != EEXIST) {
+        return gs_error_set(err, -errno, "%s: cannot create the shared region %s: %s", what, path,
+                            strerror(errno));
+    }
     snprintf(lim.region_path, sizeof(lim.region_path), "%s/region", rctr);
     if ((r = gs_limits_path(path, sizeof(path), dir, key, err)) < 0 ||
         (r = gs_limits_write(path, &lim, err)) < 0)
