@@ -74,7 +74,9 @@ install-manifests:
 bench: stage
 	@tools/bench.sh
 
-lint: $(BUILD)/build.ninja
+# clang-format and clang-tidy come from tools/deps.txt (make deps), as in CI.
+lint: deps
+	@$(MAKE) --no-print-directory $(BUILD)/build.ninja
 	@tools/lint.sh $(BUILD)
 
 fuzz:

@@ -4,7 +4,7 @@
 Every test is a TAP producer (C tests via tests/unit/tap.h, Python tests via tests/lib/gstest.py).
 The closing line is `N passed, N failed` (plus `, N skipped`), the exit status non-zero on any
 failure. A test that crashed or timed out without reporting a failing TAP line counts as one
-failure.
+failure; so does one that reported no numbered result, or other results than its plan announced.
 """
 import argparse
 import json
@@ -13,30 +13,60 @@ import re
 import subprocess
 import sys
 
+# A test line carries its number ("ok 3 - name"): a bare "ok" is not a result of the test but a
+# stray line (a child's output, a shell `echo ok`), and counting it would pass a test that ran
+# nothing. A bare "not ok" still counts as a failure: a failure is never hidden.
 TAP_LINE = re.compile(r'^(not )?ok\b(.*)$')
+TAP_NUMBERED = re.compile(r'^\s+(\d+)\b(.*)$')
+TAP_PLAN = re.compile(r'^1\.\.(\d+)\b')
 
 
 def count(entry):
+    """(passed, failed, skipped) of one test of meson's testlog.json.
+
+    Only numbered TAP lines count, in sequence from 1; when the test printed a plan (1..N), results
+    other than exactly 1..N are one more failure. A test that meson failed (crash, timeout, exit
+    status) without a failing TAP line counts as one failure."""
     passed = failed = skipped = 0
     out = entry.get('stdout') or ''
+    plan = None
+    expect = 1
     for line in out.splitlines():
+        p = TAP_PLAN.match(line)
+        if p:
+            plan = int(p.group(1)) if plan is None else -1  # two plans: never matches
+            continue
         m = TAP_LINE.match(line)
         if not m:
             continue
-        rest = m.group(2)
+        n = TAP_NUMBERED.match(m.group(2))
+        if not n:
+            if m.group(1):
+                failed += 1
+            continue
+        if int(n.group(1)) != expect:
+            failed += 1  # out of sequence: a second producer wrote into this test's output
+            continue
+        expect += 1
+        rest = n.group(2)
         if re.search(r'#\s*SKIP', rest, re.I):
             skipped += 1
         elif m.group(1):
             failed += 1
         else:
             passed += 1
+    if plan is not None and plan != expect - 1:
+        failed += 1
     result = entry.get('result', '')
     if result in ('FAIL', 'TIMEOUT', 'ERROR', 'UNEXPECTEDPASS') and failed == 0:
         failed += 1
     if result == 'SKIP' and passed + failed + skipped == 0:
         skipped += 1
     if result == 'OK' and passed + failed + skipped == 0:
-        passed += 1
+        if plan == 0:
+            skipped += 1  # "1..0": the producer skipped everything
+        else:
+            failed += 1  # a TAP test that reported no result proves nothing
     return passed, failed, skipped
 
 

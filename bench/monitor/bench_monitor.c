@@ -217,8 +217,10 @@ int main(void)
     diag("ratio scrape/baseline: wall p50 %.2fx p99 %.2fx; CPU p50 %.2fx p99 %.2fx   "
          "(target: scrape p99 < 5 ms)",
          s.p50 / base.p50, s.p99 / base.p99, sc.p50 / basec.p50, sc.p99 / basec.p99);
-    ok(1, "scrape p99 %.3f ms wall, %.3f ms CPU (target < 5 ms); baseline p99 %.3f ms wall", s.p99,
-       sc.p99, base.p99);
+    /* The figure and its target are a report, not a result: ok() only that it was measured. */
+    diag("scrape p99 %.3f ms wall, %.3f ms CPU (target < 5 ms); baseline p99 %.3f ms wall", s.p99,
+         sc.p99, base.p99);
+    ok(s.p99 > 0 && base.p99 > 0, "scrape and baseline measured");
     free(t);
     free(tc);
     free(tb);

@@ -80,8 +80,10 @@ def main():
                 tt = f'+{target:.0f}ns'
                 print(f'# {op:<24}{clock:<6}{a:>9.1f}n{b:>9.1f}n{b - a:>+9.1f}n{b / a:>8.2f}'
                       f'{tt:>10}')
-                t.ok(True, f'{op} ({clock}): {a:.1f} ns without, {b:.1f} ns with libvgpu '
-                           f'(delta {b - a:+.1f} ns, ratio {b / a:.2f}, target {tt})')
+                # A bench reports; only "it measured" is a result, never the figure.
+                t.ok(a > 0 and b > 0, f'{op} ({clock}) measured with and without libvgpu')
+                t.diag(f'{op} ({clock}): {a:.1f} ns without, {b:.1f} ns with libvgpu '
+                       f'(delta {b - a:+.1f} ns, ratio {b / a:.2f}, target {tt})')
     finally:
         shutil.rmtree(d, ignore_errors=True)
     return t.done()

@@ -293,7 +293,7 @@ static int check(const struct alloc_request *r, const struct alloc_device *d,
     chk->detail[0] = 0;
     if (alloc_capreq_map(r, d)) {
         for (size_t i = 0; i < d->n_cap; i++)
-            idx_buf[i] = d->layout->cap_capreq[i];
+            idx_buf[i] = (int)d->layout->cap_capreq[i]; /* signed: -1 = no request */
     } else {
         int rr = alloc_capreq_resolve(r, d, idx_buf, &missing, err);
         if (rr < 0)

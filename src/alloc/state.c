@@ -208,6 +208,7 @@ struct alloc_allocated_claim *alloc_state_take_claim(struct alloc_state *st, con
         return NULL;
     size_t ln = strlen(ns), lm = strlen(name);
     if (ln + lm + 2 <= sizeof(buf)) { /* no snprintf: this runs for every node tried */
+        /* NOLINTNEXTLINE(bugprone-not-null-terminated-result): the '/' and the name follow */
         memcpy(buf, ns, ln);
         buf[ln] = '/';
         memcpy(buf + ln + 1, name, lm + 1);

@@ -23,7 +23,8 @@
 #include "deviceplugin/dp-grpc.h"
 #include "deviceplugin/plugin.h"
 #include "gpu/discovery.h"
-#include "webhook/server.h"
+#include "net/httpd.h"
+#include "net/listen.h"
 
 struct dp_options {
     char *node_name;
@@ -60,20 +61,20 @@ static const struct gs_option options[] = {
      .offset = OFF(kubeconfig),
      .help = "kubeconfig file; unset = in-cluster service account"},
     {.name = "device-plugin-dir",
-     .env = "GS_DEVICE_PLUGIN_DIR",
+     .env = "GPUSLICE_DEVICE_PLUGIN_DIR",
      .type = GS_OPT_STRING,
      .def = "/var/lib/kubelet/device-plugins",
      .metavar = "DIR",
      .offset = OFF(plugin_dir),
      .help = "kubelet's device plugin directory (kubelet.sock and our socket)"},
     {.name = "resource-name",
-     .env = "GS_RESOURCE_NAME",
+     .env = "GPUSLICE_RESOURCE_NAME",
      .type = GS_OPT_STRING,
      .def = HAMI_RES_GPU,
      .offset = OFF(resource),
      .help = "extended resource advertised"},
     {.name = "device-split-count",
-     .env = "GS_DEVICE_SPLIT_COUNT",
+     .env = "GPUSLICE_DEVICE_SPLIT_COUNT",
      .type = GS_OPT_INT,
      .def = "10",
      .min = "1",
@@ -81,35 +82,35 @@ static const struct gs_option options[] = {
      .offset = OFF(split_count),
      .help = "devices advertised per GPU (HAMi deviceSplitCount)"},
     {.name = "host-dir",
-     .env = "GS_HOST_DIR",
+     .env = "GPUSLICE_HOST_DIR",
      .type = GS_OPT_STRING,
      .def = "/usr/local/vgpu",
      .metavar = "DIR",
      .offset = OFF(host_dir),
      .help = "host folder holding libvgpu.so and ld.so.preload, mounted into containers"},
     {.name = "vgpu-lib",
-     .env = "GS_VGPU_LIB",
+     .env = "GPUSLICE_VGPU_LIB",
      .type = GS_OPT_STRING,
      .metavar = "FILE",
      .offset = OFF(vgpu_lib),
      .help = "libvgpu.so to install into --host-dir at start (with ld.so.preload naming it); "
              "unset = --host-dir is filled by someone else"},
     {.name = "state-dir",
-     .env = "GS_STATE_DIR",
+     .env = "GPUSLICE_DEVICE_PLUGIN_STATE_DIR",
      .type = GS_OPT_STRING,
      .def = "/var/lib/gpuslice/legacy",
      .metavar = "DIR",
      .offset = OFF(state_dir),
      .help = "host folder for per-container limits files and shared caches"},
     {.name = "sysfs-root",
-     .env = "GS_SYSFS_ROOT",
+     .env = "GPUSLICE_SYSFS_ROOT",
      .type = GS_OPT_STRING,
      .def = "/sys",
      .metavar = "DIR",
      .offset = OFF(sysfs_root),
      .help = "sysfs for PCI topology"},
     {.name = "healthcheck-port",
-     .env = "GS_HEALTHCHECK_PORT",
+     .env = "GPUSLICE_HEALTHCHECK_PORT",
      .type = GS_OPT_INT,
      .def = "0",
      .min = "0",
@@ -117,14 +118,14 @@ static const struct gs_option options[] = {
      .offset = OFF(healthcheck_port),
      .help = "plain-HTTP /healthz port (0 = none)"},
     {.name = "metrics-addr",
-     .env = "GS_METRICS_ADDR",
+     .env = "GPUSLICE_METRICS_ADDR",
      .type = GS_OPT_STRING,
      .def = "",
      .metavar = "[HOST]:PORT",
      .offset = OFF(metrics_addr),
      .help = "/metrics and /healthz listener (empty = none)"},
     {.name = "publish-interval",
-     .env = "GS_PUBLISH_INTERVAL",
+     .env = "GPUSLICE_PUBLISH_INTERVAL",
      .type = GS_OPT_DURATION,
      .def = "30s",
      .min = "1s",
@@ -164,7 +165,7 @@ static const struct gs_option options[] = {
      .offset = OFF(disable_core_limit),
      .help = "give containers GPU_CORE_UTILIZATION_POLICY=disable (HAMi disableCoreLimit)"},
     {.name = "log-level",
-     .env = "GS_LOG_LEVEL",
+     .env = "GPUSLICE_LOG_LEVEL",
      .type = GS_OPT_ENUM,
      .choices = log_levels,
      .def = "info",
@@ -177,7 +178,7 @@ static const struct gs_config_spec spec = {
     .summary = "kubelet device plugin for HAMi-style GPU sharing (legacy mode)",
     .options = options,
     .n_options = GS_ARRAY_SIZE(options),
-    .config_env = "GS_DEVICE_PLUGIN_CONFIG",
+    .config_env = "GPUSLICE_DEVICE_PLUGIN_CONFIG",
 };
 
 #define VGPU_LIB_MAX (256u * 1024u * 1024u)
@@ -252,12 +253,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     }
     if (n < 0)
         return MHD_NO;
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer((size_t)n, body, MHD_RESPMEM_MUST_FREE);
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; version=0.0.4");
-    enum MHD_Result q = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
-    return q;
+    return gs_httpd_reply(c, status, "text/plain; version=0.0.4", body, (size_t)n, true);
 }
 
 static struct MHD_Daemon *http_start(const struct sockaddr_storage *addr, struct dp_plugin *p)
@@ -335,9 +331,10 @@ int main(int argc, char **argv)
         goto out;
     if (o.metrics_addr && *o.metrics_addr) {
         struct sockaddr_storage a;
-        if (wh_parse_listen(o.metrics_addr, &a, &err) < 0 || !(metrics = http_start(&a, p))) {
-            fprintf(stderr, "gpuslice-device-plugin: --metrics-addr: %s\n",
-                    err.msg[0] ? err.msg : "cannot listen");
+        if (gs_listen_parse("--metrics-addr", o.metrics_addr, &a, &err) < 0 ||
+            !(metrics = http_start(&a, p))) {
+            fprintf(stderr, "gpuslice-device-plugin: %s\n",
+                    err.msg[0] ? err.msg : "--metrics-addr: cannot listen");
             goto out;
         }
     }
@@ -345,7 +342,8 @@ int main(int argc, char **argv)
         char hp[32];
         snprintf(hp, sizeof(hp), ":%" PRId64, o.healthcheck_port);
         struct sockaddr_storage a;
-        if (wh_parse_listen(hp, &a, &err) < 0 || !(health = http_start(&a, NULL))) {
+        if (gs_listen_parse("--healthcheck-port", hp, &a, &err) < 0 ||
+            !(health = http_start(&a, NULL))) {
             fprintf(stderr, "gpuslice-device-plugin: --healthcheck-port: cannot listen\n");
             goto out;
         }

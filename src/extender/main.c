@@ -17,8 +17,8 @@
 #include "base/macros.h"
 #include "extender/server.h"
 #include "extender/service.h"
-#include "webhook/server.h"
-#include "webhook/tls.h"
+#include "net/listen.h"
+#include "net/tls.h"
 
 struct ext_options {
     char *listen;
@@ -42,7 +42,7 @@ static const char *const node_policies[] = {"binpack", "spread", NULL};
 
 static const struct gs_option options[] = {
     {.name = "listen",
-     .env = "GS_EXTENDER_LISTEN",
+     .env = "GPUSLICE_EXTENDER_LISTEN",
      .type = GS_OPT_STRING,
      .def = "127.0.0.1:8888",
      .metavar = "[HOST]:PORT",
@@ -83,7 +83,7 @@ static const struct gs_option options[] = {
      .offset = OFF(kubeconfig),
      .help = "kubeconfig file; unset = in-cluster service account"},
     {.name = "policy",
-     .env = "GS_EXTENDER_POLICY",
+     .env = "GPUSLICE_EXTENDER_POLICY",
      .type = GS_OPT_ENUM,
      .choices = gpu_policies,
      .def = "spread",
@@ -91,7 +91,7 @@ static const struct gs_option options[] = {
      .help = "GPU placement on a node (HAMi's gpu-scheduler-policy default; the pod annotation "
              "hami.io/gpu-scheduler-policy wins)"},
     {.name = "node-policy",
-     .env = "GS_EXTENDER_NODE_POLICY",
+     .env = "GPUSLICE_EXTENDER_NODE_POLICY",
      .type = GS_OPT_ENUM,
      .choices = node_policies,
      .def = "binpack",
@@ -99,7 +99,7 @@ static const struct gs_option options[] = {
      .help = "node choice among those that fit (HAMi's node-scheduler-policy default; the pod "
              "annotation hami.io/node-scheduler-policy wins)"},
     {.name = "kube-api-qps",
-     .env = "GS_EXTENDER_KUBE_API_QPS",
+     .env = "GPUSLICE_KUBE_QPS",
      .type = GS_OPT_INT,
      .def = "50",
      .min = "1",
@@ -107,7 +107,7 @@ static const struct gs_option options[] = {
      .offset = OFF(kube_qps),
      .help = "API server requests per second (burst twice that)"},
     {.name = "log-level",
-     .env = "GS_LOG_LEVEL",
+     .env = "GPUSLICE_LOG_LEVEL",
      .type = GS_OPT_ENUM,
      .choices = log_levels,
      .def = "info",
@@ -121,7 +121,7 @@ static const struct gs_config_spec spec = {
                "allocator",
     .options = options,
     .n_options = GS_ARRAY_SIZE(options),
-    .config_env = "GS_EXTENDER_CONFIG",
+    .config_env = "GPUSLICE_EXTENDER_CONFIG",
 };
 
 /* The bearer token: the file's first line, at most 4 KiB, not empty. */
@@ -166,15 +166,15 @@ int main(int argc, char **argv)
     }
     gs_log_set_level((enum gs_log_level)(o.log_level + 1));
     struct sockaddr_storage addr;
-    if (wh_parse_listen(o.listen, &addr, &err) < 0) {
+    if (gs_listen_parse("--listen", o.listen, &addr, &err) < 0) {
         fprintf(stderr, "gpuslice-extender: %s\n", err.msg);
         gs_config_free(&spec, &o);
         return 2;
     }
     struct ext_server_config sv = {.addr = addr};
     if (o.probe_listen && o.probe_listen[0] &&
-        wh_parse_listen(o.probe_listen, &sv.probe, &err) < 0) {
-        fprintf(stderr, "gpuslice-extender: --probe-listen: %s\n", err.msg);
+        gs_listen_parse("--probe-listen", o.probe_listen, &sv.probe, &err) < 0) {
+        fprintf(stderr, "gpuslice-extender: %s\n", err.msg);
         gs_config_free(&spec, &o);
         return 2;
     }
@@ -205,7 +205,7 @@ int main(int argc, char **argv)
     struct gs_k8s_client *k8s = NULL;
     struct ext_service *svc = NULL;
     struct ext_server *srv = NULL;
-    if (tls && !(sv.tls = wh_tls_new(o.tls_cert_file, o.tls_key_file, 1000, NULL, &err))) {
+    if (tls && !(sv.tls = gs_tls_new(o.tls_cert_file, o.tls_key_file, 1000, NULL, NULL, &err))) {
         fprintf(stderr, "gpuslice-extender: %s\n", err.msg);
         goto out;
     }
@@ -242,7 +242,7 @@ int main(int argc, char **argv)
 out:
     ext_server_stop(srv);
     ext_service_free(svc);
-    wh_tls_free(sv.tls);
+    gs_tls_free(sv.tls);
     gs_k8s_client_free(k8s);
     gs_kube_config_fini(&kc);
     gs_config_free(&spec, &o);

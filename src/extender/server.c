@@ -19,7 +19,7 @@
 #include "base/log.h"
 #include "base/macros.h"
 #include "base/version.h"
-#include "webhook/tls.h"
+#include "net/tls.h"
 
 struct ext_server {
     struct ext_server_config cfg;
@@ -362,7 +362,7 @@ int ext_server_check_exposure(const struct sockaddr_storage *addr, const char *w
 }
 
 static struct MHD_Daemon *start_one(struct listener *l, const struct sockaddr_storage *addr,
-                                    struct wh_tls *tls, unsigned limit)
+                                    struct gs_tls *tls, unsigned limit)
 {
     unsigned flags =
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG;
@@ -372,8 +372,8 @@ static struct MHD_Daemon *start_one(struct listener *l, const struct sockaddr_st
         return MHD_start_daemon(
             flags | MHD_USE_TLS, 0, NULL, NULL, handle, l, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, l,
             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)addr, MHD_OPTION_NOTIFY_COMPLETED, completed,
-            l, MHD_OPTION_HTTPS_CERT_CALLBACK, wh_tls_retrieve, MHD_OPTION_HTTPS_PRIORITIES,
-            WH_TLS_PRIORITIES, MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT,
+            l, MHD_OPTION_HTTPS_CERT_CALLBACK, gs_tls_retrieve, MHD_OPTION_HTTPS_PRIORITIES,
+            GS_TLS_PRIORITIES, MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT,
             EXT_IDLE_TIMEOUT_S, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
     return MHD_start_daemon(flags, 0, NULL, NULL, handle, l, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, l,
                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)addr,

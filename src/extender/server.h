@@ -34,13 +34,13 @@
 #define EXT_MAX_JSON_VALUES 4000000u
 
 struct ext_server;
-struct wh_tls;
+struct gs_tls;
 
 struct ext_server_config {
     struct ext_service *svc;
     struct sockaddr_storage addr;  /* the verbs */
     struct sockaddr_storage probe; /* /healthz and /metrics only; ss_family 0 = none */
-    struct wh_tls *tls;            /* NULL = plain HTTP (loopback only) */
+    struct gs_tls *tls;            /* NULL = plain HTTP (loopback only) */
     const char *token;             /* NULL or "" = none (loopback only) */
 };
 

@@ -411,7 +411,7 @@ int gs_kube_config_load_incluster(const char *sa_dir, struct gs_kube_config *out
 
     memset(out, 0, sizeof(*out));
     if (!sa_dir || !*sa_dir)
-        sa_dir = getenv("GS_SERVICEACCOUNT_DIR");
+        sa_dir = getenv("GPUSLICE_SERVICEACCOUNT_DIR");
     if (!sa_dir || !*sa_dir)
         sa_dir = GS_KUBE_SERVICEACCOUNT_DIR;
     if (strlen(sa_dir) > sizeof(path) - 16)

@@ -50,7 +50,8 @@ int gs_kube_config_load_file(const char *path, const char *context, struct gs_ku
 /* Parse kubeconfig text; `base_dir` resolves relative paths, `name` is used in messages. */
 int gs_kube_config_parse(const char *text, size_t len, const char *base_dir, const char *name,
                          const char *context, struct gs_kube_config *out, struct gs_error *err);
-/* In-cluster configuration. `sa_dir` NULL = $GS_SERVICEACCOUNT_DIR or the standard directory. */
+/* In-cluster configuration. `sa_dir` NULL = $GPUSLICE_SERVICEACCOUNT_DIR or the standard directory.
+ */
 int gs_kube_config_load_incluster(const char *sa_dir, struct gs_kube_config *out,
                                   struct gs_error *err);
 /* The usual order: `path` if non-NULL and non-empty, else $KUBECONFIG (first entry), else

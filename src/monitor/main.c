@@ -22,7 +22,7 @@
 #include "monitor/collect.h"
 #include "monitor/options.h"
 #include "monitor/server.h"
-#include "webhook/tls.h"
+#include "net/tls.h"
 
 static int fail(const char *what, const struct gs_error *err)
 {
@@ -101,10 +101,10 @@ static int serve(const struct mon_options *o)
     if (make_client(o, &k8s, &err) < 0)
         return fail("cannot configure the API client", &err);
 
-    struct wh_tls *tls = NULL;
+    struct gs_tls *tls = NULL;
     if (o->tls_cert_file && o->tls_cert_file[0]) {
-        tls = wh_tls_new(o->tls_cert_file, o->tls_key_file,
-                         (uint64_t)(o->cert_check_interval_ns / 1000000), NULL, &err);
+        tls = gs_tls_new(o->tls_cert_file, o->tls_key_file,
+                         (uint64_t)(o->cert_check_interval_ns / 1000000), NULL, NULL, &err);
         if (!tls) {
             gs_k8s_client_free(k8s);
             return fail("cannot load the serving certificate", &err);
@@ -125,7 +125,7 @@ static int serve(const struct mon_options *o)
     };
     int rc = 0;
     if (mon_catalog_init(&cat, &cc, &err) < 0) {
-        wh_tls_free(tls);
+        gs_tls_free(tls);
         gs_k8s_client_free(k8s);
         return fail("cannot start", &err);
     }
@@ -166,7 +166,7 @@ out:
     mon_catalog_stop(&cat);
     mon_server_stop(server);
     mon_catalog_fini(&cat);
-    wh_tls_free(tls);
+    gs_tls_free(tls);
     gs_k8s_client_free(k8s);
     return rc;
 }

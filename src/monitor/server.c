@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/httpd.h"
 #include "base/log.h"
 #include "base/macros.h"
-#include "webhook/server.h"
-#include "webhook/tls.h"
+#include "net/httpd.h"
+#include "net/listen.h"
+#include "net/tls.h"
 
 struct mon_server {
     struct mon_server_config cfg;
@@ -129,7 +129,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 struct mon_server *mon_server_start(const struct mon_server_config *cfg, struct gs_error *err)
 {
     struct sockaddr_storage addr;
-    if (wh_parse_listen(cfg->listen, &addr, err) < 0)
+    if (gs_listen_parse("--listen", cfg->listen, &addr, err) < 0)
         return NULL;
     struct mon_server *s = calloc(1, sizeof(*s));
     if (!s) {
@@ -149,7 +149,7 @@ struct mon_server *mon_server_start(const struct mon_server_config *cfg, struct 
         s->daemon = MHD_start_daemon(
             flags | MHD_USE_TLS, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_HTTPS_CERT_CALLBACK,
-            wh_tls_retrieve, MHD_OPTION_HTTPS_PRIORITIES, WH_TLS_PRIORITIES,
+            gs_tls_retrieve, MHD_OPTION_HTTPS_PRIORITIES, GS_TLS_PRIORITIES,
             MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
             MHD_OPTION_CONNECTION_TIMEOUT, idle, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
             MHD_OPTION_END);
@@ -161,7 +161,7 @@ struct mon_server *mon_server_start(const struct mon_server_config *cfg, struct 
             MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
     if (s->daemon && cfg->probe_listen && cfg->probe_listen[0]) {
         struct sockaddr_storage pa;
-        if (wh_parse_listen(cfg->probe_listen, &pa, err) < 0) {
+        if (gs_listen_parse("--probe-listen", cfg->probe_listen, &pa, err) < 0) {
             MHD_stop_daemon(s->daemon);
             free(s);
             return NULL;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The monitor's HTTP server (libmicrohttpd, as the webhook): GET/HEAD /metrics, /healthz,
- * /readyz. Plain HTTP by default; HTTPS when a certificate is given (webhook/tls.h: the pair is
+ * /readyz. Plain HTTP by default; HTTPS when a certificate is given (net/tls.h: the pair is
  * re-read when the files change). One thread per connection (poll(), so descriptors past
  * FD_SETSIZE work), bounded by --max-connections, at most --max-connections-per-client from one
  * address, each closed after --idle-timeout without a request. --probe-listen adds a second
@@ -20,7 +20,7 @@
 #include "monitor/catalog.h"
 #include "monitor/collect.h"
 
-struct wh_tls;
+struct gs_tls;
 
 struct mon_server_config {
     const char *listen; /* "[host]:port"; empty host = all IPv4 addresses */
@@ -28,7 +28,7 @@ struct mon_server_config {
     unsigned per_client_limit; /* 0 = 8 */
     unsigned idle_timeout_s;   /* 0 = 10 */
     const char *probe_listen;  /* NULL or "" = none */
-    struct wh_tls *tls;        /* NULL: plain HTTP */
+    struct gs_tls *tls;        /* NULL: plain HTTP */
     struct mon_catalog *catalog;
     struct mon_collect_opts collect;
 };

@@ -11,6 +11,7 @@
 
 #include "base/log.h"
 #include "base/version.h"
+#include "net/httpd.h"
 
 /* Upper bounds of the latency buckets, in seconds. */
 static const double bucket_le[METRICS_BUCKETS] = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.025,
@@ -167,16 +168,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn, const char
     }
     if (!body)
         return MHD_NO;
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
-    if (!resp) {
-        free(body);
-        return MHD_NO;
-    }
-    MHD_add_response_header(resp, "Content-Type", ctype);
-    enum MHD_Result r = MHD_queue_response(conn, status, resp);
-    MHD_destroy_response(resp);
-    return r;
+    return gs_httpd_reply(conn, status, ctype, body, strlen(body), true);
 }
 
 static int parse_addr(const char *addr, struct sockaddr_in *sa, struct gs_error *err)

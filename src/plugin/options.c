@@ -60,7 +60,7 @@ static const struct gs_option table[] = {
      .offset = OFF(cdi_root),
      .help = "Where CDI specs are written."},
     {.name = "state-dir",
-     .env = "GPUSLICE_STATE_DIR",
+     .env = "GPUSLICE_PLUGIN_STATE_DIR",
      .type = GS_OPT_STRING,
      .offset = OFF(state_dir),
      .help = "Directory of the checkpoint; unset = the plugin dir."},

@@ -17,6 +17,7 @@
 #include "kube/http.h"
 #include "webhook/deadline.h"
 #include "webhook/shape.h"
+#include "webhook/template.h"
 
 #define TEMPLATE_SLOTS 4096 /* power of two; cleared when half full */
 #define KEY_MAX        320  /* namespace (63) + '/' + name (253) + NUL */

@@ -18,7 +18,8 @@
 #include "webhook/options.h"
 #include "webhook/preview.h"
 #include "webhook/server.h"
-#include "webhook/tls.h"
+#include "net/listen.h"
+#include "net/tls.h"
 #include "webhook/vendor.h"
 
 static int ensure_templates(void *user, const json_t *templates, uint64_t deadline_ms,
@@ -60,7 +61,7 @@ static int serve(const struct wh_options *opts)
     const struct wh_options o = *opts;
     struct gs_error err = {0};
     struct sockaddr_storage listen_addr;
-    if (wh_parse_listen(o.listen, &listen_addr, &err) < 0) {
+    if (gs_listen_parse("--listen", o.listen, &listen_addr, &err) < 0) {
         fprintf(stderr, "gpuslice-webhook: %s\n", err.msg);
         return 2;
     }
@@ -111,8 +112,9 @@ static int serve(const struct wh_options *opts)
         wh_cluster_free(cluster);
         return fail("refusing to start", &err);
     }
-    struct wh_tls *tls = wh_tls_new(o.tls_cert_file, o.tls_key_file,
-                                    (uint64_t)(o.cert_check_interval_ns / 1000000), &metrics, &err);
+    struct gs_tls *tls =
+        gs_tls_new(o.tls_cert_file, o.tls_key_file, (uint64_t)(o.cert_check_interval_ns / 1000000),
+                   &metrics.tls_reloads, &metrics.tls_reload_errors, &err);
     if (!tls) {
         wh_cluster_free(cluster);
         return fail("cannot load the serving certificate", &err);
@@ -153,7 +155,7 @@ static int serve(const struct wh_options *opts)
     };
     struct wh_server *server = wh_server_start(&sc, &err);
     if (!server) {
-        wh_tls_free(tls);
+        gs_tls_free(tls);
         wh_cluster_free(cluster);
         return fail("cannot serve", &err);
     }
@@ -180,7 +182,7 @@ static int serve(const struct wh_options *opts)
         gs_info("second signal, stopping now", "signal=%d", sig);
     gs_info("stopping", "signal=%d", sig);
     wh_server_stop(server);
-    wh_tls_free(tls);
+    gs_tls_free(tls);
     wh_cluster_free(cluster);
     return 0;
 }

@@ -2,7 +2,7 @@
 /*
  * The webhook's options: one typed table (config/config.h) — flag, environment variable, type,
  * default, bounds, help. --help, --print-config and --config FILE come from it. Precedence:
- * defaults < config file (--config or $GS_WEBHOOK_CONFIG) < environment < flags.
+ * defaults < config file (--config or $GPUSLICE_WEBHOOK_CONFIG) < environment < flags.
  */
 #ifndef GS_WEBHOOK_OPTIONS_H
 #define GS_WEBHOOK_OPTIONS_H

@@ -23,6 +23,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/macros.h"
+#include "net/listen.h"
 #include "webhook/review.h"
 
 struct probe_srv;
@@ -43,55 +44,6 @@ struct req_state {
     bool too_big;
     bool responded;
 };
-
-int wh_parse_listen(const char *listen, struct sockaddr_storage *out, struct gs_error *err)
-{
-    char host[256];
-    const char *colon, *port_s;
-    memset(out, 0, sizeof(*out));
-    if (!listen || !*listen)
-        return gs_error_set(err, -EINVAL, "--listen: empty address");
-    if (listen[0] == '[') {
-        const char *close = strchr(listen, ']');
-        if (!close || close[1] != ':')
-            return gs_error_set(err, -EINVAL, "--listen: \"%s\" is not [address]:port", listen);
-        if ((size_t)(close - listen - 1) >= sizeof(host))
-            return gs_error_set(err, -EINVAL, "--listen: address too long");
-        memcpy(host, listen + 1, (size_t)(close - listen - 1));
-        host[close - listen - 1] = '\0';
-        port_s = close + 2;
-    } else {
-        colon = strrchr(listen, ':');
-        if (!colon || (size_t)(colon - listen) >= sizeof(host))
-            return gs_error_set(err, -EINVAL, "--listen: \"%s\" is not host:port", listen);
-        memcpy(host, listen, (size_t)(colon - listen));
-        host[colon - listen] = '\0';
-        port_s = colon + 1;
-    }
-    char *end;
-    errno = 0;
-    long port = strtol(port_s, &end, 10);
-    if (!*port_s || *end || errno || port < 1 || port > 65535)
-        return gs_error_set(err, -EINVAL, "--listen: port \"%s\" is not within 1-65535", port_s);
-    if (!host[0]) {
-        struct sockaddr_in *in = (struct sockaddr_in *)out;
-        in->sin_family = AF_INET;
-        in->sin_addr.s_addr = htonl(INADDR_ANY);
-        in->sin_port = htons((uint16_t)port);
-        return 0;
-    }
-    struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
-                    *ai = NULL;
-    int g = getaddrinfo(host, port_s, &hints, &ai);
-    if (g != 0 || !ai)
-        return gs_error_set(err, -EINVAL, "--listen: cannot resolve \"%s\": %s", host,
-                            gai_strerror(g));
-    memcpy(out, ai->ai_addr, GS_MIN((size_t)ai->ai_addrlen, sizeof(*out)));
-    freeaddrinfo(ai);
-    return 0;
-}
 
 static enum wh_route route_of(const char *url)
 {
@@ -521,10 +473,8 @@ static void *probe_loop(void *arg)
 static struct probe_srv *start_health(struct wh_server *s, struct gs_error *err)
 {
     struct sockaddr_storage addr;
-    if (wh_parse_listen(s->cfg.health_listen, &addr, err) < 0) {
-        gs_error_prefix(err, "--health-listen: ");
+    if (gs_listen_parse("--health-listen", s->cfg.health_listen, &addr, err) < 0)
         return NULL;
-    }
     struct probe_srv *ps = calloc(1, sizeof(*ps));
     if (!ps) {
         gs_error_set(err, -ENOMEM, "out of memory");
@@ -568,7 +518,7 @@ static void stop_health(struct probe_srv *ps)
 struct wh_server *wh_server_start(const struct wh_server_config *cfg, struct gs_error *err)
 {
     struct sockaddr_storage addr;
-    int r = wh_parse_listen(cfg->listen, &addr, err);
+    int r = gs_listen_parse("--listen", cfg->listen, &addr, err);
     if (r < 0)
         return NULL;
     struct wh_server *s = calloc(1, sizeof(*s));
@@ -590,8 +540,8 @@ struct wh_server *wh_server_start(const struct wh_server_config *cfg, struct gs_
     s->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, handle_main, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_HTTPS_CERT_CALLBACK,
-        wh_tls_retrieve, MHD_OPTION_HTTPS_PRIORITIES,
-        s->cfg.tls13_only ? WH_TLS_PRIORITIES_13 : WH_TLS_PRIORITIES, MHD_OPTION_CONNECTION_LIMIT,
+        gs_tls_retrieve, MHD_OPTION_HTTPS_PRIORITIES,
+        s->cfg.tls13_only ? GS_TLS_PRIORITIES_13 : GS_TLS_PRIORITIES, MHD_OPTION_CONNECTION_LIMIT,
         s->cfg.connection_limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->cfg.per_client_limit,
         MHD_OPTION_CONNECTION_TIMEOUT, s->cfg.idle_timeout_s, MHD_OPTION_NOTIFY_COMPLETED,
         completed, s, MHD_OPTION_NOTIFY_CONNECTION, connection_event, s,

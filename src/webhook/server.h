@@ -28,7 +28,7 @@
 #include "base/error.h"
 #include "webhook/admit.h"
 #include "webhook/metrics.h"
-#include "webhook/tls.h"
+#include "net/tls.h"
 
 /* The probe listener's own limits (probes are one short request each). */
 #define WH_HEALTH_CONNECTION_LIMIT    64
@@ -45,16 +45,13 @@ struct wh_server_config {
     bool tls13_only;               /* --tls-min-version 1.3 */
     const struct wh_admit_ctx *admit;
     struct wh_metrics *metrics;
-    struct wh_tls *tls;
+    struct gs_tls *tls;
     /* Extra counters for /metrics (may be NULL). */
     void (*extra_metrics)(void *user, struct wh_metrics_extra *out);
     void *extra_user;
 };
 
 struct wh_server;
-
-/* Parse "host:port" / ":port" / "[v6]:port" into a socket address. */
-int wh_parse_listen(const char *listen, struct sockaddr_storage *out, struct gs_error *err);
 
 struct wh_server *wh_server_start(const struct wh_server_config *cfg, struct gs_error *err);
 /* Keep serving, but answer /readyz with 500 so endpoints drop this replica before it stops. */

@@ -94,19 +94,4 @@ int wh_claim_spec_build(const struct wh_legacy *l, const struct wh_names *names,
                         const json_t *selectors, enum wh_topology topology, const int64_t *sizes,
                         size_t n_sizes, const char *what, json_t **out, struct gs_error *err);
 
-/* Annotation on every template: the full SHA-256 of its claim spec, so a template of the same
- * name that the webhook did not make for this shape is told apart on 409. */
-#define WH_ANN_SPEC_HASH "gpuslice.io/claim-spec-sha256"
-
-/* Lowercase hex SHA-256 (64 digits + NUL) over the compact, key-sorted JSON of `claim_spec`. */
-int wh_claim_spec_hash(const json_t *claim_spec, char hex[65]);
-/* "gpuslice-<first 20 hex digits of wh_claim_spec_hash>". */
-int wh_template_name(const json_t *claim_spec, char *buf, size_t len);
-
-/* The ResourceClaimTemplate object (new reference), or NULL on ENOMEM. */
-json_t *wh_template_object(const char *name, const char *ns, const json_t *claim_spec);
-/* The same with the spec's hash already computed (wh_claim_spec_hash): one hash per shape. */
-json_t *wh_template_object_hashed(const char *name, const char *ns, const json_t *claim_spec,
-                                  const char hex[65]);
-
 #endif /* GS_WEBHOOK_SHAPE_H */

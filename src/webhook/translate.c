@@ -15,6 +15,7 @@
 #include "base/macros.h"
 #include "webhook/selector.h"
 #include "webhook/vendor.h"
+#include "webhook/template.h"
 
 #define POD_CLAIM_PREFIX "gpu-"
 #define DNS_LABEL_MAX    63

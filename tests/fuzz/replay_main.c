@@ -2,7 +2,12 @@
 /*
  * Corpus replayer: links with a libFuzzer target (LLVMFuzzerTestOneInput) when the build is not a
  * libFuzzer build, runs every file of the given corpus directories through it and prints TAP.
- * A crash or sanitizer report fails the test; each input is one TAP line.
+ *
+ * One TAP line per target, not per input: returning from LLVMFuzzerTestOneInput proves nothing by
+ * itself, so an input is not a test. Each input is named in a `#` line before it runs (a crash log
+ * ends with the input that crashed); a crash or a sanitizer report ends the process without the
+ * closing `ok` (UBSAN_OPTIONS=halt_on_error=1, ASan aborts), and the runner counts the test as
+ * failed. A corpus that cannot be read, or holds no input, fails the one line.
  */
 #include <dirent.h>
 #include <stdint.h>
@@ -22,27 +27,38 @@ static int cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static unsigned replayed, errors;
+
 static void run_file(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        ok(0, "open %s", path);
+        diag("cannot open %s", path);
+        errors++;
         return;
     }
     uint8_t *buf = malloc(REPLAY_MAX_INPUT);
     size_t n = buf ? fread(buf, 1, REPLAY_MAX_INPUT, f) : 0;
     fclose(f);
     if (!buf) {
-        ok(0, "malloc for %s", path);
+        diag("out of memory reading %s", path);
+        errors++;
         return;
     }
     /* Copy to an exact-size buffer so ASan catches reads past the input. */
     uint8_t *exact = malloc(n ? n : 1);
+    if (!exact) {
+        free(buf);
+        diag("out of memory for %s", path);
+        errors++;
+        return;
+    }
     memcpy(exact, buf, n);
     free(buf);
+    diag("replay %s (%zu bytes)", path, n);
     LLVMFuzzerTestOneInput(exact, n);
     free(exact);
-    ok(1, "replay %s (%zu bytes)", path, n);
+    replayed++;
 }
 
 int main(int argc, char **argv)
@@ -51,7 +67,8 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         struct stat st;
         if (stat(argv[i], &st) != 0) {
-            ok(0, "corpus path %s exists", argv[i]);
+            diag("corpus path %s does not exist", argv[i]);
+            errors++;
             continue;
         }
         if (!S_ISDIR(st.st_mode)) {
@@ -60,7 +77,8 @@ int main(int argc, char **argv)
         }
         DIR *d = opendir(argv[i]);
         if (!d) {
-            ok(0, "open corpus dir %s", argv[i]);
+            diag("cannot open corpus dir %s", argv[i]);
+            errors++;
             continue;
         }
         char **names = NULL;
@@ -72,11 +90,17 @@ int main(int argc, char **argv)
             if (count == cap) {
                 cap = cap ? cap * 2 : 64;
                 char **nn = realloc(names, cap * sizeof(*names));
-                if (!nn)
+                if (!nn) {
+                    errors++;
                     break;
+                }
                 names = nn;
             }
-            names[count++] = strdup(e->d_name);
+            if (!(names[count] = strdup(e->d_name))) {
+                errors++;
+                break;
+            }
+            count++;
         }
         closedir(d);
         qsort(names, count, sizeof(*names), cmp);
@@ -88,5 +112,9 @@ int main(int argc, char **argv)
         }
         free(names);
     }
+    ok(errors == 0 && replayed > 0,
+       "%s: replayed %u corpus inputs, %u unreadable, no crash or "
+       "sanitizer report",
+       argc > 0 ? argv[0] : "replay", replayed, errors);
     return tap_done();
 }

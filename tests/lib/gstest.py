@@ -153,6 +153,17 @@ def skip_reference(t, what, *parts):
         t.skip(what, why)
 
 
+def skip_unbuilt(t, what, why):
+    """Skip `what` because a program it drives (gpusim's libraries, a daemon, a helper) is not
+    built, saying `why`. With GPUSLICE_REQUIRE_SIM=1 (CI sets it in .ci/run) the absence is a
+    failure instead: a build that lost gpusim or a daemon cannot turn a test program into one
+    green SKIP."""
+    if os.environ.get('GPUSLICE_REQUIRE_SIM') == '1':
+        t.ok(False, f'{what}: {why}; required in this run (GPUSLICE_REQUIRE_SIM=1)')
+    else:
+        t.skip(what, why)
+
+
 def schema_errors(validator, obj):
     """Every error of `obj` under a jsonschema validator, as 'path/to/field: message'."""
     return [f"{'/'.join(str(p) for p in e.absolute_path)}: {e.message}"

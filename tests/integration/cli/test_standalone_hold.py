@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 
-from gstest import Tap, env_paths, sanitizer_runtime
+from gstest import Tap, env_paths, sanitizer_runtime, skip_unbuilt
 
 t = Tap()
 P = env_paths()
@@ -204,7 +204,7 @@ def test_garbage_ledger_and_messages():
 
 def main():
     if not os.path.exists(os.path.join(P['GS_SIM_DIR'], 'libcuda.so.1')):
-        t.skip('standalone holders', 'gpusim not built')
+        skip_unbuilt(t, 'standalone holders', 'gpusim not built')
         return t.done()
     for name, fn, args in (('exit, cgroup', test_setsid_after_exit, (True,)),
                            ('exit, region slots', test_setsid_after_exit, (False,)),

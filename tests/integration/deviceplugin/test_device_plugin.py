@@ -282,7 +282,7 @@ def main():
             log.seek(0)
             t.diag(log.read()[-4000:])
         if ext:
-            ext.stop()
+            t.is_eq(ext.stop(), 0, 'the extender stops cleanly on SIGTERM')
         kubelet.stop()
         api.stop()
         shutil.rmtree(tmp, True)

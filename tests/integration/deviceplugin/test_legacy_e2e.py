@@ -225,7 +225,7 @@ def main():
         if t.failed:
             t.diag(plugin.output()[-3000:])
             t.diag(ext.output()[-2000:])
-        ext.stop()
+        t.is_eq(ext.stop(), 0, 'extender exits cleanly')
         t.is_eq(wh.stop(), 0, 'webhook exits cleanly')
         t.is_eq(plugin.stop(), 0, 'device plugin exits cleanly')
         api.stop()

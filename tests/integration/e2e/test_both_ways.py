@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import e2elib as e2e  # noqa: E402
 from e2elib import DRIVER, pl, whlib  # noqa: E402
-from gstest import Tap  # noqa: E402
+from gstest import Tap, skip_unbuilt  # noqa: E402
 
 warnings.filterwarnings('ignore', category=DeprecationWarning)
 
@@ -149,7 +149,7 @@ def main():
     if not os.path.exists(e2e.PATHS['GS_WEBHOOK']):
         missing.append('gpuslice-webhook')
     if missing:
-        t.skip('the same slice both ways', f"not built: {', '.join(missing)}")
+        skip_unbuilt(t, 'the same slice both ways', f"not built: {', '.join(missing)}")
         return t.done()
     mount_ns = e2e.edits_mode(t)
     with e2e.Node(t, NODE, 'h200') as node, tempfile.TemporaryDirectory(prefix='gs-e2e-wh-') as td:

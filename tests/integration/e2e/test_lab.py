@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import e2elib as e2e  # noqa: E402
 from e2elib import DRIVER, pl  # noqa: E402
-from gstest import Tap  # noqa: E402
+from gstest import Tap, skip_unbuilt  # noqa: E402
 
 NODE = 'node-1'
 NS = 'test-dra'
@@ -207,7 +207,7 @@ def main():
     t = Tap()
     missing = e2e.missing_binaries()
     if missing:
-        t.skip('the lab end to end', f"not built: {', '.join(missing)}")
+        skip_unbuilt(t, 'the lab end to end', f"not built: {', '.join(missing)}")
         return t.done()
     mount_ns = e2e.edits_mode(t)
     with e2e.Node(t, NODE, 't4') as node:

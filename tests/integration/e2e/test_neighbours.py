@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import e2elib as e2e  # noqa: E402
 from e2elib import DRIVER  # noqa: E402
-from gstest import Tap  # noqa: E402
+from gstest import Tap, skip_unbuilt  # noqa: E402
 
 NODE = 'node-1'
 NS = 'seed-001'
@@ -58,7 +58,7 @@ def main():
     t = Tap()
     missing = e2e.missing_binaries()
     if missing:
-        t.skip('enforcement between neighbours', f"not built: {', '.join(missing)}")
+        skip_unbuilt(t, 'enforcement between neighbours', f"not built: {', '.join(missing)}")
         return t.done()
     mount_ns = e2e.edits_mode(t)
     with e2e.Node(t, NODE, 'h200') as node:

@@ -196,7 +196,7 @@ def main():
             t.ok(not probs, 'promtool: legacy exposition has no problem beyond the legacy names\' '
                             'own camelCase', diag='\n'.join(probs))
         finally:
-            leg.stop()
+            t.is_eq(leg.stop(), 0, 'the legacy-names monitor exits 0 on SIGTERM')
         st, hdr, body = mon.metrics('application/openmetrics-text;version=1.0.0')
         t.ok(st == 200 and hdr.get('Content-Type', '').startswith('application/openmetrics-text')
              and body.endswith('# EOF\n'), 'Accept: OpenMetrics gets OpenMetrics 1.0.0')

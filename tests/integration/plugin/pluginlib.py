@@ -260,7 +260,8 @@ users:
         e['GPUSIM_STATE'] = self.sim_state
         e.pop('NODE_NAME', None)
         e.pop('KUBECONFIG', None)
-        for k in ('KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT', 'GS_SERVICEACCOUNT_DIR'):
+        for k in ('KUBERNETES_SERVICE_HOST', 'KUBERNETES_SERVICE_PORT',
+                  'GPUSLICE_SERVICEACCOUNT_DIR'):
             e.pop(k, None)
         e.update(self.extra_env)
         return e
@@ -329,7 +330,14 @@ users:
         return rc
 
     def close(self):
-        self.stop()
+        # A plugin the test left running is stopped here, and its exit status asserted: an ASan
+        # or UBSan report at exit (or a crash on SIGTERM) makes it non-zero and must not go
+        # unseen. A test that stops, kills or waits for the plugin checks that status itself.
+        if self.proc is not None and self.proc.poll() is None:
+            rc = self.stop()
+            self.tap.is_eq(rc, 0, 'teardown: the plugin exits 0 on SIGTERM')
+        else:
+            self.stop()
         if self.own_api:
             self.api.stop()
         subprocess.run(['rm', '-rf', self.tmp], check=False)

@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import grpc  # noqa: E402
 
 import pluginlib as pl  # noqa: E402
-from gstest import Tap, env_paths  # noqa: E402
+from gstest import Tap, env_paths, skip_unbuilt  # noqa: E402
 
 
 def prep_error(env, c_ref, version='v1'):
@@ -25,7 +25,7 @@ def prep_error(env, c_ref, version='v1'):
 def main():
     t = Tap()
     if not pl.gpusim_available():
-        t.skip('bad input', 'gpusim libnvidia-ml.so.1 not built')
+        skip_unbuilt(t, 'bad input', 'gpusim libnvidia-ml.so.1 not built')
         return t.done()
     with pl.PluginEnv(t, extra_args=['--max-grpc-message', '65536']) as env:
         env.start()

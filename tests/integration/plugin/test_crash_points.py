@@ -12,7 +12,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import grpc  # noqa: E402
 
 import pluginlib as pl  # noqa: E402
-from gstest import Tap  # noqa: E402
+from gstest import Tap, skip_unbuilt  # noqa: E402
 
 PREPARE_POINTS = ['prepare-after-started', 'prepare-after-claim-dir', 'prepare-after-limits',
                   'prepare-after-cdi', 'prepare-after-completed']
@@ -48,7 +48,7 @@ def crash_call(t, env, point, fn):
 def main():
     t = Tap()
     if not pl.gpusim_available():
-        t.skip('crash points', 'gpusim libnvidia-ml.so.1 not built')
+        skip_unbuilt(t, 'crash points', 'gpusim libnvidia-ml.so.1 not built')
         return t.done()
     with pl.PluginEnv(t) as env:
         env.start()

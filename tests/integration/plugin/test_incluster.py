@@ -10,13 +10,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import pluginlib as pl  # noqa: E402
 from fakeapi import FakeAPI  # noqa: E402
-from gstest import Tap  # noqa: E402
+from gstest import Tap, skip_unbuilt  # noqa: E402
 
 
 def main():
     t = Tap()
     if not pl.gpusim_available():
-        t.skip('in-cluster', 'gpusim libnvidia-ml.so.1 not built')
+        skip_unbuilt(t, 'in-cluster', 'gpusim libnvidia-ml.so.1 not built')
         return t.done()
     with pl.PluginEnv(t, use_kubeconfig=False) as probe:
         tmp = probe.tmp
@@ -40,7 +40,7 @@ def main():
             env = pl.PluginEnv(t, api=api, use_kubeconfig=False, extra_env={
                 'KUBERNETES_SERVICE_HOST': '127.0.0.1',
                 'KUBERNETES_SERVICE_PORT': str(api.port),
-                'GS_SERVICEACCOUNT_DIR': sa})
+                'GPUSLICE_SERVICEACCOUNT_DIR': sa})
             with env:
                 env.start()
                 s = env.wait_slices(lambda s: len(s) == 1)

@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import grpc  # noqa: E402
 
 import pluginlib as pl  # noqa: E402
-from gstest import Tap  # noqa: E402
+from gstest import Tap, skip_unbuilt  # noqa: E402
 
 
 def check_registration(t, env):
@@ -166,7 +166,7 @@ def slice_lists(env):
 def main():
     t = Tap()
     if not pl.gpusim_available():
-        t.skip('kubelet flow', 'gpusim libnvidia-ml.so.1 not built')
+        skip_unbuilt(t, 'kubelet flow', 'gpusim libnvidia-ml.so.1 not built')
         return t.done()
     with pl.PluginEnv(t) as env:
         hport = pl.free_port()

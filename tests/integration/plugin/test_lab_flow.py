@@ -18,7 +18,7 @@ import yaml
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import pluginlib as pl  # noqa: E402
-from gstest import Tap, env_paths, sanitizer_runtime  # noqa: E402
+from gstest import Tap, env_paths, sanitizer_runtime, skip_unbuilt  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -122,7 +122,7 @@ def main():
                                ('libvgpu.so', os.path.exists(p['GS_VGPU_LIB'])),
                                ('gpusim-smi', smi_command(p) is not None)) if not ok]
     if missing:
-        t.skip('lab flow', f"not built yet: {', '.join(missing)}")
+        skip_unbuilt(t, 'lab flow', f"not built yet: {', '.join(missing)}")
         return t.done()
     smi = smi_command(p)
     can_unshare = subprocess.run(['unshare', '-rm', 'true'], capture_output=True).returncode == 0

@@ -11,7 +11,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import pluginlib as pl  # noqa: E402
-from gstest import Tap  # noqa: E402
+from gstest import Tap, skip_unbuilt  # noqa: E402
 
 
 def fake_sysfs(root, bdf, root_complex, numa):
@@ -31,7 +31,7 @@ def attrs(slices):
 def main():
     t = Tap()
     if not pl.gpusim_available():
-        t.skip('topology', 'gpusim libnvidia-ml.so.1 not built')
+        skip_unbuilt(t, 'topology', 'gpusim libnvidia-ml.so.1 not built')
         return t.done()
     v = pl.slice_validator()
 

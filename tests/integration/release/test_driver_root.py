@@ -7,7 +7,7 @@ import os
 import sys
 import tempfile
 
-from gstest import Tap
+from gstest import Tap, skip_unbuilt
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', 'plugin'))
@@ -36,7 +36,7 @@ def wait_exit(env, timeout=20):
 def main():
     t = Tap()
     if not pl.gpusim_available():
-        t.skip('driver root', 'gpusim libnvidia-ml.so.1 not built')
+        skip_unbuilt(t, 'driver root', 'gpusim libnvidia-ml.so.1 not built')
         return t.done()
     sim_nvml = os.path.join(pl.env_paths()['GS_SIM_DIR'], 'libnvidia-ml.so.1')
     with tempfile.TemporaryDirectory() as root:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 
-from gstest import Tap, env_paths
+from gstest import Tap, env_paths, skip_unbuilt
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', 'plugin'))
@@ -75,7 +75,7 @@ def check_binaries(t, p, version, commit):
 def check_plugin_metric(t, want):
     import pluginlib as pl  # noqa: PLC0415
     if not pl.gpusim_available():
-        t.skip('plugin gpuslice_build_info', 'gpusim libnvidia-ml.so.1 not built')
+        skip_unbuilt(t, 'plugin gpuslice_build_info', 'gpusim libnvidia-ml.so.1 not built')
         return
     with pl.PluginEnv(t) as env:
         env.start(metrics=True)

@@ -14,7 +14,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gstest import Tap  # noqa: E402
+from gstest import Tap, skip_unbuilt  # noqa: E402
 from vgpulib import prepare_region, MiB, World, have_sim, parse  # noqa: E402
 
 RUN_MS = int(os.environ.get('GS_COMPUTE_RUN_MS', '30000'))
@@ -38,7 +38,7 @@ def share_stats(kv, us):
 def main():
     t = Tap()
     if not have_sim():
-        t.skip('compute accuracy', 'gpusim libcuda.so.1 not built')
+        skip_unbuilt(t, 'compute accuracy', 'gpusim libcuda.so.1 not built')
         return t.done()
     worlds, jobs = [], []
     try:

@@ -19,7 +19,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gstest  # noqa: E402
-from gstest import Tap  # noqa: E402
+from gstest import Tap, skip_unbuilt  # noqa: E402
 from vgpulib import prepare_region, MiB, World, have_sim, parse  # noqa: E402
 
 OOM = '2'
@@ -178,7 +178,7 @@ def pattern_program(t, w, helper):
     cuGetProcAddress_v2, library before any context, the primary retained through the driver's
     internal interface, cuCtxSetCurrent, reset, release) under a 4096 MiB / 30 % slice."""
     if not helper or not os.path.exists(helper):
-        t.skip('runtime pattern program', 'sim_runtime_pattern not built')
+        skip_unbuilt(t, 'runtime pattern program', 'sim_runtime_pattern not built')
         return
     uuid = w.devices()[0][1]
     w.write_limits('claim-pat', [(uuid, 4096 * MiB, 30)], region=w.region('pat'))
@@ -327,7 +327,7 @@ exec "{w.probe}" boundary 1024 {MiB}
 def main():
     t = Tap()
     if not have_sim():
-        t.skip('libvgpu context tests', 'gpusim libcuda.so.1 not built')
+        skip_unbuilt(t, 'libvgpu context tests', 'gpusim libcuda.so.1 not built')
         return t.done()
     w = World()
     helper = sys.argv[1] if len(sys.argv) > 1 else None

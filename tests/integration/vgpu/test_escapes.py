@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gstest import Tap  # noqa: E402
+from gstest import Tap, skip_unbuilt  # noqa: E402
 from vgpulib import REGION_SIZE, MiB, World, have_sim, parse  # noqa: E402
 
 OOM = '2'
@@ -403,7 +403,7 @@ def region_replaced(t):
 def main():
     t = Tap()
     if not have_sim():
-        t.skip('libvgpu escapes', 'gpusim libcuda.so.1 not built')
+        skip_unbuilt(t, 'libvgpu escapes', 'gpusim libcuda.so.1 not built')
         return t.done()
     t.run('vmm', vmm, t)
     t.run('pool_destroy', pool_destroy, t)

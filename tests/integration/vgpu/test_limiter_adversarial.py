@@ -16,7 +16,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gstest  # noqa: E402
-from gstest import Tap  # noqa: E402
+from gstest import Tap, skip_unbuilt  # noqa: E402
 from vgpulib import World, have_sim, parse  # noqa: E402
 
 RUN_MS = int(os.environ.get('GS_COMPUTE_RUN_MS', '30000'))
@@ -39,7 +39,7 @@ CASES = [
 def main():
     t = Tap()
     if not have_sim():
-        t.skip('limiter adversarial workloads', 'gpusim libcuda.so.1 not built')
+        skip_unbuilt(t, 'limiter adversarial workloads', 'gpusim libcuda.so.1 not built')
         return t.done()
     probe = os.path.join(gstest.env_paths()['GS_BUILD_ROOT'], 'tests', 'integration', 'vgpu',
                          'limiter_probe')

@@ -7,7 +7,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gstest import Tap  # noqa: E402
+from gstest import Tap, skip_unbuilt  # noqa: E402
 from vgpulib import MiB, World, have_sim, parse, parse_lines  # noqa: E402
 
 CUDA_ERROR_OUT_OF_MEMORY = 2
@@ -176,7 +176,7 @@ def views(t, w):
         p = subprocess.run([w.smi], env=w.env(), capture_output=True, text=True, timeout=30)
         t.like(p.stdout, '1000MiB / 4096MiB', 'gpusim-smi under libvgpu shows the slice')
     else:
-        t.skip('gpusim-smi shows the slice', 'gpusim-smi not built')
+        skip_unbuilt(t, 'gpusim-smi shows the slice', 'gpusim-smi not built')
     h.kill()
     h.wait()
     if os.path.exists(w.smi):
@@ -189,7 +189,7 @@ def views(t, w):
 def main():
     t = Tap()
     if not have_sim():
-        t.skip('libvgpu memory tests', 'gpusim libcuda.so.1 not built')
+        skip_unbuilt(t, 'libvgpu memory tests', 'gpusim libcuda.so.1 not built')
         return t.done()
     w = World()
     try:

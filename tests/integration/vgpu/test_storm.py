@@ -10,7 +10,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gstest import Tap  # noqa: E402
+from gstest import Tap, skip_unbuilt  # noqa: E402
 from vgpulib import MiB, World, have_sim, parse  # noqa: E402
 
 PROCS = 64
@@ -29,7 +29,7 @@ def region_used(path):
 def main():
     t = Tap()
     if not have_sim():
-        t.skip('storm', 'gpusim libcuda.so.1 not built')
+        skip_unbuilt(t, 'storm', 'gpusim libcuda.so.1 not built')
         return t.done()
     w = World()
     try:

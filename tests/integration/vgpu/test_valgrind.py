@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gstest import Tap  # noqa: E402
+from gstest import Tap, skip_unbuilt  # noqa: E402
 from vgpulib import MiB, World, have_sim, parse  # noqa: E402
 
 
@@ -17,7 +17,7 @@ def main():
         t.skip('libvgpu under valgrind', 'ASan build (valgrind and ASan do not mix)')
         return t.done()
     if not shutil.which('valgrind') or not have_sim():
-        t.skip('libvgpu under valgrind', 'valgrind or gpusim missing')
+        skip_unbuilt(t, 'libvgpu under valgrind', 'valgrind or gpusim missing')
         return t.done()
     w = World()
     try:

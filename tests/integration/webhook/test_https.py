@@ -419,7 +419,7 @@ def check_incluster(t, binary, tmp):
     with FakeAPI(token='sa-token', tls_cert=api_cert, tls_key=api_key) as api:
         env = {k: v for k, v in os.environ.items() if k != 'KUBECONFIG'}
         env.update(KUBERNETES_SERVICE_HOST='127.0.0.1', KUBERNETES_SERVICE_PORT=str(api.port),
-                   GS_SERVICEACCOUNT_DIR=sa)
+                   GPUSLICE_SERVICEACCOUNT_DIR=sa)
         cert, key = make_cert(tmp, 'serving2')
         wh = Webhook(binary, cert, key, None, workdir=tmp, env=env)
         try:

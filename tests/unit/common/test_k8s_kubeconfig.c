@@ -260,12 +260,12 @@ static void test_incluster(void)
     is_str(cfg.source, "in-cluster", "source");
     gs_kube_config_fini(&cfg);
 
-    setenv("GS_SERVICEACCOUNT_DIR", sa, 1);
+    setenv("GPUSLICE_SERVICEACCOUNT_DIR", sa, 1);
     r = gs_kube_config_load(NULL, &cfg, &err);
-    is_int(r, 0, "no kubeconfig -> in-cluster via $GS_SERVICEACCOUNT_DIR");
+    is_int(r, 0, "no kubeconfig -> in-cluster via $GPUSLICE_SERVICEACCOUNT_DIR");
     is_str(cfg.token_file, path_of("sa/token"), "overridden directory used");
     gs_kube_config_fini(&cfg);
-    unsetenv("GS_SERVICEACCOUNT_DIR");
+    unsetenv("GPUSLICE_SERVICEACCOUNT_DIR");
 
     setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
     r = gs_kube_config_load_incluster(sa, &cfg, &err);

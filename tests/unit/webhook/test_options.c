@@ -24,8 +24,8 @@ int main(void)
     tap_plan_auto();
     struct wh_options o;
     struct gs_error err = {0};
-    unsetenv("GS_LOG_LEVEL");
-    unsetenv("GS_WEBHOOK_CONFIG");
+    unsetenv("GPUSLICE_LOG_LEVEL");
+    unsetenv("GPUSLICE_WEBHOOK_CONFIG");
     char *a0[] = {"wh"};
     is_int(parse(&o, &err, 1, a0), 0, "defaults");
     is_str(o.listen, ":8443", "--listen default :8443");
@@ -40,8 +40,8 @@ int main(void)
     is_int(o.log_level, 2, "log level default info");
     wh_options_free(&o);
 
-    setenv("GS_WEBHOOK_RESOURCE_CORES", "example.com/cores", 1);
-    setenv("GS_WEBHOOK_LISTEN", ":9443", 1);
+    setenv("GPUSLICE_WEBHOOK_RESOURCE_CORES", "example.com/cores", 1);
+    setenv("GPUSLICE_WEBHOOK_LISTEN", ":9443", 1);
     char *a1[] = {
         "wh",    "--listen",    "127.0.0.1:1", "--resource-mem=x.io/mem", "--slice-cache-ttl",
         "1m30s", "--log-level", "debug"};
@@ -52,8 +52,8 @@ int main(void)
     is_int(o.slice_cache_ttl_ns, 90000000000LL, "durations in Go syntax");
     is_int(o.log_level, 3, "log level debug");
     wh_options_free(&o);
-    unsetenv("GS_WEBHOOK_RESOURCE_CORES");
-    unsetenv("GS_WEBHOOK_LISTEN");
+    unsetenv("GPUSLICE_WEBHOOK_RESOURCE_CORES");
+    unsetenv("GPUSLICE_WEBHOOK_LISTEN");
 
     char *a2[] = {"wh", "--max-connections", "0"};
     is_int(parse(&o, &err, 3, a2), -ERANGE, "bounds");
@@ -63,11 +63,11 @@ int main(void)
     is_int(parse(&o, &err, 2, a3), -EINVAL, "unknown option");
     like_str(err.msg, "--bogus", "unknown option named");
     wh_options_free(&o);
-    setenv("GS_WEBHOOK_API_TIMEOUT", "5ms", 1);
+    setenv("GPUSLICE_WEBHOOK_API_TIMEOUT", "5ms", 1);
     ok(parse(&o, &err, 1, a0) < 0, "environment checked too");
-    like_str(err.msg, "GS_WEBHOOK_API_TIMEOUT", "environment variable named");
+    like_str(err.msg, "GPUSLICE_WEBHOOK_API_TIMEOUT", "environment variable named");
     wh_options_free(&o);
-    unsetenv("GS_WEBHOOK_API_TIMEOUT");
+    unsetenv("GPUSLICE_WEBHOOK_API_TIMEOUT");
     char *a5[] = {"wh", "--resource-name", ""};
     is_int(parse(&o, &err, 3, a5), -EINVAL, "empty resource name");
     is_str(err.msg, "--resource-name: must not be empty", "empty named");
@@ -80,7 +80,7 @@ int main(void)
     char *a7[] = {"wh", "--help"};
     is_int(parse(&o, &err, 2, a7), GS_CONFIG_EXIT, "--help exits");
     like_str(out_buf, "--resource-mem-percentage", "help lists the options");
-    like_str(out_buf, "GS_WEBHOOK_RESOURCE_MEM", "help names the environment variables");
+    like_str(out_buf, "GPUSLICE_WEBHOOK_RESOURCE_MEM", "help names the environment variables");
     wh_options_free(&o);
     char *a8[] = {"wh", "--print-config", "--device-class", "gpu.example.com"};
     is_int(parse(&o, &err, 4, a8), GS_CONFIG_EXIT, "--print-config exits");

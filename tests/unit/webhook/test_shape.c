@@ -5,6 +5,7 @@
 
 #include "tap.h"
 #include "webhook/shape.h"
+#include "webhook/template.h"
 
 static struct wh_names names;
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Certificate/key pair with change detection, handed to GnuTLS per handshake. */
-#include "webhook/tls.h"
+#include "net/tls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +18,7 @@
 #include "base/macros.h"
 
 struct pair {
-    gnutls_pcert_st pcert[WH_TLS_MAX_CHAIN];
+    gnutls_pcert_st pcert[GS_TLS_MAX_CHAIN];
     unsigned n_pcert;
     gnutls_privkey_t key;
     struct pair *older;
@@ -31,18 +31,18 @@ struct file_id {
     struct timespec mtime;
 };
 
-struct wh_tls {
+struct gs_tls {
     char *cert_file, *key_file;
     uint64_t check_interval_ms;
-    struct wh_metrics *metrics;
+    _Atomic uint64_t *reloads, *reload_errors; /* the caller's counters, or NULL */
     pthread_mutex_t lock;
-    struct pair *current; /* newest first; older ones chained for wh_tls_free */
+    struct pair *current; /* newest first; older ones chained for gs_tls_free */
     struct file_id cert_id, key_id;
     _Atomic uint64_t next_check_ms;
     unsigned generation;
 };
 
-static struct wh_tls *the_tls; /* for wh_tls_retrieve: GnuTLS gives the callback no user data */
+static struct gs_tls *the_tls; /* for gs_tls_retrieve: GnuTLS gives the callback no user data */
 
 static void pair_free(struct pair *p)
 {
@@ -56,14 +56,14 @@ static void pair_free(struct pair *p)
     }
 }
 
-/* Whole regular file, at most WH_TLS_MAX_FILE bytes; *id is the identity of what was read. */
+/* Whole regular file, at most GS_TLS_MAX_FILE bytes; *id is the identity of what was read. */
 static int read_file(const char *path, gnutls_datum_t *out, struct file_id *id,
                      struct gs_error *err)
 {
     char *buf = NULL;
     size_t len = 0;
     struct stat st;
-    int r = gs_read_file_ex(path, WH_TLS_MAX_FILE, GS_READ_REGULAR, &buf, &len, &st, err);
+    int r = gs_read_file_ex(path, GS_TLS_MAX_FILE, GS_READ_REGULAR, &buf, &len, &st, err);
     if (r < 0)
         return r;
     out->data = (unsigned char *)buf;
@@ -104,7 +104,7 @@ static bool key_matches(gnutls_pcert_st *cert, gnutls_privkey_t key)
     return match;
 }
 
-static int load_pair(struct wh_tls *t, struct pair **out, struct file_id *cert_id,
+static int load_pair(struct gs_tls *t, struct pair **out, struct file_id *cert_id,
                      struct file_id *key_id, struct gs_error *err)
 {
     gnutls_datum_t cert = {0}, key = {0};
@@ -115,7 +115,7 @@ static int load_pair(struct wh_tls *t, struct pair **out, struct file_id *cert_i
     if (r == 0 && !p)
         r = gs_error_set(err, -ENOMEM, "out of memory");
     if (r == 0) {
-        unsigned n = WH_TLS_MAX_CHAIN;
+        unsigned n = GS_TLS_MAX_CHAIN;
         int g = gnutls_pcert_list_import_x509_raw(p->pcert, &n, &cert, GNUTLS_X509_FMT_PEM, 0);
         if (g < 0 || n == 0)
             r = gs_error_set(err, -EINVAL, "%s: no PEM certificate (%s)", t->cert_file,
@@ -147,32 +147,34 @@ static int load_pair(struct wh_tls *t, struct pair **out, struct file_id *cert_i
     return 0;
 }
 
-struct wh_tls *wh_tls_new(const char *cert_file, const char *key_file, uint64_t check_interval_ms,
-                          struct wh_metrics *metrics, struct gs_error *err)
+struct gs_tls *gs_tls_new(const char *cert_file, const char *key_file, uint64_t check_interval_ms,
+                          _Atomic uint64_t *reloads, _Atomic uint64_t *reload_errors,
+                          struct gs_error *err)
 {
-    struct wh_tls *t = calloc(1, sizeof(*t));
+    struct gs_tls *t = calloc(1, sizeof(*t));
     if (t)
         pthread_mutex_init(&t->lock, NULL);
     if (!t || !(t->cert_file = strdup(cert_file)) || !(t->key_file = strdup(key_file))) {
-        wh_tls_free(t);
+        gs_tls_free(t);
         gs_error_set(err, -ENOMEM, "out of memory");
         return NULL;
     }
     t->check_interval_ms = check_interval_ms;
-    t->metrics = metrics;
+    t->reloads = reloads;
+    t->reload_errors = reload_errors;
     if (load_pair(t, &t->current, &t->cert_id, &t->key_id, err) < 0) {
-        wh_tls_free(t);
+        gs_tls_free(t);
         return NULL;
     }
     t->generation = 1;
-    if (metrics)
-        atomic_fetch_add(&metrics->tls_reloads, 1);
+    if (reloads)
+        atomic_fetch_add(reloads, 1);
     atomic_store(&t->next_check_ms, gs_now_ms() + check_interval_ms);
     the_tls = t;
     return t;
 }
 
-void wh_tls_free(struct wh_tls *t)
+void gs_tls_free(struct gs_tls *t)
 {
     if (!t)
         return;
@@ -185,7 +187,7 @@ void wh_tls_free(struct wh_tls *t)
     free(t);
 }
 
-unsigned wh_tls_generation(struct wh_tls *t)
+unsigned gs_tls_generation(struct gs_tls *t)
 {
     pthread_mutex_lock(&t->lock);
     unsigned g = t->generation;
@@ -194,7 +196,7 @@ unsigned wh_tls_generation(struct wh_tls *t)
 }
 
 /* Caller holds t->lock. */
-static int check_locked(struct wh_tls *t, struct gs_error *err)
+static int check_locked(struct gs_tls *t, struct gs_error *err)
 {
     struct file_id c, k;
     if (!stat_id(t->cert_file, &c) || !stat_id(t->key_file, &k))
@@ -204,20 +206,20 @@ static int check_locked(struct wh_tls *t, struct gs_error *err)
     struct pair *p = NULL;
     int r = load_pair(t, &p, &c, &k, err);
     if (r != 0) { /* load_pair returns 0 with a pair, or a negative code */
-        if (t->metrics)
-            atomic_fetch_add(&t->metrics->tls_reload_errors, 1);
+        if (t->reload_errors)
+            atomic_fetch_add(t->reload_errors, 1);
         return r;
     }
     p->older = t->current;
     t->current = p;
     t->cert_id = c, t->key_id = k;
     t->generation++;
-    if (t->metrics)
-        atomic_fetch_add(&t->metrics->tls_reloads, 1);
+    if (t->reloads)
+        atomic_fetch_add(t->reloads, 1);
     return 1;
 }
 
-int wh_tls_check(struct wh_tls *t, struct gs_error *err)
+int gs_tls_check(struct gs_tls *t, struct gs_error *err)
 {
     pthread_mutex_lock(&t->lock);
     int r = check_locked(t, err);
@@ -230,18 +232,18 @@ int wh_tls_check(struct wh_tls *t, struct gs_error *err)
     return r;
 }
 
-int wh_tls_retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_rdn, int nreqs,
+int gs_tls_retrieve(gnutls_session_t session, const gnutls_datum_t *req_ca_rdn, int nreqs,
                     const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length,
                     gnutls_pcert_st **pcert, unsigned int *pcert_length, gnutls_privkey_t *pkey)
 {
-    struct wh_tls *t = the_tls;
+    struct gs_tls *t = the_tls;
     if (!t)
         return -1;
     uint64_t now = gs_now_ms(), next = atomic_load(&t->next_check_ms);
     if (now >= next &&
         atomic_compare_exchange_strong(&t->next_check_ms, &next, now + t->check_interval_ms)) {
         struct gs_error err = {0};
-        if (wh_tls_check(t, &err) < 0) {
+        if (gs_tls_check(t, &err) < 0) {
             char q[300];
             gs_warn("certificate reload failed; serving the previous pair", "error=%s",
                     gs_log_quote(q, sizeof(q), err.msg));
