@@ -18,7 +18,6 @@
 #include "base/fs.h"
 #include "config/json.h"
 #include "config/limits.h"
-#include "gpuslice/shared_region.h"
 #include "base/log.h"
 #include "base/macros.h"
 #include "deviceplugin/dp-grpc.h"
