@@ -370,8 +370,9 @@ static CUresult attr_get(void *data, CUpointer_attribute a, const struct ptr_inf
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
         if (!i->found || (i->device && !i->managed))
-            return CUDA_ERROR_INVALID_VALUE;   /* device memory has no host address */
-        *(void **)data = (void *)(uintptr_t)p; /* NOLINT(performance-no-int-to-ptr) */
+            return CUDA_ERROR_INVALID_VALUE; /* device memory has no host address */
+        /* NOLINTNEXTLINE(performance-no-int-to-ptr): a device address is a host address here */
+        *(void **)data = (void *)(uintptr_t)p;
         return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:

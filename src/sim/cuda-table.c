@@ -8,13 +8,13 @@
 
 #include "sim/cuda-table.h"
 
-/* NOLINTBEGIN(readability-redundant-declaration) */
+/* NOLINTBEGIN(readability-redundant-declaration): the table names each export once more */
 #define X(sym, base, ver, ptsz, cat)  extern void sym(void);
 #define XH(sym, base, ver, ptsz, cat) extern void sym(void);
 #include "sim/cuda-api.def"
 #undef XH
 #undef X
-/* NOLINTEND(readability-redundant-declaration) */
+/* NOLINTEND(readability-redundant-declaration): end of the table */
 
 const struct cu_export cu_exports[] = {
 #define X(sym, base, ver, ptsz, cat)  {#sym, base, (void *)(sym), ver, ptsz, #cat},
