@@ -35,7 +35,9 @@ WEBHOOK_LEGACY = {'gswebhook:legacy.c.o', 'gswebhook:shape.c.o', 'gswebhook:sele
 # HAMi's annotation codec and gpuslice's placement record on the Node (assign.c, which the
 # extender writes and the device plugin trusts): the extender's until they move to their own
 # library (gshami).
-HAMI = {'gsextender:hami.c.o', 'gsextender:assign.c.o', 'gshami'}
+HAMI = {'gsextender:hami.c.o', 'gsextender:assign.c.o', 'gsextassign:assign.c.o', 'gshami'}
+# The standalone ledger, read-only (src/cli/ledger-read.c): the monitor reads it, no SQL of its own.
+LEDGER_READ = {'gsledgerread'}
 
 # Static library -> the libraries it may reference (besides itself).
 LIB_DEPS = {
@@ -47,6 +49,8 @@ LIB_DEPS = {
     'gshttpd': {'gsbase'},
     'gstls': {'gsbase'},
     'gshami': BASE | {'gsgpu'},
+    'gsextassign': BASE | {'gshami', 'gsgpu'},
+    'gsledgerread': BASE,
     'gsgpu': BASE,
     'gscel': BASE,
     'gsalloc': BASE | {'gscel', 'gsgpu'},
@@ -55,8 +59,9 @@ LIB_DEPS = {
     'gsplugin': BASE | NET | {'gsgpu', 'gsplugin_proto'},
     'gscli': BASE | {'gsgpu', 'gsalloc', 'gscel'},
     'gswebhook': BASE | NET | TLS | {'gsalloc', 'gscel', 'gsgpu'},
-    'gsmonitor': BASE | NET | TLS | {'gsgpu'},
-    'gsextender': BASE | NET | TLS | {'gsalloc', 'gscel', 'gsgpu', 'gshami'} | WEBHOOK_LEGACY,
+    'gsmonitor': BASE | NET | TLS | {'gsgpu'} | LEDGER_READ,
+    'gsextender': BASE | NET | TLS | {'gsalloc', 'gscel', 'gsgpu', 'gshami',
+                                      'gsextassign:assign.c.o'} | WEBHOOK_LEGACY,
     'gsdeviceplugin': BASE | NET | {'gsgpu'} | HAMI,
 }
 
@@ -81,13 +86,13 @@ PROGRAMS = {
     'gpuslice-monitor': ('GS_MONITOR',
                          C | {'libjansson', 'libcurl', 'libyaml-0', 'libm', 'libgnutls',
                               'libmicrohttpd', 'libsqlite3'},
-                         BASE | NET | TLS | {'gsmonitor', 'gsgpu'},
+                         BASE | NET | TLS | {'gsmonitor', 'gsgpu'} | LEDGER_READ,
                          ('wh_', 'ext_', 'dp_', 'alloc_', 'cel_'), {'gsmonitor'}),
     'gpuslice-extender': ('GS_EXTENDER',
                           C | {'libjansson', 'libcurl', 'libyaml-0', 'libm', 'libpcre2-8',
                                'libmicrohttpd', 'libgnutls'},
-                          BASE | NET | TLS | {'gsextender', 'gsalloc', 'gscel', 'gsgpu', 'gshami'}
-                          | WEBHOOK_LEGACY,
+                          BASE | NET | TLS | {'gsextender', 'gsalloc', 'gscel', 'gsgpu', 'gshami',
+                                              'gsextassign:assign.c.o'} | WEBHOOK_LEGACY,
                           ('mon_', 'dp_', 'wh_admit', 'wh_server', 'wh_tls', 'wh_fastjson'),
                           {'gsextender', 'gsalloc'}),
     'gpuslice-device-plugin': ('GS_DEVICE_PLUGIN',
@@ -96,8 +101,10 @@ PROGRAMS = {
                                BASE | NET | {'gsdeviceplugin', 'gsgpu'} | HAMI,
                                ('wh_', 'mon_', 'alloc_', 'cel_', 'ext_', 'gs_tls'),
                                {'gsdeviceplugin'}),
-    'gpusim-smi': ('GS_GPUSIM_SMI', C | {'libm'}, BASE | {'gsgpu'},
-                   ('wh_', 'mon_', 'ext_', 'dp_', 'sim_'), set()),
+    # gpusim-smi also drives gpusim's shared state (inject-xid, lose, recover: gssimcore).
+    'gpusim-smi': ('GS_GPUSIM_SMI', C | {'libm', 'libjansson', 'libyaml-0'},
+                   BASE | {'gsgpu', 'gssimcore'},
+                   ('wh_', 'mon_', 'ext_', 'dp_'), set()),
     'libcuda.so.1 (gpusim)': ('src/sim/libcuda.so.1',
                               C | {'libjansson', 'libyaml-0', 'libm', 'libdl', 'libpthread'},
                               BASE | {'gssimcore'}, ('wh_', 'mon_', 'alloc_', 'vgpu_'),
