@@ -195,7 +195,11 @@ def preload_env(base=None, preload=None, sim=True):
     rt = sanitizer_runtime()
     if rt:
         libs.append(rt)
-        env.setdefault('ASAN_OPTIONS', 'detect_leaks=0')
+        # The program is not instrumented (python3, /bin/sh): LeakSanitizer would report its own
+        # allocations (the interpreter's) at exit, not ours.
+        opts = [o for o in env.get('ASAN_OPTIONS', '').split(':')
+                if o and not o.startswith('detect_leaks=')]
+        env['ASAN_OPTIONS'] = ':'.join(opts + ['detect_leaks=0'])
     if preload:
         libs.append(preload)
     if libs:

@@ -10,7 +10,7 @@ import re
 import subprocess
 import sys
 
-from gstest import Tap, env_paths
+from gstest import Tap, env_paths, preload_env, sanitizer_runtime
 
 # FFmpeg's compat/cuda/dynlink_loader.h (ffnvcodec dynlink_cuda.h): what it loads at start-up.
 FFMPEG = '''cuInit cuDeviceGetCount cuDeviceGet cuDeviceGetAttribute cuDeviceGetName
@@ -60,6 +60,10 @@ def exported(lib):
 
 
 def main():
+    rt = sanitizer_runtime()
+    if rt and rt not in os.environ.get('LD_PRELOAD', ''):
+        # This process loads gpusim's (instrumented) libcuda itself: the ASan runtime first.
+        os.execve(sys.executable, [sys.executable] + sys.argv, preload_env(sim=True))
     t = Tap()
     p = env_paths()
     libpath = os.path.join(p['GS_SIM_DIR'], 'libcuda.so.1')
