@@ -353,7 +353,8 @@ static int check_devices(struct dp_plugin *p, const struct hami_ctr_devices *min
             if (strcmp(mine->dev[k].uuid, d->uuid) == 0)
                 return gs_error_set(err, -EINVAL, "%s: GPU %s is listed twice", what, d->uuid);
         /* the card as published: whole MiB x --device-memory-scaling (HAMi's devmem) */
-        double scaled = (double)(g->memory_total / GPU_MIB) * p->cfg.mem_scaling;
+        uint64_t card_mib = g->memory_total / GPU_MIB;
+        double scaled = (double)card_mib * p->cfg.mem_scaling;
         int64_t card = scaled > INT32_MAX ? INT32_MAX : (int64_t)scaled;
         if (d->usedmem <= 0 || d->usedmem > card)
             return gs_error_set(err, -EINVAL,

@@ -58,6 +58,7 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* NOLINTNEXTLINE(readability-non-const-parameter): written through __atomic builtins */
 static void atomic_max(uint64_t *p, uint64_t v)
 {
     uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);

@@ -214,7 +214,7 @@ void cu_backing_sweep(void)
         const char *dot = strchr(rest, '.');
         if (!dot || (strncmp(rest, "mem.", 4) != 0 && strncmp(rest, "ev.", 3) != 0))
             continue;
-        int slot = atoi(dot + 1);
+        int slot = (int)strtol(dot + 1, NULL, 10);
         if (slot < 0 || slot >= SIM_MAX_PROCS || slot == cu_g.st->slot)
             continue;
         sim_lock(cu_g.st);

@@ -324,7 +324,7 @@ CU_API CUresult cuCtxDestroy_v2(CUcontext ctx)
     static long delay_us = -1;
     if (__atomic_load_n(&delay_us, __ATOMIC_RELAXED) < 0) {
         const char *e = getenv("GPUSIM_CTX_DESTROY_RETURN_DELAY_US");
-        __atomic_store_n(&delay_us, e ? atol(e) : 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&delay_us, e ? strtol(e, NULL, 10) : 0, __ATOMIC_RELAXED);
     }
     if (delay_us > 0)
         usleep((useconds_t)delay_us);

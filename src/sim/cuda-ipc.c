@@ -463,6 +463,7 @@ CU_API CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
 
 /* Unlike cuPointerGetAttribute, an address gpusim does not know is not an error here: the
  * attributes read as for unregistered host memory (type 0, context NULL...), as documented. */
+/* NOLINTNEXTLINE(readability-non-const-parameter): the driver API's own signature */
 CU_API CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes,
                                        void **data, CUdeviceptr ptr)
 {

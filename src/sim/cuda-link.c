@@ -41,8 +41,8 @@ static struct link_state *link_of(CUlinkState s)
     return l && l->magic == LINK_MAGIC ? l : NULL;
 }
 
-static CUresult link_create(unsigned int numOptions, CUjit_option *options, void **optionValues,
-                            CUlinkState *stateOut)
+static CUresult link_create(unsigned int numOptions, const CUjit_option *options,
+                            void **optionValues, CUlinkState *stateOut)
 {
     CUresult r;
     if (!cu_ctx_current(&r))
@@ -116,8 +116,8 @@ static CUresult add_image(struct link_state *l, int type, const void *data, size
 }
 
 static CUresult link_add_data(CUlinkState state, int type, void *data, size_t size,
-                              const char *name, unsigned int numOptions, CUjit_option *options,
-                              void **optionValues)
+                              const char *name, unsigned int numOptions,
+                              const CUjit_option *options, void **optionValues)
 {
     CU_CHECK_INIT();
     struct link_state *l = link_of(state);
@@ -131,21 +131,22 @@ static CUresult link_add_data(CUlinkState state, int type, void *data, size_t si
 }
 
 CU_API CUresult cuLinkAddData_v2(CUlinkState state, int type, void *data, size_t size,
-                                 const char *name, unsigned int numOptions, CUjit_option *options,
-                                 void **optionValues)
+                                 const char *name, unsigned int numOptions,
+                                 const CUjit_option *options, void **optionValues)
 {
     return link_add_data(state, type, data, size, name, numOptions, options, optionValues);
 }
 
 CU_API CUresult cuLinkAddData(CUlinkState state, int type, void *data, size_t size,
-                              const char *name, unsigned int numOptions, CUjit_option *options,
-                              void **optionValues)
+                              const char *name, unsigned int numOptions,
+                              const CUjit_option *options, void **optionValues)
 {
     return link_add_data(state, type, data, size, name, numOptions, options, optionValues);
 }
 
 static CUresult link_add_file(CUlinkState state, int type, const char *path,
-                              unsigned int numOptions, CUjit_option *options, void **optionValues)
+                              unsigned int numOptions, const CUjit_option *options,
+                              void **optionValues)
 {
     CU_CHECK_INIT();
     struct link_state *l = link_of(state);
@@ -197,7 +198,8 @@ CU_API CUresult cuLinkAddFile_v2(CUlinkState state, int type, const char *path,
 }
 
 CU_API CUresult cuLinkAddFile(CUlinkState state, int type, const char *path,
-                              unsigned int numOptions, CUjit_option *options, void **optionValues)
+                              unsigned int numOptions, const CUjit_option *options,
+                              void **optionValues)
 {
     return link_add_file(state, type, path, numOptions, options, optionValues);
 }
@@ -213,6 +215,7 @@ static bool put(struct link_state *l, const char *text)
         l->out = n;
         l->out_cap = cap;
     }
+    /* NOLINTNEXTLINE(clang-analyzer-core.NonNullParamChecker): grown above when empty */
     memcpy(l->out + l->out_len, text, need + 1);
     l->out_len += need;
     return true;
