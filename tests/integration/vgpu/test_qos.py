@@ -14,7 +14,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gstest import Tap, env_paths  # noqa: E402
+from gstest import Tap, env_paths, prepare_region  # noqa: E402
 from vgpulib import World, have_sim, parse  # noqa: E402
 
 BENCH = '--bench' in sys.argv
@@ -30,6 +30,8 @@ class Tenants:
     def claim(self, name, uuid, cores, policy='work-conserving', priority=1):
         d = os.path.join(self.peers, name)
         os.makedirs(os.path.join(d, 'region'), exist_ok=True)
+        # the claim's region, created and marked as the plugin does (libvgpu never creates one)
+        prepare_region(os.path.join(d, 'region', 'region'))
         with open(os.path.join(d, f'{name}.limits'), 'w') as f:
             f.write(f'# gpuslice limits v2\nversion 2\nclaim {name}\n'
                     f'region {d}/region/region\npolicy {policy}\npriority {priority}\n'
