@@ -103,7 +103,8 @@ int main(int argc, char **argv)
             count++;
         }
         closedir(d);
-        qsort(names, count, sizeof(*names), cmp);
+        if (count) /* qsort's array may not be NULL, even for no element (UBSan) */
+            qsort(names, count, sizeof(*names), cmp);
         for (size_t k = 0; k < count; k++) {
             char path[4096];
             snprintf(path, sizeof(path), "%s/%s", argv[i], names[k]);
