@@ -16,7 +16,10 @@ if ! command -v npm >/dev/null; then
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-(cd "$tmp" && npm pack --silent "@cyclonedx/cyclonedx-library@$version" >/dev/null)
+if ! (cd "$tmp" && npm pack --silent "@cyclonedx/cyclonedx-library@$version" >/dev/null); then
+    echo "deps: npm pack @cyclonedx/cyclonedx-library@$version failed: the SBOM schema check will skip (fail in CI)" >&2
+    exit 0
+fi
 mkdir -p "$dest"
 tar -xzf "$tmp"/cyclonedx-cyclonedx-library-"$version".tgz -C "$tmp"
 cp "$tmp"/package/res/schema/*.schema.json "$dest"/
