@@ -70,6 +70,23 @@ def count(entry):
     return passed, failed, skipped
 
 
+def why(entry, limit=30):
+    """The failing TAP lines of a test with the diagnostics that follow each, at most `limit`
+    lines: the closing summary then says why, not only what (CI shows the tail of the log)."""
+    res = []
+    keep = False
+    for line in (entry.get('stdout') or '').splitlines():
+        if TAP_LINE.match(line):
+            keep = line.startswith('not ok')
+        elif not line.startswith('#'):
+            keep = False
+        if keep:
+            res.append(line[:200])
+    if not res:
+        res = [x[:200] for x in (entry.get('stderr') or '').splitlines()[-8:]]
+    return res[:limit] + ([f'... {len(res) - limit} more lines'] if len(res) > limit else [])
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--build', action='append', required=True, help='build directory (repeatable)')
@@ -104,6 +121,7 @@ def main():
                     sub[2] += s
                     if fl:
                         failed_tests.append(f"{b}: {e.get('name')} ({e.get('result')})")
+                        failed_tests.extend('      ' + x for x in why(e))
         elif rc != 0:
             sub[1] += 1
             failed_tests.append(f'{b}: meson test failed to run (exit {rc})')
