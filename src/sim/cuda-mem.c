@@ -218,8 +218,11 @@ CU_API CUresult cuMemGetInfo(unsigned int *free, unsigned int *total)
 }
 
 /* ------------------------------------------------------------------ pools */
-/* Shrink a pool's reserve to max(used, keep) in granules; returns bytes to uncharge.
- * mem_lock held. */
+/* Shrink a pool's reserve to max(used, keep) in granules and give the memory back to the
+ * device; returns the bytes given. mem_lock held: the device's books drop before the pool's
+ * CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT does, so no reader ever sees a reservation below what the
+ * device still holds for the pool (libvgpu charges a pool what that attribute says; an
+ * attribute that dropped first let another allocation in while the memory was still held). */
 static uint64_t pool_trim_locked(struct sim_pool *p, uint64_t keep)
 {
     uint64_t target = GS_MAX(round_up(p->used, CU_GRANULARITY), round_up(keep, CU_GRANULARITY));
@@ -230,6 +233,7 @@ static uint64_t pool_trim_locked(struct sim_pool *p, uint64_t keep)
     if (p->reserved <= target)
         return 0;
     uint64_t give = p->reserved - target;
+    sim_mem_uncharge(cu_g.st, p->dev, give);
     p->reserved = target;
     return give;
 }
@@ -238,14 +242,10 @@ void cu_pools_trim_at_sync(void)
 {
     if (!cu_g.pools)
         return;
-    uint64_t give[SIM_MAX_DEVICES] = {0};
     pthread_mutex_lock(&cu_g.mem_lock);
     for (struct sim_pool *p = cu_g.pools; p; p = p->next)
-        give[p->dev] += pool_trim_locked(p, p->release_threshold);
+        pool_trim_locked(p, p->release_threshold);
     pthread_mutex_unlock(&cu_g.mem_lock);
-    for (int d = 0; d < SIM_MAX_DEVICES; d++)
-        if (give[d])
-            sim_mem_uncharge(cu_g.st, d, give[d]);
 }
 
 static struct sim_pool *pool_new(int ordinal, bool is_default)
@@ -390,13 +390,11 @@ CUresult cu_free_ptr(CUdeviceptr dptr)
     } else if (e.kind == CU_ALLOC_POOL) {
         p->used = gs_sat_sub_u64(p->used, e.size);
         if (p->destroyed) {
-            give = pool_trim_locked(p, 0);
+            pool_trim_locked(p, 0);
             if (p->used == 0 && p->reserved == 0) {
                 pool_unlink_locked(p);
                 pthread_mutex_unlock(&cu_g.mem_lock);
                 cu_obj_del(p);
-                if (give)
-                    sim_mem_uncharge(cu_g.st, e.dev, give);
                 return CUDA_SUCCESS;
             }
         }
@@ -563,13 +561,11 @@ CU_API CUresult cuMemPoolDestroy(CUmemoryPool pool)
     pthread_mutex_unlock(&cu_g.lock);
     pthread_mutex_lock(&cu_g.mem_lock);
     p->destroyed = true;
-    uint64_t give = pool_trim_locked(p, 0);
+    pool_trim_locked(p, 0);
     bool gone = p->used == 0;
     if (gone)
         pool_unlink_locked(p);
     pthread_mutex_unlock(&cu_g.mem_lock);
-    if (give)
-        sim_mem_uncharge(cu_g.st, p->dev, give);
     if (gone)
         cu_obj_del(p);
     return CUDA_SUCCESS;
@@ -654,10 +650,8 @@ CU_API CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
     if (!cu_valid(p, CU_OBJ_POOL) || p->destroyed)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&cu_g.mem_lock);
-    uint64_t give = pool_trim_locked(p, minBytesToKeep);
+    pool_trim_locked(p, minBytesToKeep);
     pthread_mutex_unlock(&cu_g.mem_lock);
-    if (give)
-        sim_mem_uncharge(cu_g.st, p->dev, give);
     return CUDA_SUCCESS;
 }
 
@@ -1097,14 +1091,13 @@ CU_API CUresult cuDeviceGraphMemTrim(CUdevice device)
         return CUDA_ERROR_INVALID_DEVICE;
     pthread_mutex_lock(&cu_g.mem_lock);
     struct sim_graph_mem *gm = &cu_g.graph_mem[dev];
-    uint64_t keep = round_up(gm->used, CU_GRANULARITY), give = 0;
+    uint64_t keep = round_up(gm->used, CU_GRANULARITY);
     if (gm->reserved > keep) {
-        give = gm->reserved - keep;
+        /* the device's books first, as for pools (pool_trim_locked) */
+        sim_mem_uncharge(cu_g.st, dev, gm->reserved - keep);
         gm->reserved = keep;
     }
     pthread_mutex_unlock(&cu_g.mem_lock);
-    if (give)
-        sim_mem_uncharge(cu_g.st, dev, give);
     return CUDA_SUCCESS;
 }
 

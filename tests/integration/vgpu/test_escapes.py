@@ -302,7 +302,10 @@ def pool_storm(t):
     what it reserves); before, a driver reporting used above reserved (gpusim, when a
     synchronisation's trim runs inside another thread's allocation) grew the pool past the
     reservation and gpusim held more than the limit (unit test vgpu/charge reproduces the
-    window deterministically)."""
+    window deterministically). The last window was gpusim's: a trim lowered the pool's
+    RESERVED_MEM_CURRENT before the device's books, so a concurrent free's adjustment gave the
+    charge back while the memory was still held (1,028-1,378 MiB seen in about one run in four;
+    src/sim/cuda-mem.c pool_trim_locked now gives the memory back first)."""
     import random
     import signal
     import time
@@ -326,16 +329,9 @@ def pool_storm(t):
                 p.communicate(timeout=180)
             kv = parse(subprocess.run([w.probe, 'phys'], env=w.env(preload=False),
                                       capture_output=True, text=True, timeout=30).stdout)
-            # NOT CLOSED (docs/internals/vgpu.md "what the interposer cannot stop"): under this
-            # storm gpusim was seen above the 1,024 MiB limit in about one run in three, 1,054 to
-            # 1,378 MiB. Its peak is reported, not asserted, until the window is closed (a bound
-            # here would be a guess); the storm must still run to the end.
             name = 'pool storm, 3 processes x 3 threads' + (' with SIGKILLs' if kill else '')
-            peak = int(kv.get('phys_peak', -1))
-            t.diag(f'{name}: gpusim peak {peak / MiB:.0f} MiB (limit {LIMIT} MiB)'
-                   + (' ABOVE THE LIMIT (known open window)' if peak > LIMIT * MiB else ''))
-            t.ok(peak >= 0, f'{name}: ran to the end (peak reported above; window not closed)',
-                 diag=kv)
+            t.diag(f"{name}: gpusim peak {int(kv.get('phys_peak', -1)) / MiB:.0f} MiB")
+            phys_ok(t, kv, name)
         finally:
             w.close()
 
