@@ -24,7 +24,8 @@ def entry(stdout, result='OK'):
 
 def main():
     t = Tap()
-    count = load_runner().count
+    runner = load_runner()
+    count = runner.count
     cases = [
         # (what, stdout, meson result, want (passed, failed, skipped))
         ('numbered results and a plan', 'ok 1 - a\nok 2 - b\n1..2\n', 'OK', (2, 0, 0)),
@@ -47,6 +48,18 @@ def main():
     ]
     for what, out, result, want in cases:
         t.is_eq(count(entry(out, result)), want, what)
+    # the closing summary says why a test failed: its not-ok lines with their diagnostics only
+    why = runner.why(entry('ok 1 - a\n# fine\nnot ok 2 - b\n# peak 1028 MiB\n# more\n'
+                           'ok 3 - c\n# also fine\nnot ok 4 - d\n1..4\n', 'FAIL'))
+    t.is_eq(why, ['not ok 2 - b', '# peak 1028 MiB', '# more', 'not ok 4 - d'],
+            'why: the failing lines and their diagnostics, nothing of the passing ones')
+    why = runner.why({'result': 'ERROR', 'stdout': 'ok 1 - a\n',
+                      'stderr': 'x\nSegmentation fault\n'})
+    t.is_eq(why, ['x', 'Segmentation fault'],
+            'why: a test with no failing line shows its stderr tail')
+    long = ''.join(f'not ok {i} - n\n' for i in range(1, 51))
+    why = runner.why(entry(long, 'FAIL'))
+    t.is_eq((len(why), why[-1]), (31, '... 20 more lines'), 'why: at most 30 lines, then a count')
     return t.done()
 
 
