@@ -16,6 +16,7 @@ inputs and expectations it is written from (github.com/Project-HAMi/HAMi-DRA):
                             scheduler when a DeviceClass maps nvidia.com/gpu)
   volcano/mutating_test.go  quickstart-job, TestHandleTaskProcessesAllContainers,
                             TestHandleCleansUpTemplatesOnPartialFailure
+  volcano/extended_resource_test.go TestHandleWarnsOnExtendedResourceConflict
   volcano/validating_test.go TestValidatingHandleDryRunKeepsTemplates; validating.go Handle
   cmd/webhook/app/options   --tls-min-version
 """
@@ -424,6 +425,21 @@ def check_extended(t, wh, api):
     t.ok(r['allowed'] and 'patch' in r and
          any('extendedResourceName' in w for w in r.get('warnings', [])),
          'extendedResourceName class: a gpumem pod is still translated, with a warning', diag=r)
+    # volcano/extended_resource_test.go TestHandleWarnsOnExtendedResourceConflict: the
+    # quickstart job is still translated, with one warning when a DeviceClass maps
+    # nvidia.com/gpu and none when it maps another resource.
+    for ext, want in (('nvidia.com/gpu', 1), ('example.com/gpu', 0)):
+        api.put({'apiVersion': 'resource.k8s.io/v1', 'kind': 'DeviceClass',
+                 'metadata': {'name': 'gpu-extended'},
+                 'spec': {'extendedResourceName': ext,
+                          'selectors': [{'cel': {'expression': 'true'}}]}})
+        limits = {'cpu': '1', 'nvidia.com/gpu': '1', 'nvidia.com/gpumem': '1000'}
+        vjob = job(f"ext-{ext.split('.')[0]}", [ctr('busybox-container', limits, limits)])
+        _, resp = wh.mutate(review(vjob, f'job-ext-{want}', kind=JOB_KIND, resource='jobs'))
+        r = resp['response']
+        warns = [w for w in r.get('warnings', []) if 'extendedResourceName' in w]
+        t.ok(r['allowed'] and 'patch' in r and len(warns) == want,
+             f'volcano job, DeviceClass mapping {ext}: translated, {want} warning(s)', diag=r)
 
 
 JOB_KIND = ('batch.volcano.sh', 'v1alpha1', 'Job')
