@@ -158,8 +158,13 @@ static int hygon(const json_t *sec, struct wh_vendors *t, struct gs_error *err)
     return 0;
 }
 
-static int ascend_one(const json_t *sec, const json_t *dev, const char *word, const char *chip,
-                      size_t index, struct wh_vendors *t, struct gs_error *err)
+/* One Ascend chip. `dev` is its ascend.devices entry (NULL: a built-in chip or the legacy single
+ * chip, named by word/count/mem/cores). HAMi-DRA draDevicesFromAscend: the section's
+ * useUUIDAnnotation/noUseUUIDAnnotation apply only to the legacy single chip; every other chip
+ * keeps hami.io/use-<commonWord>-uuid. 1 = a devices entry without resourceName, skipped. */
+static int ascend_one(const json_t *sec, const json_t *dev, const char *word, const char *count,
+                      const char *mem, const char *cores, bool legacy, size_t index,
+                      struct wh_vendors *t, struct gs_error *err)
 {
     char where[64];
     snprintf(where, sizeof(where), "ascend.devices[%zu]", index);
@@ -186,15 +191,14 @@ static int ascend_one(const json_t *sec, const json_t *dev, const char *word, co
             (r = SET(dev, where, "resourceCoreName", v->cores)) < 0)
             return r;
         if (!v->count[0])
-            return gs_error_set(err, -EINVAL, "device config: %s.resourceName is empty", where);
-        if (!word)
-            word = strncmp(v->count, "huawei.com/", 11) == 0 ? v->count + 11 : v->count;
+            return 1;
     } else {
-        snprintf(v->count, sizeof(v->count), "huawei.com/%s", word);
-        snprintf(v->mem, sizeof(v->mem), "huawei.com/%s-memory", word);
-        snprintf(v->cores, sizeof(v->cores), "huawei.com/%s-core", word);
+        copy(v->count, sizeof(v->count), count);
+        copy(v->mem, sizeof(v->mem), mem);
+        copy(v->cores, sizeof(v->cores), cores);
     }
-    (void)chip;
+    if (!word || !word[0])
+        word = strncmp(v->count, "huawei.com/", 11) == 0 ? v->count + 11 : v->count;
     /* HAMi's per-chip UUID annotations (hami.io/use-<commonWord>-uuid). */
     snprintf(v->use_uuid, sizeof(v->use_uuid), "hami.io/use-%s-uuid", word);
     snprintf(v->nouse_uuid, sizeof(v->nouse_uuid), "hami.io/no-use-%s-uuid", word);
@@ -202,20 +206,32 @@ static int ascend_one(const json_t *sec, const json_t *dev, const char *word, co
     for (; word[i] && i + 1 < sizeof(v->suffix); i++)
         v->suffix[i] = (char)tolower((unsigned char)word[i]);
     v->suffix[i] = '\0';
+    char use_uuid[WH_VNAME_MAX], nouse_uuid[WH_VNAME_MAX];
+    memcpy(use_uuid, v->use_uuid, sizeof(use_uuid));
+    memcpy(nouse_uuid, v->nouse_uuid, sizeof(nouse_uuid));
     if (json_is_object(sec) && (r = common_fields(sec, "ascend", v, err)) < 0)
         return r;
+    if (!legacy) {
+        memcpy(v->use_uuid, use_uuid, sizeof(use_uuid));
+        memcpy(v->nouse_uuid, nouse_uuid, sizeof(nouse_uuid));
+    }
     t->n++;
     return 0;
 }
 
+/* HAMi-DRA draDevicesFromAscend: the `devices` list (entries without resourceName skipped, an
+ * error only when none is left); without one, the legacy single chip of resourceCountName (its
+ * memory and core names defaulting to "<count>-memory"/"-core"); without that, the seven chips
+ * of DefaultAscendVNPUs. */
 static int ascend(const json_t *sec, struct wh_vendors *t, struct gs_error *err)
 {
     const json_t *devs = json_object_get(sec, "devices");
     if (devs && !json_is_null(devs) && !json_is_array(devs))
         return gs_error_set(err, -EINVAL, "device config: ascend.devices is not a list");
     if (json_array_size(devs) > 0) {
-        size_t i;
+        size_t i, added = 0;
         json_t *d;
+        char skipped[96] = "";
         json_array_foreach((json_t *)devs, i, d)
         {
             if (!json_is_object(d))
@@ -223,15 +239,49 @@ static int ascend(const json_t *sec, struct wh_vendors *t, struct gs_error *err)
                                     "device config: ascend.devices[%zu] is not a "
                                     "mapping",
                                     i);
-            int r = ascend_one(sec, d, NULL, NULL, i, t, err);
+            int r = ascend_one(sec, d, NULL, NULL, NULL, NULL, false, i, t, err);
             if (r < 0)
                 return r;
+            if (r == 0) {
+                added++;
+            } else {
+                size_t o = strlen(skipped);
+                snprintf(skipped + o, sizeof(skipped) - o, "%s%zu", o ? " " : "", i);
+            }
         }
+        if (!added)
+            return gs_error_set(err, -EINVAL,
+                                "device config: no ascend devices configured: empty resourceName "
+                                "at indexes [%s]",
+                                skipped);
         return 0;
     }
+    const char *count = NULL;
+    int r = get_str(sec, "ascend", "resourceCountName", &count, err);
+    if (r < 0)
+        return r;
+    if (count) {
+        char word[WH_VNAME_MAX], mem[WH_VNAME_MAX], cores[WH_VNAME_MAX];
+        const char *w = strncmp(count, "huawei.com/", 11) == 0 ? count + 11 : "";
+        copy(word, sizeof(word), w[0] ? w : "Ascend310P");
+        if ((size_t)snprintf(mem, sizeof(mem), "%s-memory", count) >= sizeof(mem) ||
+            (size_t)snprintf(cores, sizeof(cores), "%s-core", count) >= sizeof(cores))
+            return gs_error_set(err, -EINVAL,
+                                "device config: ascend.resourceCountName is too long for its "
+                                "-memory and -core names (at most %d bytes)",
+                                WH_VNAME_MAX - 8);
+        if ((r = SET(sec, "ascend", "resourceMemoryName", mem)) < 0 ||
+            (r = SET(sec, "ascend", "resourceCoreName", cores)) < 0)
+            return r;
+        r = ascend_one(sec, NULL, word, count, mem, cores, true, 0, t, err);
+        return r < 0 ? r : 0;
+    }
     for (size_t i = 0; i < GS_ARRAY_SIZE(ascend_chips); i++) {
-        int r = ascend_one(sec, NULL, ascend_chips[i].word, ascend_chips[i].chip, i, t, err);
-        if (r < 0)
+        char c[WH_VNAME_MAX], m[WH_VNAME_MAX], k[WH_VNAME_MAX];
+        snprintf(c, sizeof(c), "huawei.com/%s", ascend_chips[i].word);
+        snprintf(m, sizeof(m), "huawei.com/%s-memory", ascend_chips[i].word);
+        snprintf(k, sizeof(k), "huawei.com/%s-core", ascend_chips[i].word);
+        if ((r = ascend_one(sec, NULL, ascend_chips[i].word, c, m, k, false, i, t, err)) < 0)
             return r;
     }
     return 0;

@@ -89,5 +89,45 @@ int main(void)
         wh_vendor_claim_spec(&t.v[0], 1, false, 0, true, 50, NULL, "container \"c\"", &spec, &err),
         -ENOTSUP, "no reference compute units: refused");
     like_str(err.msg, "referenceComputeUnits is not configured", "message names the setting");
+
+    /* HAMi-DRA draDevicesFromAscend, legacy single chip: no devices list, resourceCountName set;
+     * memory and core names default to "<count>-memory"/"-core"; the section's UUID annotations
+     * apply to it. */
+    is_int(build("{\"ascend\":{\"resourceCountName\":\"huawei.com/Ascend910B3\","
+                 "\"useUUIDAnnotation\":\"example.com/use-npu\"}}",
+                 "ascend", &t, &err),
+           0, "ascend legacy single chip");
+    a = find(&t, "ascend910b3");
+    ok(t.n == 1 && a && strcmp(a->count, "huawei.com/Ascend910B3") == 0 &&
+           strcmp(a->mem, "huawei.com/Ascend910B3-memory") == 0 &&
+           strcmp(a->cores, "huawei.com/Ascend910B3-core") == 0 &&
+           strcmp(a->use_uuid, "example.com/use-npu") == 0 &&
+           strcmp(a->nouse_uuid, "hami.io/no-use-Ascend910B3-uuid") == 0,
+       "legacy single chip: one entry, derived names, the section's UUID annotation");
+    is_int(build("{\"ascend\":{\"resourceCountName\":\"example.com/npu\","
+                 "\"resourceMemoryName\":\"example.com/npu-mem\"}}",
+                 "ascend", &t, &err),
+           0, "ascend legacy chip outside huawei.com");
+    a = find(&t, "ascend310p");
+    ok(t.n == 1 && a && strcmp(a->count, "example.com/npu") == 0 &&
+           strcmp(a->mem, "example.com/npu-mem") == 0 &&
+           strcmp(a->use_uuid, "hami.io/use-Ascend310P-uuid") == 0,
+       "legacy chip without the huawei.com/ prefix: common word Ascend310P");
+
+    /* devices: an entry without resourceName is skipped; the section's UUID annotations do not
+     * apply (per-chip hami.io/use-<word>-uuid); none left: an error naming the indexes. */
+    is_int(build("{\"ascend\":{\"useUUIDAnnotation\":\"example.com/use-npu\",\"devices\":["
+                 "{\"commonWord\":\"Ascend310P\"},"
+                 "{\"chipName\":\"910B3\",\"resourceName\":\"huawei.com/Ascend910B3\"}]}}",
+                 "ascend", &t, &err),
+           0, "ascend devices with an entry lacking resourceName");
+    a = find(&t, "ascend910b3");
+    ok(t.n == 1 && a && strcmp(a->use_uuid, "hami.io/use-Ascend910B3-uuid") == 0 &&
+           a->mem[0] == '\0',
+       "the entry without resourceName skipped; the other keeps its per-chip UUID annotation");
+    is_int(build("{\"ascend\":{\"devices\":[{\"commonWord\":\"A\"},{\"chipName\":\"B\"}]}}",
+                 "ascend", &t, &err),
+           -EINVAL, "ascend devices all without resourceName");
+    like_str(err.msg, "empty resourceName at indexes [0 1]", "message names the indexes");
     return tap_done();
 }
