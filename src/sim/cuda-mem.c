@@ -219,11 +219,11 @@ CU_API CUresult cuMemGetInfo(unsigned int *free, unsigned int *total)
 
 /* ------------------------------------------------------------------ pools */
 /* Shrink a pool's reserve to max(used, keep) in granules and give the memory back to the
- * device; returns the bytes given. mem_lock held: the device's books drop before the pool's
+ * device. mem_lock held: the device's books drop before the pool's
  * CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT does, so no reader ever sees a reservation below what the
  * device still holds for the pool (libvgpu charges a pool what that attribute says; an
  * attribute that dropped first let another allocation in while the memory was still held). */
-static uint64_t pool_trim_locked(struct sim_pool *p, uint64_t keep)
+static void pool_trim_locked(struct sim_pool *p, uint64_t keep)
 {
     uint64_t target = GS_MAX(round_up(p->used, CU_GRANULARITY), round_up(keep, CU_GRANULARITY));
     if (p->destroyed)
@@ -231,11 +231,9 @@ static uint64_t pool_trim_locked(struct sim_pool *p, uint64_t keep)
     if (p->used == 0 && p->destroyed)
         target = 0;
     if (p->reserved <= target)
-        return 0;
-    uint64_t give = p->reserved - target;
-    sim_mem_uncharge(cu_g.st, p->dev, give);
+        return;
+    sim_mem_uncharge(cu_g.st, p->dev, p->reserved - target);
     p->reserved = target;
-    return give;
 }
 
 void cu_pools_trim_at_sync(void)
