@@ -126,15 +126,17 @@ static const char *next_entry(const char **cursor, size_t *len)
     return NULL;
 }
 
-/* `<uuid> in ["a", "b"]`, negated for nouse. */
-static int uuid_selector(char *buf, size_t cap, const char *driver, const char *list, bool negate)
+/* `(<attr> in ["a", "b"])`, negated for nouse: the UUID selectors, and the exact type match. 1 when
+ * the list has no entry. */
+static int in_list_selector(char *buf, size_t cap, const char *driver, const char *attr,
+                            const char *list, bool negate)
 {
     const char *cursor = list, *e;
     size_t len;
     bool first = true;
     int r = append_str(buf, cap, negate ? "!(" : "(");
     if (r == 0)
-        r = attr_ref(buf, cap, driver, "uuid");
+        r = attr_ref(buf, cap, driver, attr);
     if (r == 0)
         r = append_str(buf, cap, " in [");
     while (r == 0 && (e = next_entry(&cursor, &len))) {
@@ -160,23 +162,8 @@ static int type_selector(char *buf, size_t cap, const char *driver, const char *
     size_t len;
     bool first = true;
     char lower[WH_CEL_MAX_LEN];
-    if (match == WH_TYPE_MATCH_EXACT) {
-        int r = append_str(buf, cap, negate ? "!(" : "(");
-        if (r == 0)
-            r = attr_ref(buf, cap, driver, "productName");
-        if (r == 0)
-            r = append_str(buf, cap, " in [");
-        while (r == 0 && (e = next_entry(&cursor, &len))) {
-            if (!first)
-                r = append_str(buf, cap, ", ");
-            if (r == 0)
-                r = wh_cel_quote(buf, cap, e, len);
-            first = false;
-        }
-        if (r == 0)
-            r = append_str(buf, cap, "])");
-        return r < 0 ? r : (first ? 1 : 0);
-    }
+    if (match == WH_TYPE_MATCH_EXACT)
+        return in_list_selector(buf, cap, driver, "productName", list, negate);
     int r = append_str(buf, cap, negate ? "!(" : "(");
     while (r == 0 && (e = next_entry(&cursor, &len))) {
         if (len >= sizeof(lower))
@@ -230,7 +217,7 @@ int wh_selectors_build(const struct wh_selector_keys *keys, const json_t *annota
                                 kinds[k].key);
         char expr[WH_CEL_MAX_LEN + 1] = "";
         int r = kinds[k].uuid
-                    ? uuid_selector(expr, sizeof(expr), driver, list, kinds[k].negate)
+                    ? in_list_selector(expr, sizeof(expr), driver, "uuid", list, kinds[k].negate)
                     : type_selector(expr, sizeof(expr), driver, list, kinds[k].negate, match);
         if (r == -ENOSPC) /* the pod's own value: denied as invalid (422), not a server error */
             return gs_error_set(err, -EINVAL,
