@@ -97,12 +97,15 @@ for p in "${tails[@]}"; do kill "$p" 2>/dev/null || true; done
 wait 2>/dev/null || true
 tails=()
 "$gs" ls "${sim[@]}" | sed 's/^/    /'
-step "The compute cap: the same 200 kernels of 5 ms, alone on the GPU, with --cores 100 and --cores 25"
-for c in 100 25; do
-    "$gs" run "${sim[@]}" -q --name "cap-$c" --cores "$c" -- gpuslice probe --max 0 -k 200 --kernel-us 5000 \
-        2>&1 | grep 'kernels of' | prefix "cores $c"
+step "The compute cap: the same 200 kernels of 5 ms, alone on the GPU, with --cores 100, then --cores 25 under each policy"
+for run in "100 default" "25 hard" "25 work-conserving"; do
+    read -r c pol <<<"$run"
+    "$gs" run "${sim[@]}" -q --name "cap-$c" --cores "$c" --compute-policy "$pol" -- gpuslice probe --max 0 -k 200 \
+        --kernel-us 5000 2>&1 | grep 'kernels of' | prefix "cores $c, $pol"
 done
-echo "    -> the 25% slice takes four times as long: libvgpu holds its launches to a quarter of the device."
+echo "    -> hard: the 25% slice takes four times as long; libvgpu holds its launches to a quarter of the device."
+echo "    -> work-conserving (the default, HAMi's): alone on the GPU the slice may use all of it; the 25% applies"
+echo "       only while another slice of the GPU with the same or a higher priority has work pending."
 
 if command -v ffmpeg >/dev/null 2>&1; then
     ff=(ffmpeg -hide_banner -nostdin -loglevel error -y -init_hw_device cuda=cu:0 -filter_hw_device cu
