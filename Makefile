@@ -40,6 +40,8 @@ build: $(BUILD)/build.ninja
 stage: build
 	@rm -rf $(DIST).tmp
 	@mkdir -p $(DIST).tmp/bin $(DIST).tmp/lib/gpusim && DESTDIR=$(CURDIR)/$(DIST).tmp meson install -C $(BUILD) --no-rebuild --quiet
+	@# make install-manifests' renders are not build outputs: they survive a re-stage
+	@for f in $(DIST)/gpuslice-*.yaml; do if [ -f "$$f" ]; then cp -p "$$f" $(DIST).tmp/; fi; done
 	@rm -rf $(DIST) && mv $(DIST).tmp $(DIST)
 	@echo "staged into $(DIST)/"
 
