@@ -13,12 +13,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -431,6 +433,40 @@ static int spawn(const struct sa_env *env, const struct claim_plan *plan, const 
     return 0;
 }
 
+/* Whether execvp(3) would find `prog`: a name with a slash is taken as it is, otherwise each
+ * directory of $PATH (glibc's default "/bin:/usr/bin" when unset; an empty entry is the current
+ * directory, as execvp does). 0, or -errno of the last failure (-ENOENT when found nowhere,
+ * -EACCES when found but not executable), checked before anything is allocated. */
+static int find_program(const char *prog)
+{
+    if (!*prog)
+        return -ENOENT;
+    if (strchr(prog, '/'))
+        return access(prog, X_OK) == 0 ? 0 : -errno;
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/bin:/usr/bin";
+    int r = -ENOENT;
+    for (const char *p = path;; p++) {
+        const char *end = strchrnul(p, ':');
+        char cand[PATH_MAX];
+        int n = end == p ? snprintf(cand, sizeof(cand), "%s", prog)
+                         : snprintf(cand, sizeof(cand), "%.*s/%s", (int)(end - p), p, prog);
+        if (n > 0 && (size_t)n < sizeof(cand)) {
+            struct stat st;
+            if (stat(cand, &st) == 0 && S_ISREG(st.st_mode)) {
+                if (access(cand, X_OK) == 0)
+                    return 0;
+                r = -EACCES;
+            }
+        }
+        if (!*end)
+            break;
+        p = end;
+    }
+    return r;
+}
+
 int cmd_run(int argc, char **argv)
 {
     struct run_config cfg = {0};
@@ -467,6 +503,14 @@ int cmd_run(int argc, char **argv)
     if (parse_request(&cfg, &req, &err) < 0) {
         fprintf(stderr, "gpuslice run: %s\n", err.msg);
         status = EXIT_USAGE;
+        goto out;
+    }
+    r = find_program(argv[first]);
+    if (r < 0) {
+        /* execvp's own exit status for a command that cannot run, before any slice exists. */
+        fprintf(stderr, "gpuslice run: %s: %s (no slice was allocated)\n", argv[first],
+                strerror(-r));
+        status = r == -ENOENT ? 127 : 126;
         goto out;
     }
     if (sa_env_init(&env, cfg.state_dir, cfg.sim, &err) < 0) {

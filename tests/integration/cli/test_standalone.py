@@ -104,6 +104,19 @@ def test_basic():
     t.is_eq(r.returncode, 127, 'command not found: 127')
     t.like(r.stderr, '/nonexistent/prog', 'message names the command')
     t.is_eq(len(ls_json(env)['slices']), 0, 'failed exec releases the slice')
+    t.like(r.stderr, 'no slice was allocated', 'a missing command is found before allocating')
+    t.ok('gpuslice: slice ' not in r.stderr, 'no slice summary for a command that does not exist',
+         r.stderr)
+    r = run(['run', '--sim', '--', 'gpuslice-no-such-program'], env)
+    t.is_eq(r.returncode, 127, 'command not in PATH: 127')
+    t.like(r.stderr, 'gpuslice-no-such-program: No such file or directory (no slice was '
+           'allocated)', 'a command not in PATH is named before allocating')
+    plain = os.path.join(state, 'not-executable')
+    with open(plain, 'w') as f:
+        f.write('#!/bin/sh\nexit 0\n')
+    os.chmod(plain, 0o644)
+    r = run(['run', '--sim', '--', plain], env)
+    t.is_eq(r.returncode, 126, 'a file that is not executable: 126, as a shell says')
     # gpusim refuses images that are neither nvcc output nor its own "gpusim" image, like the driver
     r = run(['run', '--sim', '--memory', '1Gi', '--cores', '50', '--', GS, 'probe', '--max', '0',
              '-k', '3', '--kernel-us', '100'], env)
