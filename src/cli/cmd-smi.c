@@ -4,12 +4,14 @@
  * slice (libvgpu preloaded) it shows the slice, as nvidia-smi does in a HAMi container.
  * `--sim` shows gpusim's devices.
  */
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 
 #include "cli/commands.h"
 #include "cli/standalone.h"
 #include "config/config.h"
+#include "gpu/nvml.h"
 #include "gpu/smi.h"
 
 struct smi_config {
@@ -55,7 +57,17 @@ int cmd_smi(int argc, char **argv)
             return 4;
         }
     }
-    if (gpu_smi_print(stdout, &err) < 0) {
+    /* The loader's search only: without --sim (or a slice of gpusim) no simulated GPU is shown
+     * as if it were the machine's. */
+    r = gpu_smi_print(stdout, 0, &err);
+    if (r == -ENOENT && !cfg.sim) {
+        fprintf(stderr,
+                "gpuslice smi: %s: no NVIDIA driver on this machine (gpuslice smi --sim "
+                "shows the simulated GPU)\n",
+                err.msg);
+        return 4;
+    }
+    if (r < 0) {
         fprintf(stderr, "gpuslice smi: %s\n", err.msg);
         return 4;
     }

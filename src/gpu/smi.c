@@ -35,10 +35,10 @@ static unsigned long long mib(unsigned long long b)
     return b / (1024ull * 1024ull);
 }
 
-int gpu_smi_print(FILE *out, struct gs_error *err)
+int gpu_smi_print(FILE *out, unsigned nvml_flags, struct gs_error *err)
 {
     struct gpu_nvml nv;
-    int rc = gpu_nvml_open(&nv, GPU_NVML_USE_SMI, GPU_NVML_SEARCH_EXE_DIR, err);
+    int rc = gpu_nvml_open(&nv, GPU_NVML_USE_SMI, nvml_flags, err);
     if (rc < 0)
         return rc;
     nvmlReturn_t r;
@@ -190,7 +190,8 @@ static const struct {
 
 #define QMAX 16
 
-int gpu_smi_query(FILE *out, const char *fields, const char *format, struct gs_error *err)
+int gpu_smi_query(FILE *out, const char *fields, const char *format, unsigned nvml_flags,
+                  struct gs_error *err)
 {
     int sel[QMAX], nsel = 0;
     bool header = true, units = true;
@@ -239,7 +240,7 @@ int gpu_smi_query(FILE *out, const char *fields, const char *format, struct gs_e
         return gs_error_set(err, -EINVAL, "--format: must include csv");
 
     struct gpu_nvml nv;
-    int rc = gpu_nvml_open(&nv, GPU_NVML_USE_SMI, GPU_NVML_SEARCH_EXE_DIR, err);
+    int rc = gpu_nvml_open(&nv, GPU_NVML_USE_SMI, nvml_flags, err);
     if (rc < 0)
         return rc;
     nvmlReturn_t r;

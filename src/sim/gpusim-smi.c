@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "base/version.h"
+#include "gpu/nvml.h"
 #include "gpu/smi.h"
 #include "sim/sim-config.h"
 #include "sim/sim-state.h"
@@ -124,7 +125,8 @@ int main(int argc, char **argv)
         return 2;
     }
     struct gs_error err = {0};
-    int r = query ? gpu_smi_query(stdout, query, format, &err) : gpu_smi_print(stdout, &err);
+    int r = query ? gpu_smi_query(stdout, query, format, GPU_NVML_SEARCH_EXE_DIR, &err)
+                  : gpu_smi_print(stdout, GPU_NVML_SEARCH_EXE_DIR, &err);
     if (r < 0) {
         fprintf(stderr, "gpusim-smi: %s\n", err.msg);
         return r == -EINVAL ? 2 : 1;

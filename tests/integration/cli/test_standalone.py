@@ -39,6 +39,12 @@ def fresh_state(name):
     return d, base_env(d)
 
 
+def real_nvml_present():
+    """Whether the dynamic loader finds a libnvidia-ml.so.1 of its own (a real driver)."""
+    r = subprocess.run(['/sbin/ldconfig', '-p'], capture_output=True, text=True)
+    return 'libnvidia-ml.so.1' in r.stdout
+
+
 def run(args, env, timeout=60):
     return subprocess.run([GS] + args, env=env, capture_output=True, text=True, timeout=timeout)
 
@@ -95,6 +101,16 @@ def test_basic():
     t.like(r.stdout, '0MiB / 4096MiB', 'gpuslice smi inside the slice shows 0MiB / 4096MiB')
     r = run(['smi', '--sim'], env)
     t.like(r.stdout, '0MiB / 15360MiB', 'gpuslice smi outside a slice shows the whole T4')
+    bare = {k: v for k, v in env.items() if k not in ('LD_LIBRARY_PATH', 'GPUSIM_SMI_NVML')}
+    r = run(['smi'], bare)
+    if real_nvml_present():
+        t.skip('gpuslice smi without --sim on a machine without a driver', 'a driver is installed')
+    else:
+        t.ok(r.returncode == 4 and 'Tesla T4' not in r.stdout,
+             'gpuslice smi without --sim shows no simulated GPU on a machine without a driver',
+             r.stdout + r.stderr)
+        t.like(r.stderr, 'no NVIDIA driver on this machine (gpuslice smi --sim shows the '
+               'simulated GPU)', 'and says so, naming --sim')
 
     r = run(['run', '--sim', '--', 'sh', '-c', 'exit 7'], env)
     t.is_eq(r.returncode, 7, 'exit status of the command is passed through')

@@ -43,7 +43,7 @@ int main(void)
     free(inv);
 
     memset(&err, 0, sizeof(err));
-    is_int(gpu_smi_print(stdout, &err), -ENOSYS, "the smi table too (it needs the PCI info)");
+    is_int(gpu_smi_print(stdout, 0, &err), -ENOSYS, "the smi table too (it needs the PCI info)");
     is_str(err.msg, "libnvidia-ml.so.1 has no nvmlSystemGetDriverVersion", "same message");
 
     setenv("NVML_STUB_INIT_FAIL", "1", 1);
