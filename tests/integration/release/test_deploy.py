@@ -431,6 +431,42 @@ def check_webhook_certificates(t, rendered):
          "the CA is a certificate of its own (isCA) whose key is kept across its renewals")
 
 
+def check_workload_hygiene(t, rendered):
+    """Every daemon an operator installs (issue 36): each container has requests, a memory limit
+    and a probe; each pod a seccomp profile and a PriorityClass; a Deployment with a leader has a
+    PodDisruptionBudget keeping one replica. Containers of images we do not build (kube-scheduler)
+    are held to the same rules."""
+    seen = set()
+    for rel, objs in sorted(rendered.items()):
+        pdbs = [o for o in objs if o['kind'] == 'PodDisruptionBudget']
+        for o in objs:
+            spec = pod_spec(o)
+            if spec is None or rel == 'examples' or o['kind'] not in ('Deployment', 'DaemonSet'):
+                continue
+            key = (o['kind'], o['metadata']['name'])
+            if key in seen:
+                continue
+            seen.add(key)
+            name = '%s %s' % key
+            sc = spec.get('securityContext', {}).get('seccompProfile', {}).get('type')
+            t.ok(sc in ('RuntimeDefault', 'Localhost'), f'{name}: the pod has a seccomp profile',
+                 diag=sc)
+            t.ok(bool(spec.get('priorityClassName')), f'{name}: the pod has a PriorityClass')
+            for c in spec.get('containers', []):
+                cn = f"{name} container {c['name']}"
+                res = c.get('resources', {})
+                t.ok(bool(res.get('requests')) and 'memory' in res.get('limits', {}),
+                     f'{cn}: requests and a memory limit', diag=res)
+                t.ok(any(k in c for k in ('livenessProbe', 'readinessProbe', 'startupProbe')),
+                     f'{cn}: a probe')
+            replicas = o.get('spec', {}).get('replicas', 1)
+            if o['kind'] == 'Deployment' and replicas > 1:
+                labels = o['spec']['selector'].get('matchLabels', {})
+                covered = [b for b in pdbs if b['spec'].get('selector', {}).get('matchLabels')
+                           == labels and b['spec'].get('minAvailable', 0) >= 1]
+                t.ok(covered, f'{name}: {replicas} replicas kept by a PodDisruptionBudget')
+
+
 def main():
     t = Tap()
     p = env_paths()
@@ -512,6 +548,8 @@ def main():
     t.ok(webhook_pods and all(pss_level(s)[0] == 'restricted' for s in webhook_pods),
          'the webhook pod passes "restricted"',
          diag=[pss_level(s)[1] for s in webhook_pods])
+
+    check_workload_hygiene(t, rendered)
 
     # The plugin overlays and the webhook.
     for rel in sorted(r for r in rendered if r.startswith('overlays/')):
