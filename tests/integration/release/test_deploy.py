@@ -275,6 +275,31 @@ components: [@DEPLOY@/components/{comp}]
                         f"components/{comp}: {o['metadata']['name']} tolerates every taint")
 
 
+def check_lab_names(t, kubectl, deploy, work):
+    """components/lab-names gives the lab's install the lab's names (issue 36): namespace
+    hami-dra-driver, DaemonSet hami-dra-driver-kubelet-plugin, no object or body naming
+    gpuslice-system, the DeviceClass still cluster-scoped."""
+    objs, err = render_overlay(kubectl, deploy, work, 'lab-names', """\
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources: [@DEPLOY@/namespace, @DEPLOY@/overlays/gpu-operator, @DEPLOY@/monitoring]
+components: [@DEPLOY@/components/lab-names]
+""")
+    if not t.ok(objs is not None, 'the lab install with components/lab-names renders', diag=err):
+        return
+    ds = [(o['metadata']['name'], o['metadata'].get('namespace')) for o in objs
+          if o['kind'] == 'DaemonSet']
+    t.ok(('hami-dra-driver-kubelet-plugin', 'hami-dra-driver') in ds,
+         'lab-names: DaemonSet hami-dra-driver/hami-dra-driver-kubelet-plugin', diag=ds)
+    t.ok(any(o['kind'] == 'Namespace' and o['metadata']['name'] == 'hami-dra-driver'
+             for o in objs), 'lab-names: Namespace hami-dra-driver')
+    left = [ident(o) for o in objs if 'gpuslice-system' in json.dumps(o)]
+    t.ok(not left, 'lab-names: nothing names gpuslice-system any more', diag=left)
+    dc = [o for o in objs if o['kind'] == 'DeviceClass']
+    t.ok(dc and all('namespace' not in o['metadata'] for o in dc),
+         'lab-names: the DeviceClass stays cluster-scoped')
+
+
 def check_legacy_scheduler(t, kubectl, deploy, work, rendered):
     """hami-scheduler can lead (issue 26 #2): a Role grants the lease its configuration names,
     and the kube-scheduler image follows an `images:` override to the cluster's version."""
@@ -590,6 +615,7 @@ def main():
     try:
         check_node_selection(t, kubectl, deploy, work, rendered)
         check_legacy_scheduler(t, kubectl, deploy, work, rendered)
+        check_lab_names(t, kubectl, deploy, work)
         check_installs(t, kubectl, deploy, work, rendered, p)
         check_webhook_certificates(t, rendered)
     finally:
