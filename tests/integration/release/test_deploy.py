@@ -275,6 +275,39 @@ components: [@DEPLOY@/components/{comp}]
                         f"components/{comp}: {o['metadata']['name']} tolerates every taint")
 
 
+def check_scraped(t, rendered):
+    """Every daemon of each whole install is scraped (issue 36: the extender and the device plugin
+    were not): a PodMonitor selects its pods through a named port of a container, or a
+    ServiceMonitor selects a Service that selects them."""
+    for rel in sorted(INSTALLS & set(rendered)):
+        objs = rendered[rel]
+        pms = [o for o in objs if o['kind'] == 'PodMonitor']
+        sms = [o for o in objs if o['kind'] == 'ServiceMonitor']
+        svcs = [o for o in objs if o['kind'] == 'Service']
+        for o in objs:
+            spec = pod_spec(o)
+            if spec is None or o['kind'] not in ('Deployment', 'DaemonSet'):
+                continue
+            labels = o['spec']['template']['metadata'].get('labels', {})
+            ports = {pt.get('name') for c in spec.get('containers', [])
+                     for pt in c.get('ports', [])}
+
+            def selects(sel):
+                m = sel.get('matchLabels', {})
+                return bool(m) and all(labels.get(k) == v for k, v in m.items())
+            by_pod = [m for m in pms if selects(m['spec'].get('selector', {})) and
+                      all(e.get('port') in ports for e in m['spec'].get('podMetricsEndpoints', []))]
+            def subset(small, big):
+                return bool(small) and all(big.get(k) == v for k, v in small.items())
+            by_svc = [m for m in sms for sv in svcs
+                      if subset(sv['spec'].get('selector', {}), labels) and
+                      subset(m['spec'].get('selector', {}).get('matchLabels', {}),
+                             sv['metadata'].get('labels', {}))]
+            t.ok(by_pod or by_svc, f"{rel}: {o['kind']} {o['metadata']['name']} is scraped "
+                 '(a PodMonitor on a named port, or a ServiceMonitor through its Service)',
+                 diag=sorted(ports - {None}))
+
+
 def check_lab_names(t, kubectl, deploy, work):
     """components/lab-names gives the lab's install the lab's names (issue 36): namespace
     hami-dra-driver, DaemonSet hami-dra-driver-kubelet-plugin, no object or body naming
@@ -423,10 +456,25 @@ def check_installs(t, kubectl, deploy, work, rendered, p):
                 nps = [o for o in objs if o['kind'] == 'NetworkPolicy']
                 sel = {o['spec']['podSelector'].get('matchLabels', {})
                        .get('app.kubernetes.io/name') for o in nps} - {None}
-                served = pods - {None, 'gpuslice-device-plugin'}  # a unix socket only
+                served = pods - {None}  # the device plugin too: /healthz and /metrics on TCP
                 t.ok(nps and served <= sel,
                      f'{name}: a NetworkPolicy for each gpuslice pod that serves a port',
                      diag=sorted(served - sel))
+                allowed = {}
+                for np_ in nps:
+                    app = np_['spec']['podSelector'].get('matchLabels', {}).get(
+                        'app.kubernetes.io/name')
+                    for rule in np_['spec'].get('ingress', []):
+                        allowed.setdefault(app, set()).update(
+                            pt.get('port') for pt in rule.get('ports', []))
+                blocked = sorted(
+                    (o['metadata']['name'], pt['containerPort']) for o in objs if pod_spec(o)
+                    for c in pod_spec(o)['containers'] for pt in c.get('ports', [])
+                    if pt['containerPort'] not in allowed.get(
+                        o['spec']['template']['metadata']['labels'].get('app.kubernetes.io/name'),
+                        set()))
+                t.ok(not blocked, f'{name}: every container port is open in its NetworkPolicy',
+                     diag=blocked)
             if len(combo) > 1:
                 check_flags(t, name, objs, p)
                 check_schemas(t, {name: objs})
@@ -575,6 +623,7 @@ def main():
          diag=[pss_level(s)[1] for s in webhook_pods])
 
     check_workload_hygiene(t, rendered)
+    check_scraped(t, rendered)
 
     # The plugin overlays and the webhook.
     for rel in sorted(r for r in rendered if r.startswith('overlays/')):
