@@ -401,8 +401,12 @@ def check_installs(t, kubectl, deploy, work, rendered, p):
     do what the knob says (issue 26 one-command install)."""
     ident_of = lambda objs: {ident(o) for o in objs}
     knobs = {'dra': ['image', 'gpu-operator', 'no-webhook', 'no-monitoring', 'network-policies',
-                     'node-selection-gpu-present', 'tolerate-all', 'extended-resource'],
-             'legacy': ['image', 'no-monitoring', 'network-policies', 'tolerate-all']}
+                     'node-selection-gpu-present', 'tolerate-all', 'extended-resource',
+                     'no-cert-manager', 'no-prometheus-operator'],
+             'legacy': ['image', 'no-monitoring', 'network-policies', 'tolerate-all',
+                        'no-cert-manager', 'no-prometheus-operator']}
+    # Knobs that cannot go together: each leaves out what the other already left out.
+    apart = {'gpu-operator', 'no-prometheus-operator', 'no-cert-manager'}
     for mode, comps in knobs.items():
         base = rendered.get(mode)
         if not t.ok(base is not None, f'deploy/{mode} (the whole {mode} install) renders'):
@@ -421,7 +425,9 @@ def check_installs(t, kubectl, deploy, work, rendered, p):
             t.ok(eps and set(eps) <= ports,
                  f"deploy/{mode}: PodMonitor {pm['metadata']['name']} scrapes ports {want} names",
                  diag=f'{eps} not in {sorted(ports - {None})}')
-        for combo in [[c] for c in comps] + [[c for c in comps if c != 'gpu-operator']]:
+        combos = [[c] for c in comps] + [[c for c in comps if c not in apart]] + \
+            [['no-cert-manager', 'no-prometheus-operator']]
+        for combo in combos:
             name = f'{mode}+' + '+'.join(combo)
             body = ('apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n'
                     f'resources: [@DEPLOY@/{mode}]\ncomponents: [' +
@@ -441,6 +447,17 @@ def check_installs(t, kubectl, deploy, work, rendered, p):
             if 'no-monitoring' in combo:
                 t.is_eq(sorted(ids & ident_of(rendered.get('monitoring', []))), [],
                         f'{name}: no object of deploy/monitoring is left')
+            if 'no-cert-manager' in combo:
+                left = [ident(o) for o in objs if o['apiVersion'].startswith('cert-manager.io/')
+                        or 'cert-manager.io/inject-ca-from' in
+                        o['metadata'].get('annotations', {})]
+                t.is_eq(left, [], f'{name}: no cert-manager object or annotation is left')
+            if 'no-prometheus-operator' in combo:
+                left = [ident(o) for o in objs
+                        if o['apiVersion'].startswith('monitoring.coreos.com/')]
+                t.is_eq(left, [], f'{name}: no Prometheus Operator object is left')
+                t.ok(any(o['kind'] == 'DaemonSet' and o['metadata']['name'] == 'gpuslice-monitor'
+                         for o in objs), f'{name}: the monitor itself stays')
             if 'image' in combo:
                 imgs = {c['image'] for o in objs if pod_spec(o)
                         for c in pod_spec(o)['containers'] if 'gpuslice' in c['image']}

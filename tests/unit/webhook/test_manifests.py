@@ -3,12 +3,15 @@
 what the webhook needs (and only that), the Deployment's flags are ones the binary accepts, and
 make-cert.sh produces a usable self-signed pair."""
 import base64
+import copy
 import glob
+import json
 import os
 import subprocess
 import sys
 import tempfile
 
+import jsonpatch
 import jsonschema
 import yaml
 
@@ -169,6 +172,16 @@ def main():
                 open(os.path.join(out, 'tls.crt'), 'rb').read(), 'Secret carries the certificate')
         t.is_eq((secret['type'], secret['metadata']['name'], secret['metadata']['namespace']),
                 ('kubernetes.io/tls', 'gs-svc-tls', 'gs-ns'), 'Secret type and name')
+        # Every webhook gets the caBundle (the Volcano webhooks fail closed: one left without it
+        # blocks every Volcano job); the patch is RFC 6902, applied as kubectl patch --type=json.
+        mwc = copy.deepcopy(by_kind['MutatingWebhookConfiguration'][0])
+        with open(os.path.join(out, 'cabundle-patch.json')) as f:
+            patched = jsonpatch.apply_patch(mwc, json.load(f))
+        bundle = open(os.path.join(out, 'ca-bundle.b64')).read()
+        t.is_eq([w['clientConfig'].get('caBundle') == bundle for w in patched['webhooks']],
+                [True] * len(mwc['webhooks']),
+                'make-cert.sh: its patch gives every webhook (%d) the caBundle'
+                % len(mwc['webhooks']))
         r = subprocess.run(['sh', script, out, 'n', 's', 'ten'], capture_output=True, text=True)
         t.is_eq((r.returncode, r.stderr.strip()),
                 (2, 'make-cert.sh: DAYS must be a number, got "ten"'), 'bad DAYS refused')
