@@ -180,6 +180,31 @@ def bookings(api, ext):
              'is gone' in ln for ln in ext.output().splitlines()),
          'the removal is logged with its reason')
 
+    # Every reason a record is stale: its pod finished, is bound to another node, or is still
+    # unbound long after the record (a bind that never completed, past HAMI_NODELOCK_EXPIRE);
+    # the record of a pod whose bind is in progress (recent, unbound) stays.
+    cases = {}
+    for name, bound, phase, when in (('done', 'l4', 'Succeeded', None),
+                                     ('moved', 'other', None, None),
+                                     ('abandoned', None, None, int(time.time()) - 3600),
+                                     ('binding', None, None, None)):
+        obj = pod(name, [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 100}])
+        if bound:
+            obj['spec']['nodeName'] = bound
+        if phase:
+            obj['status'] = {'phase': phase}
+        cases[name] = create(api, obj)
+        put_record(api, 'l4', cases[name], f'{L4},NVIDIA,100,0:;', when=when)
+    last = create(api, pod('last', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 100}]))
+    code, b = ext.post('/bind', bind_args(last, 'l4'))
+    left = {k for k in node_anns(api, 'l4') if k.startswith('gpuslice.io/assign-')}
+    t.is_eq({n for n, x in cases.items() if 'gpuslice.io/assign-' + x['metadata']['uid'] in left},
+            {'binding'}, 'records of a finished pod, a pod bound elsewhere and a bind abandoned '
+            'an hour ago are removed; a bind in progress keeps its record')
+    out = ext.output()
+    t.ok(all(w in out for w in ('has finished (Succeeded)', 'is bound to node other',
+                                'is still not bound')), 'each removal logs its reason')
+
     # The records' size budget: a record taking 70,000 bytes (a live pod bound here) leaves no
     # room; the bind is refused, naming the budget; once its pod is gone the bind goes through.
     filler = pod('filler', [None])
