@@ -75,11 +75,14 @@ static void build(json_t *nodes, json_t *pods)
             snprintf(pn, sizeof(pn), "placed-%d-%d", n, g);
             snprintf(dev, sizeof(dev), "GPU-%04d%04d-0000-4000-8000-000000000000,NVIDIA,8000,10:;",
                      n, g);
-            json_array_append_new(pods, json_pack("{s:{s:s,s:s,s:{s:s,s:s,s:s}}}", "metadata",
-                                                  "name", pn, "namespace", "default", "annotations",
-                                                  "hami.io/vgpu-node", name,
-                                                  "hami.io/vgpu-devices-allocated", dev,
-                                                  "hami.io/bind-phase", "success"));
+            /* bound to the node and asking a GPU: what books a card (legacy.md) */
+            json_array_append_new(
+                pods,
+                json_pack("{s:{s:s,s:s,s:{s:s,s:s,s:s}},s:{s:s,s:[{s:s,s:{s:{s:s}}}]}}", "metadata",
+                          "name", pn, "namespace", "default", "annotations", "hami.io/vgpu-node",
+                          name, "hami.io/vgpu-devices-allocated", dev, "hami.io/bind-phase",
+                          "success", "spec", "nodeName", name, "containers", "name", "c0",
+                          "resources", "limits", "nvidia.com/gpu", "1"));
         }
     }
 }

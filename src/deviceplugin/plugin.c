@@ -865,7 +865,78 @@ int dp_plugin_publish(struct dp_plugin *p, struct gs_error *err)
                         patch, 0, NULL, err);
 }
 
-/* Remove the per-container folders of pods no longer on this node. */
+/* The pod a record names (by namespace and name; `list` is the verb the plugin holds), appended
+ * to `pods` when it exists. */
+static int record_pod(struct dp_plugin *p, const char *key, const char *value, json_t *pods,
+                      struct gs_error *err)
+{
+    struct ext_assignment a;
+    struct gs_error e = {0};
+    if (ext_assign_decode(key, value, &a, &e) < 0) {
+        ext_assignment_fini(&a);
+        return 0; /* stale by itself */
+    }
+    char sel[300];
+    snprintf(sel, sizeof(sel), "metadata.name=%s", a.name);
+    struct gs_k8s_list_options lo = {.field_selector = sel};
+    _cleanup_(gs_json_decrefp) json_t *list = NULL;
+    int r = gs_k8s_list(p->cfg.k8s, &gs_k8s_pods, a.ns, &lo, &list, NULL, err);
+    ext_assignment_fini(&a);
+    if (r < 0)
+        return r;
+    json_array_extend(pods, json_object_get(list, "items"));
+    return 0;
+}
+
+/* Placement records on our Node whose pod is gone, finished, bound elsewhere or never bound
+ * (ext_assign_stale) are removed, each logged with its reason: a pod bound and deleted before
+ * kubelet's Allocate would otherwise leave its record on the Node for ever. The Node is read
+ * before the pods, under alloc_lock (Allocate writes records under it too). */
+static int gc_records(struct dp_plugin *p, struct gs_error *err)
+{
+    _cleanup_(gs_json_decrefp) json_t *node = NULL;
+    int r = gs_k8s_get(p->cfg.k8s, &gs_k8s_nodes, NULL, p->cfg.node_name, &node, err);
+    if (r < 0)
+        return gs_error_prefix(err, "node %s: ", p->cfg.node_name);
+    const json_t *ann = json_object_get(json_object_get(node, "metadata"), "annotations");
+    _cleanup_(gs_json_decrefp) json_t *pods = json_array();
+    _cleanup_(gs_json_decrefp) json_t *drop = json_object();
+    if (!pods || !drop)
+        return gs_error_set(err, -ENOMEM, "out of memory");
+    const char *k;
+    const json_t *v;
+    size_t pl = strlen(EXT_ASSIGN_PREFIX);
+    json_object_foreach((json_t *)ann, k, v)
+    {
+        if (strncmp(k, EXT_ASSIGN_PREFIX, pl) == 0 &&
+            (r = record_pod(p, k, json_string_value(v), pods, err)) < 0)
+            return r;
+    }
+    int64_t now = (int64_t)time(NULL);
+    json_object_foreach((json_t *)ann, k, v)
+    {
+        char why[400], q[450];
+        if (strncmp(k, EXT_ASSIGN_PREFIX, pl) != 0 ||
+            !ext_assign_stale(k, json_string_value(v), pods, p->cfg.node_name, now,
+                              hami_lock_expiry_s(), why, sizeof(why)))
+            continue;
+        json_object_set_new(drop, k, json_null());
+        gs_log(GS_LOG_INFO, "stale placement record removed", "node=%s record=%s reason=%s",
+               p->cfg.node_name, k, gs_log_quote(q, sizeof(q), why));
+    }
+    if (json_object_size(drop) == 0)
+        return 0;
+    _cleanup_(gs_json_decrefp) json_t *patch =
+        json_pack("{s:{s:O}}", "metadata", "annotations", drop);
+    r = gs_k8s_patch(p->cfg.k8s, &gs_k8s_nodes, NULL, p->cfg.node_name, NULL, GS_K8S_PATCH_MERGE,
+                     patch, 0, NULL, err);
+    if (r < 0)
+        return gs_error_prefix(err, "node %s: remove stale placement records: ", p->cfg.node_name);
+    return (int)json_object_size(drop);
+}
+
+/* Remove the per-container folders of pods no longer on this node, and stale placement
+ * records. */
 int dp_plugin_gc(struct dp_plugin *p, struct gs_error *err)
 {
     char sel[512];
@@ -914,8 +985,15 @@ int dp_plugin_gc(struct dp_plugin *p, struct gs_error *err)
         }
         closedir(d);
     }
+    struct gs_error re = {0};
+    int recs = gc_records(p, &re);
     pthread_mutex_unlock(&p->alloc_lock);
     if (removed)
         gs_log(GS_LOG_INFO, "state folders removed", "count=%d", removed);
-    return removed;
+    if (recs < 0) {
+        char q[300];
+        gs_log(GS_LOG_WARN, "placement records not collected", "error=%s",
+               gs_log_quote(q, sizeof(q), re.msg));
+    }
+    return removed + (recs > 0 ? recs : 0);
 }

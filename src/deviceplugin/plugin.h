@@ -54,7 +54,8 @@ int dp_plugin_tick(struct dp_plugin *p, struct gs_error *err);
 /* Patch the Node with hami.io/node-nvidia-register and the handshake. */
 int dp_plugin_publish(struct dp_plugin *p, struct gs_error *err);
 /* Remove <state-dir>/{limits,containers,regions}/<uid>-<container> of pods no longer bound to
- * this node. Returns how many were removed, or -errno when the pods cannot be listed. */
+ * this node, and the Node's placement records that no longer stand (ext_assign_stale, logged).
+ * Returns how many were removed, or -errno when the pods cannot be listed. */
 int dp_plugin_gc(struct dp_plugin *p, struct gs_error *err);
 void dp_plugin_stats(struct dp_plugin *p, struct dp_stats *out);
 

@@ -89,3 +89,74 @@ int ext_assign_decode(const char *key, const char *value, struct ext_assignment 
         return gs_error_set(err, -ENOMEM, "out of memory");
     return 0;
 }
+
+static const char *pod_str(const json_t *pod, const char *obj, const char *key)
+{
+    return json_string_value(json_object_get(json_object_get(pod, obj), key));
+}
+
+bool ext_assign_stale(const char *key, const char *value, const json_t *pods, const char *node,
+                      int64_t now, int64_t unbound_max_s, char *why, size_t why_len)
+{
+    struct ext_assignment a;
+    struct gs_error e = {0};
+    int r = ext_assign_decode(key, value, &a, &e);
+    if (r == -ENOENT) {
+        ext_assignment_fini(&a);
+        return false; /* not a record */
+    }
+    if (r < 0) {
+        snprintf(why, why_len, "does not decode: %s", e.msg);
+        ext_assignment_fini(&a);
+        return true;
+    }
+    const json_t *pod = NULL;
+    size_t i;
+    const json_t *o;
+    json_array_foreach(pods, i, o)
+    {
+        const char *uid = pod_str(o, "metadata", "uid");
+        if (uid && strcmp(uid, a.uid) == 0) {
+            pod = o;
+            break;
+        }
+    }
+    const char *ns = pod ? pod_str(pod, "metadata", "namespace") : NULL;
+    const char *name = pod ? pod_str(pod, "metadata", "name") : NULL;
+    const char *bound = pod ? pod_str(pod, "spec", "nodeName") : NULL;
+    const char *phase = pod ? pod_str(pod, "status", "phase") : NULL;
+    bool stale = true;
+    if (!pod)
+        snprintf(why, why_len, "pod %s/%s (uid %s) is gone", a.ns, a.name, a.uid);
+    else if (!ns || !name || strcmp(ns, a.ns) != 0 || strcmp(name, a.name) != 0)
+        snprintf(why, why_len, "uid %s is pod %s/%s, not %s/%s", a.uid, ns ? ns : "",
+                 name ? name : "", a.ns, a.name);
+    else if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0))
+        snprintf(why, why_len, "pod %s/%s has finished (%s)", a.ns, a.name, phase);
+    else if (bound && *bound && strcmp(bound, node) != 0)
+        snprintf(why, why_len, "pod %s/%s is bound to node %.64s", a.ns, a.name, bound);
+    else if ((!bound || !*bound) && now - a.time > unbound_max_s)
+        snprintf(why, why_len, "pod %s/%s is still not bound %lld s after the record", a.ns, a.name,
+                 (long long)(now - a.time));
+    else
+        stale = false;
+    ext_assignment_fini(&a);
+    return stale;
+}
+
+void ext_assign_sizes(const json_t *node_obj, const char *skip, size_t *records, size_t *all)
+{
+    *records = *all = 0;
+    const char *k;
+    const json_t *v;
+    size_t pl = strlen(EXT_ASSIGN_PREFIX);
+    json_object_foreach(json_object_get(json_object_get(node_obj, "metadata"), "annotations"), k, v)
+    {
+        if (skip && strcmp(k, skip) == 0)
+            continue;
+        size_t n = strlen(k) + (json_is_string(v) ? strlen(json_string_value(v)) : 0);
+        *all += n;
+        if (strncmp(k, EXT_ASSIGN_PREFIX, pl) == 0)
+            *records += n;
+    }
+}

@@ -16,10 +16,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "base/error.h"
 
 #define EXT_ASSIGN_PREFIX "gpuslice.io/assign-"
 #define EXT_UID_LEN       36
+/* Kubernetes caps the total size of an object's annotations (keys + values) at 256 KiB
+ * (TotalAnnotationSizeLimitB, apimachinery/pkg/api/validation/objectmeta.go
+ * ValidateAnnotationsSize); placement records may take at most a quarter of a Node's: the extender
+ * refuses a bind whose record would take them past it (records live from bind to the pod's last
+ * Allocate, and stale ones are collected, so a node needs a few KiB). */
+#define EXT_NODE_ANNOTATIONS_MAX (256 * 1024)
+#define EXT_ASSIGN_BUDGET        (64 * 1024)
 
 struct ext_assignment {
     char uid[EXT_UID_LEN + 1];
@@ -42,5 +51,19 @@ char *ext_assign_encode(const char *ns, const char *name, int64_t time, const ch
 int ext_assign_decode(const char *key, const char *value, struct ext_assignment *out,
                       struct gs_error *err);
 void ext_assignment_fini(struct ext_assignment *a);
+
+/*
+ * Garbage collection of records (extender at bind, device plugin every --gc-interval). Why the
+ * record `key`/`value` on `node` is stale — its pod is gone (no pod of `pods` has the UID, or it
+ * has another namespace/name), finished, bound to another node, or still unbound after the node
+ * lock's expiry (a bind that never completed) — into why[], or false when it still stands.
+ * `pods` are the API's pods listed after the Node was read (a record is written after its pod
+ * exists, so the pod of a record seen is in a later list unless it is gone).
+ */
+bool ext_assign_stale(const char *key, const char *value, const json_t *pods, const char *node,
+                      int64_t now, int64_t unbound_max_s, char *why, size_t why_len);
+/* Bytes (keys + values) of the records in a Node object's annotations, and of all its
+ * annotations; the record `skip` (may be NULL) is not counted in either. */
+void ext_assign_sizes(const json_t *node_obj, const char *skip, size_t *records, size_t *all);
 
 #endif /* GS_EXTENDER_ASSIGN_H */

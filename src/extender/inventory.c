@@ -10,6 +10,7 @@
 
 #include "config/json.h"
 #include "base/macros.h"
+#include "extender/assign.h"
 #include "gpu/slice.h"
 
 /* Container entries a placed pod's annotation may hold. */
@@ -311,23 +312,157 @@ static int add_placed_pod(struct ext_inventory *inv, struct ext_node *node, cons
     return 0;
 }
 
-/* The placed pods' annotation and node, or NULL when the pod does not count. */
-static const char *placed_value(const struct ext_inventory *inv, const json_t *pod,
-                                const char *skip_ns, const char *skip_name, struct ext_node **node)
+bool ext_pod_requests_gpu(const json_t *pod)
 {
-    const char *on = annotation(pod, HAMI_ANN_NODE);
-    const char *val = annotation(pod, HAMI_ANN_ALLOCATED);
-    if (!val)
-        val = annotation(pod, HAMI_ANN_TO_ALLOCATE);
-    const char *phase = annotation(pod, HAMI_ANN_BIND_PHASE);
-    if (!on || !val || pod_finished(pod) || (phase && strcmp(phase, HAMI_BIND_FAILED) == 0))
+    static const char *const lists[] = {"initContainers", "containers"};
+    static const char *const kinds[] = {"limits", "requests"};
+    static const char *const res[] = {HAMI_RES_GPU, HAMI_RES_MEM, HAMI_RES_MEM_PCT, HAMI_RES_CORES};
+    const json_t *spec = json_object_get(pod, "spec");
+    for (size_t l = 0; l < GS_ARRAY_SIZE(lists); l++) {
+        size_t i;
+        const json_t *c;
+        json_array_foreach(json_object_get(spec, lists[l]), i, c)
+        {
+            const json_t *rs = json_object_get(c, "resources");
+            for (size_t k = 0; k < GS_ARRAY_SIZE(kinds); k++)
+                for (size_t r = 0; r < GS_ARRAY_SIZE(res); r++)
+                    if (json_object_get(json_object_get(rs, kinds[k]), res[r]))
+                        return true;
+        }
+    }
+    return false;
+}
+
+/* The placement records on the nodes (extender/assign.h), by pod UID. */
+struct rec_ref {
+    const char *uid;   /* in the key */
+    const char *key;   /* borrowed from the Node object */
+    const char *value; /* borrowed */
+    size_t node;       /* index into inv->nodes */
+};
+
+struct rec_index {
+    struct rec_ref *r;
+    size_t n, cap;
+};
+
+static void rec_index_fini(struct rec_index *ri)
+{
+    free(ri->r);
+}
+
+static int add_records(struct rec_index *ri, const json_t *node_obj, size_t node)
+{
+    const char *k;
+    const json_t *v;
+    size_t pl = strlen(EXT_ASSIGN_PREFIX);
+    json_t *ann = json_object_get(json_object_get(node_obj, "metadata"), "annotations");
+    json_object_foreach(ann, k, v)
+    {
+        if (strncmp(k, EXT_ASSIGN_PREFIX, pl) != 0 || !ext_uid_valid(k + pl) || !json_is_string(v))
+            continue;
+        if (ri->n == ri->cap) {
+            size_t cap = ri->cap ? 2 * ri->cap : 16;
+            struct rec_ref *nr = realloc(ri->r, cap * sizeof(*nr));
+            if (!nr)
+                return -ENOMEM;
+            ri->r = nr, ri->cap = cap;
+        }
+        ri->r[ri->n++] = (struct rec_ref){k + pl, k, json_string_value(v), node};
+    }
+    return 0;
+}
+
+static int rec_cmp(const void *a, const void *b)
+{
+    return strcmp(((const struct rec_ref *)a)->uid, ((const struct rec_ref *)b)->uid);
+}
+
+/*
+ * The pod's placement record: on the node it is bound to, or — not bound yet — on the node our
+ * bind is placing it (the record is written before the Binding; the newest if there are several).
+ * The record must name the pod (namespace and name) as well as its UID. 0 with *rec filled and
+ * *node the record's node index, or -ENOENT.
+ */
+static int find_record(const struct ext_inventory *inv, const struct rec_index *ri,
+                       const json_t *pod, const char *bound, struct ext_assignment *rec,
+                       size_t *node)
+{
+    const char *uid = meta_str(pod, "uid"), *ns = meta_str(pod, "namespace"),
+               *name = meta_str(pod, "name");
+    if (!uid || !ns || !name || ri->n == 0)
+        return -ENOENT;
+    struct rec_ref want = {.uid = uid};
+    const struct rec_ref *hit = bsearch(&want, ri->r, ri->n, sizeof(*ri->r), rec_cmp);
+    if (!hit)
+        return -ENOENT;
+    while (hit > ri->r && strcmp(hit[-1].uid, uid) == 0)
+        hit--;
+    int found = -ENOENT;
+    for (; hit < ri->r + ri->n && strcmp(hit->uid, uid) == 0; hit++) {
+        if (bound && strcmp(inv->nodes[hit->node].name, bound) != 0)
+            continue;
+        struct ext_assignment a;
+        struct gs_error e = {0};
+        if (ext_assign_decode(hit->key, hit->value, &a, &e) < 0 || strcmp(a.ns, ns) != 0 ||
+            strcmp(a.name, name) != 0 || (found == 0 && a.time <= rec->time)) {
+            ext_assignment_fini(&a);
+            continue;
+        }
+        if (found == 0)
+            ext_assignment_fini(rec);
+        *rec = a;
+        *node = hit->node;
+        found = 0;
+    }
+    return found;
+}
+
+/*
+ * What a pod books, and where: NULL when it books nothing. HAMi counts every pod that carries
+ * hami.io/vgpu-node (Scheduler.onAddPod -> podManager, then getNodesUsage, pkg/scheduler/
+ * scheduler.go, HAMi v2.10.0), bound or not, since HAMi books at filter. We book at bind, so a
+ * booking is a pod that asks for our resources, is not finished, and
+ *   - is bound to the node (spec.nodeName, which only a Binding or the pod's creator sets):
+ *     its devices from the node's placement record while there is one (what the device plugin
+ *     will serve), else from hami.io/vgpu-devices-allocated (-to-allocate) when hami.io/vgpu-node
+ *     names that node and bind-phase is not failed; or
+ *   - is not bound yet but has a placement record on a node: our bind in progress (the record
+ *     is written before the Binding); its devices from the record.
+ * A pod's annotations alone (never scheduled, or naming a node it is not on) book nothing.
+ * `rec` holds the record when the devices come from one (fini by the caller).
+ */
+static const char *placed_value(const struct ext_inventory *inv, const struct rec_index *ri,
+                                const json_t *pod, const char *skip_ns, const char *skip_name,
+                                struct ext_node **node, struct ext_assignment *rec)
+{
+    *rec = (struct ext_assignment){0};
+    if (pod_finished(pod) || !ext_pod_requests_gpu(pod))
         return NULL;
     const char *ns = meta_str(pod, "namespace"), *name = meta_str(pod, "name");
     if (skip_ns && skip_name && ns && name && strcmp(ns, skip_ns) == 0 &&
         strcmp(name, skip_name) == 0)
         return NULL;
-    *node = (struct ext_node *)ext_inventory_node(inv, on);
-    if (!*node || (*node)->problem[0])
+    const char *bound =
+        json_string_value(json_object_get(json_object_get(pod, "spec"), "nodeName"));
+    if (bound && !*bound)
+        bound = NULL;
+    const char *val = NULL;
+    size_t at = 0;
+    if (find_record(inv, ri, pod, bound, rec, &at) == 0) {
+        *node = &((struct ext_inventory *)inv)->nodes[at];
+        val = rec->devices;
+    } else if (bound) {
+        const char *on = annotation(pod, HAMI_ANN_NODE);
+        const char *phase = annotation(pod, HAMI_ANN_BIND_PHASE);
+        val = annotation(pod, HAMI_ANN_ALLOCATED);
+        if (!val)
+            val = annotation(pod, HAMI_ANN_TO_ALLOCATE);
+        if (!on || strcmp(on, bound) != 0 || (phase && strcmp(phase, HAMI_BIND_FAILED) == 0))
+            return NULL;
+        *node = (struct ext_node *)ext_inventory_node(inv, bound);
+    }
+    if (!val || !*node || (*node)->problem[0])
         return NULL;
     return val;
 }
@@ -345,6 +480,7 @@ int ext_inventory_build(const json_t *nodes, const json_t *pods, const char *dri
     }
     inv->driver = driver;
     int r = 0;
+    _cleanup_(rec_index_fini) struct rec_index ri = {0};
     {
         _cleanup_(gs_json_decrefp) json_t *cls = device_class(driver);
         r = alloc_state_add_class(inv->st, cls, err);
@@ -360,6 +496,10 @@ int ext_inventory_build(const json_t *nodes, const json_t *pods, const char *dri
         if (!name)
             continue;
         struct ext_node *n = &inv->nodes[inv->n_nodes++];
+        if (add_records(&ri, node, inv->n_nodes - 1) < 0) {
+            r = gs_error_set(err, -ENOMEM, "out of memory");
+            break;
+        }
         n->name = strdup(name);
         n->dev = calloc(HAMI_MAX_NODE_DEVICES, sizeof(*n->dev));
         n->use = calloc(HAMI_MAX_NODE_DEVICES, sizeof(*n->use));
@@ -389,6 +529,8 @@ int ext_inventory_build(const json_t *nodes, const json_t *pods, const char *dri
     }
     if (r >= 0 && index_nodes(inv) < 0)
         r = gs_error_set(err, -ENOMEM, "out of memory");
+    if (ri.n > 1)
+        qsort(ri.r, ri.n, sizeof(*ri.r), rec_cmp);
     /* 2. Placed pods: HAMi's usage per device (tasks, memory, cores). */
     const json_t *pod;
     json_array_foreach(pods, i, pod)
@@ -396,11 +538,14 @@ int ext_inventory_build(const json_t *nodes, const json_t *pods, const char *dri
         if (r < 0)
             break;
         struct ext_node *n = NULL;
-        const char *val = placed_value(inv, pod, skip_ns, skip_name, &n);
+        struct ext_assignment rec;
+        const char *val = placed_value(inv, &ri, pod, skip_ns, skip_name, &n, &rec);
+        int cnt = 0;
+        _cleanup_free_ struct hami_ctr_devices *ctrs =
+            val ? decode_placed(pod, val, &cnt, err) : NULL;
+        ext_assignment_fini(&rec);
         if (!val)
             continue;
-        int cnt;
-        _cleanup_free_ struct hami_ctr_devices *ctrs = decode_placed(pod, val, &cnt, err);
         if (!ctrs) {
             r = -EINVAL;
             break;
@@ -432,11 +577,14 @@ int ext_inventory_build(const json_t *nodes, const json_t *pods, const char *dri
         if (r < 0)
             break;
         struct ext_node *n = NULL;
-        const char *val = placed_value(inv, pod, skip_ns, skip_name, &n);
+        struct ext_assignment rec;
+        const char *val = placed_value(inv, &ri, pod, skip_ns, skip_name, &n, &rec);
+        int cnt = 0;
+        _cleanup_free_ struct hami_ctr_devices *ctrs =
+            val ? decode_placed(pod, val, &cnt, err) : NULL;
+        ext_assignment_fini(&rec);
         if (!val)
             continue;
-        int cnt;
-        _cleanup_free_ struct hami_ctr_devices *ctrs = decode_placed(pod, val, &cnt, err);
         if (!ctrs) {
             r = -EINVAL;
             break;

@@ -65,6 +65,10 @@ int ext_inventory_build(const json_t *nodes, const json_t *pods, const char *dri
                         const char *skip_ns, const char *skip_name, struct ext_inventory **out,
                         struct gs_error *err);
 void ext_inventory_free(struct ext_inventory *inv);
+/* Does the pod ask for any of HAMi's resources (nvidia.com/gpu, gpumem, gpumem-percentage,
+ * gpucores in a container's or init container's limits or requests)? A pod asking none books
+ * nothing, whatever its annotations say. */
+bool ext_pod_requests_gpu(const json_t *pod);
 const struct ext_node *ext_inventory_node(const struct ext_inventory *inv, const char *name);
 /* The device of `node` with this UUID, or NULL. */
 const struct hami_node_device *ext_node_device_by_uuid(const struct ext_node *n, const char *uuid);

@@ -145,27 +145,63 @@ static const char *ann(const json_t *o, const char *k)
         json_object_get(json_object_get(json_object_get(o, "metadata"), "annotations"), k));
 }
 
-/* Digest of the nodes (name, annotations the inventory reads) and of the pods that carry HAMi
- * placements (namespace, name, phase, placement annotations), the pod being scheduled excluded
- * exactly as ext_inventory_build excludes it. */
+/* Digest of the nodes (name, annotations the inventory reads, placement records) and of the pods
+ * that ask for our resources (namespace, name, uid, node, phase, placement annotations), the pod
+ * being scheduled excluded exactly as ext_inventory_build excludes it. */
+static int str_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 static void inventory_key(const json_t *nodes, const json_t *pods, const char *skip_ns,
                           const char *skip_name, uint64_t key[2])
 {
     key[0] = 0xcbf29ce484222325ULL, key[1] = 0x84222325cbf29ce4ULL;
-    size_t i;
+    size_t i, n_uids = 0, cap = 0;
+    _cleanup_free_ const char **uids = NULL; /* pod UIDs that have a record */
+    bool every = false;
     const json_t *o;
     json_array_foreach(nodes, i, o)
     {
         digest_str(key, node_name(o));
         digest_str(key, ann(o, HAMI_ANN_NODE_REGISTER));
         digest_str(key, ann(o, HAMI_ANN_NODE_HANDSHAKE));
+        const char *k;
+        const json_t *v;
+        json_object_foreach(json_object_get(json_object_get(o, "metadata"), "annotations"), k, v)
+        {
+            if (strncmp(k, EXT_ASSIGN_PREFIX, strlen(EXT_ASSIGN_PREFIX)) != 0)
+                continue;
+            digest_str(key, k); /* placement records */
+            digest_str(key, json_string_value(v));
+            if (n_uids == cap) {
+                size_t nc = cap ? 2 * cap : 16;
+                const char **nu = realloc(uids, nc * sizeof(*nu));
+                if (!nu) { /* digest every pod asking GPUs instead */
+                    every = true;
+                    continue;
+                }
+                uids = nu, cap = nc;
+            }
+            uids[n_uids++] = k + strlen(EXT_ASSIGN_PREFIX);
+        }
     }
+    if (n_uids > 1)
+        qsort(uids, n_uids, sizeof(*uids), str_cmp);
     json_array_foreach(pods, i, o)
     {
-        const char *on = ann(o, HAMI_ANN_NODE);
-        if (!on)
+        /* What may book (ext_inventory_build): a pod asking our resources that is bound, says
+         * where it was placed, or has a record. */
+        if (!ext_pod_requests_gpu(o))
             continue;
+        const char *on = ann(o, HAMI_ANN_NODE);
         const json_t *md = json_object_get(o, "metadata");
+        const char *uid = json_string_value(json_object_get(md, "uid"));
+        const char *bound =
+            json_string_value(json_object_get(json_object_get(o, "spec"), "nodeName"));
+        if (!every && !on && !(bound && *bound) &&
+            !(uid && n_uids && bsearch(&uid, uids, n_uids, sizeof(*uids), str_cmp)))
+            continue;
         const char *ns = json_string_value(json_object_get(md, "namespace"));
         const char *nm = json_string_value(json_object_get(md, "name"));
         if (ns && nm && skip_ns && skip_name && strcmp(ns, skip_ns) == 0 &&
@@ -173,17 +209,21 @@ static void inventory_key(const json_t *nodes, const json_t *pods, const char *s
             continue;
         digest_str(key, ns);
         digest_str(key, nm);
+        digest_str(key, uid);
+        digest_str(key, bound);
         digest_str(key, on);
         digest_str(key, json_string_value(json_object_get(json_object_get(o, "status"), "phase")));
         digest_str(key, ann(o, HAMI_ANN_ALLOCATED));
         digest_str(key, ann(o, HAMI_ANN_TO_ALLOCATE));
         digest_str(key, ann(o, HAMI_ANN_BIND_PHASE));
     }
+    /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): uids is _cleanup_ (layers.md Lint) */
 }
 
 /* Run the pod over the candidate nodes; best = index of the node the policies pick (-1 none). */
 struct pass {
     json_t *nodes;
+    json_t *pods; /* every pod, as listed for this pass */
     struct ext_inventory *inv;
     bool inv_cached; /* inv is s->cached: not freed with the pass */
     struct ext_pod_request req;
@@ -203,6 +243,7 @@ static void pass_fini(struct pass *p)
     if (!p->inv_cached)
         ext_inventory_free(p->inv);
     json_decref(p->nodes);
+    json_decref(p->pods);
 }
 
 /* Whether the inventory of this call may stay cached for the next. Node names (kube-scheduler's
@@ -220,10 +261,10 @@ static int run_pass(struct ext_service *s, const json_t *pod, json_t *nodes, boo
     const json_t *md = json_object_get(pod, "metadata");
     const char *ns = json_string_value(json_object_get(md, "namespace"));
     const char *name = json_string_value(json_object_get(md, "name"));
-    _cleanup_(gs_json_decrefp) json_t *pods = NULL;
-    int r = list_all(s, &gs_k8s_pods, &pods, err);
+    int r = list_all(s, &gs_k8s_pods, &p->pods, err);
     if (r < 0)
         return r;
+    const json_t *pods = p->pods;
     uint64_t key[2];
     inventory_key(nodes, pods, ns ? ns : "default", name, key);
     if (use_cache && s->cached && memcmp(key, s->cached_key, sizeof(key)) == 0) {
@@ -446,11 +487,14 @@ static int lock_node(struct ext_service *s, const char *node, const char *ns, co
     return 0;
 }
 
-/* Release the node lock; `record` (may be NULL) names a placement record to drop with it. */
-static void unlock_node(struct ext_service *s, const char *node, const char *record)
+/* Release the node lock; `record` (may be NULL) names a placement record to drop with it,
+ * `stale` (may be NULL) the stale records to drop (their keys set to null). */
+static void unlock_node(struct ext_service *s, const char *node, const char *record, json_t *stale)
 {
     struct gs_error e = {0};
     _cleanup_(gs_json_decrefp) json_t *ann = json_pack("{s:n}", HAMI_ANN_NODE_LOCK);
+    if (ann && stale)
+        json_object_update(ann, stale);
     if (record)
         json_object_set_new(ann, record, json_null());
     if (patch_annotations(s, &gs_k8s_nodes, NULL, node, ann, NULL, &e) < 0) {
@@ -458,6 +502,52 @@ static void unlock_node(struct ext_service *s, const char *node, const char *rec
         gs_log(GS_LOG_WARN, "node unlock failed", "node=%s error=%s", node,
                gs_log_quote(q, sizeof(q), e.msg));
     }
+}
+
+/* The placement records on the node that no longer stand (ext_assign_stale: pod gone, finished,
+ * bound elsewhere, a bind that never completed), each logged with its reason, as nulls of a
+ * merge patch into `stale`; `mine` (this pod's record, rewritten by this bind) is left alone.
+ * Returns the bytes (keys + values) they take. */
+static size_t stale_records(const json_t *node_obj, const json_t *pods, const char *node,
+                            const char *mine, int64_t now, json_t *stale)
+{
+    size_t bytes = 0;
+    const char *k;
+    const json_t *v;
+    json_object_foreach(json_object_get(json_object_get(node_obj, "metadata"), "annotations"), k, v)
+    {
+        char why[400];
+        if (strcmp(k, mine) == 0 || !ext_assign_stale(k, json_string_value(v), pods, node, now,
+                                                      hami_lock_expiry_s(), why, sizeof(why)))
+            continue;
+        json_object_set_new(stale, k, json_null());
+        bytes += strlen(k) + (json_is_string(v) ? strlen(json_string_value(v)) : 0);
+        char q[450];
+        gs_log(GS_LOG_INFO, "stale placement record removed", "node=%s record=%s reason=%s", node,
+               k, gs_log_quote(q, sizeof(q), why));
+    }
+    return bytes;
+}
+
+/* Is there room on the Node for this record? Records may take EXT_ASSIGN_BUDGET bytes, and the
+ * Node's annotations (1 KiB kept for the node lock and the handshake) stay under Kubernetes'
+ * 256 KiB limit; `freed` are the bytes of the stale records this bind removes. */
+static int check_room(const json_t *node_obj, const char *node, const char *record, const char *val,
+                      size_t freed, struct gs_error *err)
+{
+    size_t recs, all;
+    ext_assign_sizes(node_obj, record, &recs, &all);
+    size_t mine = strlen(record) + strlen(val);
+    recs = (recs > freed ? recs - freed : 0) + mine;
+    all = (all > freed ? all - freed : 0) + mine + 1024;
+    if (recs > EXT_ASSIGN_BUDGET || all > EXT_NODE_ANNOTATIONS_MAX)
+        return gs_error_set(err, -ENOSPC,
+                            "node %s: placement records (%s*) would take %zu bytes (budget %d) "
+                            "and the Node's annotations %zu bytes (Kubernetes' limit %d): pods "
+                            "placed there must start or go first",
+                            node, EXT_ASSIGN_PREFIX, recs, EXT_ASSIGN_BUDGET, all,
+                            EXT_NODE_ANNOTATIONS_MAX);
+    return 0;
 }
 
 /* Only pods of ours are bound: a real, unbound, live pod outside kube-system with the UID
@@ -510,14 +600,21 @@ static int bind_locked(struct ext_service *s, const char *ns, const char *name, 
     _cleanup_free_ char *enc = NULL;
     bool recorded = false;
     int64_t now = (int64_t)time(NULL);
+    /* Stale records on the node go with this bind's patches (collected whatever the outcome). */
+    _cleanup_(gs_json_decrefp) json_t *stale = json_object();
+    size_t freed = stale && p.pods ? stale_records(node_obj, p.pods, node, record, now, stale) : 0;
     if (r == 0 && !(enc = hami_pod_devices_encode(p.fits[0].ctrs, p.req.n_containers)))
         r = gs_error_set(err, -ENOMEM, "out of memory");
     if (r == 0) {
         /* The record the device plugin trusts, on the Node, before the pod is bound. */
         _cleanup_free_ char *val = ext_assign_encode(ns, name, now, enc, 0);
         _cleanup_(gs_json_decrefp) json_t *ann = val ? json_pack("{s:s}", record, val) : NULL;
-        r = ann ? patch_annotations(s, &gs_k8s_nodes, NULL, node, ann, NULL, err)
-                : gs_error_set(err, -ENOMEM, "out of memory");
+        if (ann && stale)
+            json_object_update(ann, stale);
+        if (!ann)
+            r = gs_error_set(err, -ENOMEM, "out of memory");
+        else if ((r = check_room(node_obj, node, record, val, freed, err)) == 0)
+            r = patch_annotations(s, &gs_k8s_nodes, NULL, node, ann, NULL, err);
         recorded = r == 0;
         if (r < 0)
             gs_error_prefix(err, "record the placement on node %s: ", node);
@@ -562,8 +659,8 @@ static int bind_locked(struct ext_service *s, const char *ns, const char *name, 
                    gs_log_quote(q, sizeof(q), enc));
         }
     }
+    unlock_node(s, node, r < 0 && recorded ? record : NULL, stale);
     pass_fini(&p);
-    unlock_node(s, node, r < 0 && recorded ? record : NULL);
     return r;
 }
 

@@ -2,6 +2,7 @@
 #include "gpu/claim-config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "gpu/claim.h"
@@ -14,8 +15,9 @@ void claim_qos_init(struct claim_qos *q)
     q->log_level = -1;
 }
 
-static const char *const known_fields[] = {"apiVersion", "kind", "computePolicy", "priority",
-                                           "logLevel"};
+static const char *const known_fields[] = {"apiVersion",     "kind",     "computePolicy",
+                                           "priority",       "logLevel", "allowedComputePolicies",
+                                           "highestPriority"};
 
 int claim_qos_parse_params(const json_t *params, const char *cname, const char *where,
                            struct claim_qos *q, struct gs_error *err)
@@ -32,7 +34,8 @@ int claim_qos_parse_params(const json_t *params, const char *cname, const char *
         if (!known)
             return gs_error_set(err, -EINVAL,
                                 "claim %s: %s: unknown field \"%.60s\" (known: apiVersion, kind, "
-                                "computePolicy, priority, logLevel)",
+                                "computePolicy, priority, logLevel, allowedComputePolicies, "
+                                "highestPriority)",
                                 cname, where, key);
     }
     const char *api = json_string_value(json_object_get(params, "apiVersion"));
@@ -75,6 +78,102 @@ int claim_qos_parse_params(const json_t *params, const char *cname, const char *
     return 0;
 }
 
+/*
+ * The admin's ceilings over the tenant (issue 31): a DeviceClass config may say which compute
+ * policies a claim config may ask (allowedComputePolicies) and the highest priority it may ask
+ * (highestPriority: 0 high, 1 low — a claim asking a smaller number asks more). Ceilings of
+ * several class entries combine (the policies all allow, the lowest priority any allows).
+ */
+struct qos_ceilings {
+    unsigned policies;        /* bit per enum gs_compute_policy; 0 = no ceiling */
+    int32_t highest_priority; /* GS_PRIORITY_UNSET = no ceiling */
+    char policies_where[96], priority_where[96];
+};
+
+static int parse_ceilings(const json_t *params, const char *cname, const char *where,
+                          struct qos_ceilings *c, struct gs_error *err)
+{
+    const json_t *v = json_object_get(params, "allowedComputePolicies");
+    if (v) {
+        unsigned mask = 0;
+        size_t i;
+        const json_t *e;
+        if (!json_is_array(v) || json_array_size(v) == 0)
+            return gs_error_set(err, -EINVAL,
+                                "claim %s: %s.allowedComputePolicies: not a non-empty list", cname,
+                                where);
+        json_array_foreach(v, i, e)
+        {
+            const char *name = json_string_value(e);
+            int pol = name ? gs_compute_policy_parse(name) : -EINVAL;
+            if (pol <= 0)
+                return gs_error_set(err, -EINVAL,
+                                    "claim %s: %s.allowedComputePolicies[%zu]: \"%.60s\" is not "
+                                    "hard, work-conserving or disabled",
+                                    cname, where, i, name ? name : "(not a string)");
+            mask |= 1U << pol;
+        }
+        c->policies = c->policies ? c->policies & mask : mask;
+        snprintf(c->policies_where, sizeof(c->policies_where), "%s", where);
+    }
+    v = json_object_get(params, "highestPriority");
+    if (v) {
+        if (!json_is_integer(v) || json_integer_value(v) < GS_PRIORITY_HIGH ||
+            json_integer_value(v) > GS_PRIORITY_LOW)
+            return gs_error_set(
+                err, -EINVAL, "claim %s: %s.highestPriority: %s is not 0 (high) or 1 (low)", cname,
+                where, json_is_integer(v) ? "out of range" : "not an integer");
+        int32_t hp = (int32_t)json_integer_value(v);
+        if (c->highest_priority == GS_PRIORITY_UNSET || hp > c->highest_priority)
+            c->highest_priority = hp;
+        snprintf(c->priority_where, sizeof(c->priority_where), "%s", where);
+    }
+    return 0;
+}
+
+static void policy_list(unsigned mask, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    for (int pol = GS_POLICY_HARD; pol <= GS_POLICY_DISABLED; pol++)
+        if (mask & (1U << pol))
+            snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", buf[0] ? ", " : "",
+                     gs_compute_policy_name(pol));
+}
+
+/* A claim config entry: no ceilings of its own, and what it asks within the class's. */
+static int check_claim_entry(const json_t *params, const char *cname, const char *where,
+                             const struct qos_ceilings *c, struct gs_error *err)
+{
+    static const char *const admin_only[] = {"allowedComputePolicies", "highestPriority"};
+    for (size_t i = 0; i < sizeof(admin_only) / sizeof(admin_only[0]); i++)
+        if (json_object_get(params, admin_only[i]))
+            return gs_error_set(err, -EINVAL,
+                                "claim %s: %s.%s: a ceiling is set by the DeviceClass's config "
+                                "(the admin), not by the claim",
+                                cname, where, admin_only[i]);
+    const char *pol_s = json_string_value(json_object_get(params, "computePolicy"));
+    int pol = pol_s ? gs_compute_policy_parse(pol_s) : -EINVAL;
+    if (c->policies && pol > 0 && !(c->policies & (1U << pol))) {
+        char allowed[64];
+        policy_list(c->policies, allowed, sizeof(allowed));
+        return gs_error_set(err, -EINVAL,
+                            "claim %s: %s.computePolicy: \"%s\" exceeds the DeviceClass ceiling "
+                            "allowedComputePolicies [%s] (%s)",
+                            cname, where, pol_s, allowed, c->policies_where);
+    }
+    const json_t *pr = json_object_get(params, "priority");
+    if (c->highest_priority != GS_PRIORITY_UNSET && json_is_integer(pr) &&
+        json_integer_value(pr) < c->highest_priority)
+        return gs_error_set(
+            err, -EINVAL,
+            "claim %s: %s.priority: %lld (%s) exceeds the DeviceClass ceiling "
+            "highestPriority %d (%s) (%s)",
+            cname, where, (long long)json_integer_value(pr),
+            json_integer_value(pr) == GS_PRIORITY_HIGH ? "high" : "low", (int)c->highest_priority,
+            c->highest_priority == GS_PRIORITY_HIGH ? "high" : "low", c->priority_where);
+    return 0;
+}
+
 /* Does the entry's `requests` list (absent or empty: every request) name one of our results? */
 static bool applies(const json_t *entry, const struct claim_plan *p)
 {
@@ -109,7 +208,9 @@ int claim_qos_from_claim(const json_t *claim, const char *driver, const char *cn
     if (!json_is_array(cfg))
         return gs_error_set(err, -EINVAL,
                             "claim %s: status.allocation.devices.config is not a list", cname);
-    /* FromClass entries first, then FromClaim: the claim's own settings win */
+    /* FromClass entries first, then FromClaim: the claim's own settings win (as NVIDIA's
+     * GetOpaqueDeviceConfigs orders them), within the ceilings the class entries set. */
+    struct qos_ceilings ceil = {.highest_priority = GS_PRIORITY_UNSET};
     for (int pass = 0; pass < 2; pass++) {
         size_t i;
         const json_t *e;
@@ -125,8 +226,11 @@ int claim_qos_from_claim(const json_t *claim, const char *driver, const char *cn
                 continue;
             char where[96];
             snprintf(where, sizeof(where), "config[%zu].opaque.parameters", i);
-            int r = claim_qos_parse_params(json_object_get(op, "parameters"), cname, where, &p->qos,
-                                           err);
+            const json_t *params = json_object_get(op, "parameters");
+            int r = claim_qos_parse_params(params, cname, where, &p->qos, err);
+            if (r == 0)
+                r = from_class ? parse_ceilings(params, cname, where, &ceil, err)
+                               : check_claim_entry(params, cname, where, &ceil, err);
             if (r < 0)
                 return r;
         }

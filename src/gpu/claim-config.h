@@ -10,6 +10,11 @@
  *    "priority": 0 | 1,            (HAMi's CUDA_TASK_PRIORITY: 0 high, 1 low)
  *    "logLevel": 0..4}             (libvgpu's LIBCUDA_LOG_LEVEL)
  *
+ * and, only in a DeviceClass's config (source FromClass, the admin's), ceilings over the claim's
+ * own entries: "allowedComputePolicies": [...] and "highestPriority": 0 | 1 (a FromClaim entry
+ * asking a policy not allowed or a smaller priority number, or setting a ceiling, fails the
+ * claim naming the field and both values; docs/internals/plugin.md "The admin over the tenant").
+ *
  * Every field but apiVersion and kind is optional. Class configs apply first, claim configs
  * after (a later entry overrides an earlier one, field by field); an entry naming `requests`
  * applies only when one of our results is for one of them. Unknown fields, another apiVersion or

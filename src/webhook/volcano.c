@@ -3,6 +3,8 @@
 #include "webhook/volcano.h"
 
 #include <errno.h>
+#include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -28,6 +30,26 @@ static void random_name(char out[6])
     for (size_t i = 0; i < 5; i++)
         out[i] = alphabet[b[i] % (sizeof(alphabet) - 1)];
     out[5] = '\0';
+}
+
+/*
+ * The prefix of a task's templates and the value of their WH_ANN_VOLCANO_JOB:
+ * "<namespace>-<job>-<task>-<8 hex digits of SHA-256 of "<namespace>/<job>/<task>">".
+ * HAMi-DRA (pkg/webhook/volcano/mutating.go handleTask) joins job and task with '-' alone, and
+ * '-' is also a character of either name: job "my" task "job-worker" and job "my-job" task
+ * "worker" got the same templates, and deleting one job deleted the other's. '/' cannot occur in
+ * either name, so the digest tells them apart; names over 63 are still truncated as HAMi-DRA's
+ * truncateDNS1123Label (translate.c).
+ */
+void wh_job_prefix(char *out, size_t len, const char *ns, const char *job, const char *task)
+{
+    char whole[600];
+    unsigned char d[32];
+    int n = snprintf(whole, sizeof(whole), "%s/%s/%s", ns, job, task);
+    if (n < 0 || (size_t)n >= sizeof(whole) ||
+        gnutls_hash_fast(GNUTLS_DIG_SHA256, whole, (size_t)n, d) < 0)
+        memset(d, 0, sizeof(d));
+    snprintf(out, len, "%s-%s-%s-%02x%02x%02x%02x", ns, job, task, d[0], d[1], d[2], d[3]);
 }
 
 int wh_translate_job(const struct wh_names *names, const struct wh_cluster_ops *ops, const char *ns,
@@ -63,7 +85,7 @@ int wh_translate_job(const struct wh_names *names, const struct wh_cluster_ops *
         }
         if (!json_is_object(json_object_get(tpl, "spec")))
             continue;
-        snprintf(prefix, sizeof(prefix), "%s-%s-%s", ns, name, tname);
+        wh_job_prefix(prefix, sizeof(prefix), ns, name, tname);
         snprintf(base, sizeof(base), "/spec/tasks/%zu/template", i);
         r = wh_translate_target(names, ops, ns, json_object_get(tpl, "metadata"),
                                 json_object_get(tpl, "spec"), base, prefix, out, err);
@@ -111,7 +133,7 @@ int wh_job_owned_templates(const json_t *old_job, const char *ns, json_t **names
         char prefix[300];
         if (!tname)
             continue;
-        snprintf(prefix, sizeof(prefix), "%s-%s-%s", ns, job, tname);
+        wh_job_prefix(prefix, sizeof(prefix), ns, job, tname);
         json_array_append_new(*prefixes, json_string(prefix));
         json_array_foreach(
             json_object_get(json_object_get(json_object_get(task, "template"), "spec"),

@@ -156,6 +156,30 @@ def scenarios(api, ext, plugin, stub, uuid, tmp):
              for d in os.listdir(os.path.join(state, 'limits'))),
          'the folder of the live pod stays')
 
+    # Issue 31: a pod bound and deleted before kubelet's Allocate leaves no record on the Node
+    # after the GC; the record of a bound pod still waiting for its Allocate stays.
+    def records():
+        return {k for k in api.get('nodes', None, NODE)['metadata']['annotations']
+                if k.startswith('gpuslice.io/assign-')}
+    waiting = place(api, ext, 'waiting', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 1000}])
+    ghost = place(api, ext, 'ghost', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 1000}])
+    keys = {'gpuslice.io/assign-' + x['metadata']['uid'] for x in (waiting, ghost)}
+    t.ok(waiting and ghost and keys <= records(), 'two pods bound, their records on the Node')
+    delete(api, 'ghost')
+    start = time.time()
+    for _ in range(100):  # bounded: the plugin collects every --gc-interval (1 s here)
+        if 'gpuslice.io/assign-' + ghost['metadata']['uid'] not in records():
+            break
+        time.sleep(0.1)
+    t.is_eq(records() & keys, {'gpuslice.io/assign-' + waiting['metadata']['uid']},
+            f'the deleted pod\'s record is collected ({time.time() - start:.1f} s), the waiting '
+            'pod\'s record stays')
+    t.ok(any('stale placement record removed' in ln and 'default/ghost' in ln and 'is gone' in ln
+             for ln in plugin.output().splitlines()), 'the removal is logged with its reason')
+    resp, err = allocate(stub, 1)
+    t.is_eq(env0(resp).get('CUDA_DEVICE_MEMORY_LIMIT_0') or err, '1000m',
+            'the waiting pod is then served')
+
 
 def kubelet_restarts(plugin):
     """kubelet restarts without touching our socket: its new socket may reuse the inode."""

@@ -296,6 +296,7 @@ def hami_scenarios(api, ext):
                  {'hami.io/vgpu-node': 'one', 'hami.io/bind-phase': 'success',
                   'hami.io/vgpu-devices-allocated': f'{A},NVIDIA,3000,0:;{A},NVIDIA,2000,0:;'},
                  init=[{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 3000}])
+    placed['spec']['nodeName'] = 'one'  # bound there: annotations alone book nothing
     create(api, placed)
     p = create(api, pod('after-init', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 5000}]))
     code, res = ext.post('/filter', filter_args(p, [one], True))

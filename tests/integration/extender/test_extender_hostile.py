@@ -100,6 +100,129 @@ def binds(api, ext):
     t.is_eq(b, {}, 'a node lock dated in the future is invalid: the bind goes through')
 
 
+def delete(api, name, ns='default'):
+    import urllib.request
+    req = urllib.request.Request(f'{api.url}/api/v1/namespaces/{ns}/pods/{name}',
+                                 method='DELETE', headers={'Authorization': 'Bearer t0k3n'})
+    urllib.request.urlopen(req, timeout=10).read()
+
+
+def put_record(api, node_name, p, devices, when=None, ns='default'):
+    """A placement record as an extender writes it at bind (another extender's bind in
+    progress, or one left behind)."""
+    n = api.get('nodes', None, node_name)
+    md = p['metadata']
+    n['metadata']['annotations']['gpuslice.io/assign-' + md['uid']] = json.dumps(
+        {'pod': f"{ns}/{md['name']}", 'time': int(time.time()) if when is None else when,
+         'devices': devices, 'next': 0}, sort_keys=True, separators=(',', ':'))
+    api.put(n)
+
+
+def bookings(api, ext):
+    """Issue 31, phantom bookings: what books a card is a pod bound there (or our bind in
+    progress, its record on the Node), never a pod's annotations alone; records of pods gone
+    are collected at bind, and records have a size budget."""
+    api.reset()
+    n = create(api, node('l4', [gpu(L4, 23034, 'L4')]))
+    create(api, node('other', [gpu('GPU-1b2c3d4e-0000-4000-8000-0000000000ff', 23034, 'L4')]))
+    want = {'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 8000}
+
+    def fits(name, how, lim=want):
+        p = create(api, pod(name, [lim]))
+        code, res = ext.post('/filter', filter_args(p, [n], True))
+        t.ok((res.get('nodenames'), res.get('failedNodes')) == (['l4'], {}), how, diag=res)
+        return p
+
+    full = {'hami.io/vgpu-node': 'l4', 'hami.io/bind-phase': 'success',
+            'hami.io/vgpu-devices-allocated': f'{L4},NVIDIA,23034,100:;'}
+    create(api, pod('phantom', [None], full))
+    fits('real1', 'a never-scheduled pod asking no GPU whose annotations take the whole L4 does '
+         'not fill it: a real 8000 MiB pod fits')
+    create(api, pod('phantom-gpu', [{'nvidia.com/gpu': 1}], full))
+    fits('real2', 'nor does one that asks a GPU but was never scheduled')
+    for i in range(10):
+        create(api, pod(f'ph{i}', [None], {**full, 'hami.io/vgpu-devices-allocated':
+                                           f'{L4},NVIDIA,100,0:;'}))
+    fits('real3', "ten such pods do not exhaust the card's 10 tasks")
+    for name, lim, bound in (('nogpu-bound', None, 'l4'), ('elsewhere', {'nvidia.com/gpu': 1},
+                                                          'other')):
+        obj = pod(name, [lim], full)
+        obj['spec']['nodeName'] = bound
+        create(api, obj)
+    fits('real4', 'a pod bound to the L4 node asking no GPU, and a pod bound to another node '
+         'whose annotations name the L4, book nothing there')
+
+    # Real bookings still count: a pod the extender binds, and another extender's bind in
+    # progress (a pending pod with a record on the Node: the Binding comes after the record).
+    real = fits('real5', 'the 8000 MiB pod fits before anything real is placed')
+    code, b = ext.post('/bind', bind_args(real, 'l4'))
+    t.is_eq(b, {}, 'the 8000 MiB pod is bound')
+    inflight = create(api, pod('inflight', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 14000}]))
+    put_record(api, 'l4', inflight, f'{L4},NVIDIA,14000,0:;')
+    ghost = {'metadata': {'name': 'ghost', 'uid': '0badc0de-0000-4000-8000-000000000001'}}
+    put_record(api, 'l4', ghost, f'{L4},NVIDIA,1000,0:;')  # its pod never existed
+    fits('small', 'a 1000 MiB pod fits next to 8000 + 14000 MiB: the record of a pod that does '
+         'not exist books nothing', {'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 1000})
+    p = create(api, pod('two-k', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 2000}]))
+    code, res = ext.post('/filter', filter_args(p, [n], True))
+    t.like((res.get('failedNodes') or {}).get('l4'), 'CardInsufficientMemory',
+           'a 2000 MiB pod does not: the bound pod and the bind in progress both count')
+
+    # Stale records go at the next bind on the node, each with its reason logged.
+    delete(api, 'inflight')
+    code, b = ext.post('/bind', bind_args(api.get('pods', 'default', 'small'), 'l4'))
+    t.is_eq(b, {}, 'a pod is bound next to the stale records')
+    keys = [k for k in node_anns(api, 'l4') if k.startswith('gpuslice.io/assign-')]
+    t.is_eq(sorted(keys), sorted('gpuslice.io/assign-' + x['metadata']['uid']
+                                 for x in (real, api.get('pods', 'default', 'small'))),
+            'the bind removed the records of the deleted pod and of the pod that never existed')
+    t.ok(any('stale placement record removed' in ln and 'pod default/ghost (uid' in ln and
+             'is gone' in ln for ln in ext.output().splitlines()),
+         'the removal is logged with its reason')
+
+    # Every reason a record is stale: its pod finished, is bound to another node, or is still
+    # unbound long after the record (a bind that never completed, past HAMI_NODELOCK_EXPIRE);
+    # the record of a pod whose bind is in progress (recent, unbound) stays.
+    cases = {}
+    for name, bound, phase, when in (('done', 'l4', 'Succeeded', None),
+                                     ('moved', 'other', None, None),
+                                     ('abandoned', None, None, int(time.time()) - 3600),
+                                     ('binding', None, None, None)):
+        obj = pod(name, [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 100}])
+        if bound:
+            obj['spec']['nodeName'] = bound
+        if phase:
+            obj['status'] = {'phase': phase}
+        cases[name] = create(api, obj)
+        put_record(api, 'l4', cases[name], f'{L4},NVIDIA,100,0:;', when=when)
+    last = create(api, pod('last', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 100}]))
+    code, b = ext.post('/bind', bind_args(last, 'l4'))
+    left = {k for k in node_anns(api, 'l4') if k.startswith('gpuslice.io/assign-')}
+    t.is_eq({n for n, x in cases.items() if 'gpuslice.io/assign-' + x['metadata']['uid'] in left},
+            {'binding'}, 'records of a finished pod, a pod bound elsewhere and a bind abandoned '
+            'an hour ago are removed; a bind in progress keeps its record')
+    out = ext.output()
+    t.ok(all(w in out for w in ('has finished (Succeeded)', 'is bound to node other',
+                                'is still not bound')), 'each removal logs its reason')
+
+    # The records' size budget: a record taking 70,000 bytes (a live pod bound here) leaves no
+    # room; the bind is refused, naming the budget; once its pod is gone the bind goes through.
+    filler = pod('filler', [None])
+    filler['spec']['nodeName'] = 'l4'
+    filler = create(api, filler)
+    put_record(api, 'l4', filler, 'x' * 70000)
+    tiny = create(api, pod('tiny', [{'nvidia.com/gpu': 1, 'nvidia.com/gpumem': 100}]))
+    code, b = ext.post('/bind', bind_args(tiny, 'l4'))
+    t.ok('budget 65536' in (b.get('error') or '') and
+         not api.get('pods', 'default', 'tiny')['spec'].get('nodeName'),
+         'a record past the records\' 64 KiB budget is refused, naming it', diag=json.dumps(b))
+    delete(api, 'filler')
+    code, b = ext.post('/bind', bind_args(tiny, 'l4'))
+    t.is_eq(b, {}, 'with the filler pod gone its record is collected and the bind goes through')
+    size = sum(len(k) + len(v) for k, v in node_anns(api, 'l4').items())
+    t.ok(size < 64 * 1024, f"the Node's annotations take {size} bytes after it")
+
+
 def start(api, tmp, *args):
     kc = kubeconfig(api.url, os.path.join(tmp, 'kubeconfig'))
     return subprocess.run([EXTENDER, f'--kubeconfig={kc}', *args], capture_output=True,
@@ -194,6 +317,7 @@ def main():
     ext = Extender(api)
     try:
         t.run('binds', binds, api, ext)
+        t.run('bookings', bookings, api, ext)
         t.run('exposure', exposure, api)
         t.run('bodies', bodies, api, ext)
     finally:

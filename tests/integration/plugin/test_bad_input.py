@@ -77,6 +77,54 @@ def main():
         err, _ = prep_error(env, pl.ref(c))
         t.like(err, 'device "hami-gpu-9" does not exist on this node', 'unknown device')
 
+        # Issue 31, the admin over the tenant: the DeviceClass's config sets ceilings
+        # (allowedComputePolicies, highestPriority); a claim config asking more is refused at
+        # prepare naming the field and both values, one within them prepares.
+        def with_config(name, claim_params, class_params=None):
+            c = pl.claim(name, results=[('r', 'hami-gpu-0', 10, '1Gi')])
+            base = {'apiVersion': 'gpuslice.io/v1alpha1', 'kind': 'GpuSliceConfig'}
+            cfg = [{'source': 'FromClass', 'opaque': {'driver': pl.DRIVER, 'parameters': {
+                **base, 'computePolicy': 'hard', 'priority': 1,
+                'allowedComputePolicies': ['hard', 'work-conserving'], 'highestPriority': 1,
+                **(class_params or {})}}}]
+            if claim_params is not None:
+                cfg.append({'source': 'FromClaim', 'opaque': {'driver': pl.DRIVER,
+                                                              'parameters': {**base,
+                                                                             **claim_params}}})
+            c['status']['allocation']['devices']['config'] = cfg
+            return env.api.put(c)
+        hostile = with_config('hostile', {'computePolicy': 'disabled', 'priority': 0})
+        err, devs = prep_error(env, pl.ref(hostile))
+        t.is_eq((err, devs), ('claim test-dra/hostile: config[1].opaque.parameters.computePolicy: '
+                              '"disabled" exceeds the DeviceClass ceiling allowedComputePolicies '
+                              '[hard, work-conserving] (config[0].opaque.parameters)', []),
+                'a claim config asking policy disabled past the class ceiling is refused at '
+                'prepare, naming the field')
+        pri = with_config('greedy', {'priority': 0})
+        err, _ = prep_error(env, pl.ref(pri))
+        t.is_eq(err, 'claim test-dra/greedy: config[1].opaque.parameters.priority: 0 (high) '
+                'exceeds the DeviceClass ceiling highestPriority 1 (low) '
+                '(config[0].opaque.parameters)', 'a claim config asking priority 0 past '
+                'highestPriority 1 is refused at prepare')
+        forged = with_config('forged', {'highestPriority': 0, 'priority': 0})
+        err, _ = prep_error(env, pl.ref(forged))
+        t.like(err, 'config[1].opaque.parameters.highestPriority: a ceiling is set by the '
+               'DeviceClass', 'a claim cannot set a ceiling itself')
+        modest = with_config('modest', {'computePolicy': 'work-conserving', 'priority': 1})
+        err, devs = prep_error(env, pl.ref(modest))
+        uid = modest['metadata']['uid']
+        lim = os.path.join(env.dirs['host'], 'claims', uid, f'{uid}.limits')
+        text = open(lim).read() if os.path.exists(lim) else ''
+        t.ok(err == '' and len(devs) == 1 and 'policy work-conserving\n' in text and
+             'priority 1\n' in text, 'a claim config within the ceilings prepares, with its '
+             'settings in the limits file', diag=(err, text))
+        open_cls = with_config('open', {'computePolicy': 'disabled', 'priority': 0},
+                               {'allowedComputePolicies': ['hard', 'work-conserving',
+                                                           'disabled'], 'highestPriority': 0})
+        err, _ = prep_error(env, pl.ref(open_cls))
+        t.is_eq(err, '', 'a class whose ceilings allow it lets the claim ask disabled / 0')
+        env.kubelet.unprepare('v1', [pl.ref(modest), pl.ref(open_cls)])
+
         # Malformed API response: a 200 whose body is a Status, not a claim.
         env.api.fail_next(1, status=200, match='/resourceclaims/good', message='not a claim')
         err, _ = prep_error(env, pl.ref(good))

@@ -20,6 +20,7 @@ inputs and expectations it is written from (github.com/Project-HAMi/HAMi-DRA):
   volcano/validating_test.go TestValidatingHandleDryRunKeepsTemplates; validating.go Handle
   cmd/webhook/app/options   --tls-min-version
 """
+import hashlib
 import json
 import re
 import ssl
@@ -454,6 +455,21 @@ def job(name, containers, task='completion-task'):
                                                       'restartPolicy': 'Never'}}}]}}
 
 
+def vname(job, task, container, vendor='nvidia', ns=NS):
+    """A task container's template name: "<ns>-<job>-<task>-<8 hex of SHA-256 of ns/job/task>-
+    <container>-<vendor>" (wh_job_prefix: HAMi-DRA's "<job>-<task>" lets two jobs collide),
+    over 63 characters truncated as HAMi-DRA's truncateDNS1123Label."""
+    h = hashlib.sha256(f'{ns}/{job}/{task}'.encode()).hexdigest()[:8]
+    name = f'{ns}-{job}-{task}-{h}-{container}-{vendor}'
+    if len(name) > 63:
+        d = hashlib.sha256(name.encode()).hexdigest()[:8]
+        keep = 54
+        while keep > 0 and name[keep - 1] == '-':
+            keep -= 1
+        name = f'{name[:keep]}-{d}'
+    return name
+
+
 def ctr(name, limits, requests=None):
     res = {'limits': limits}
     if requests:
@@ -475,7 +491,7 @@ def check_volcano(t, wh, api, validator, binary, cfg, tmp):
     t.ok(r['allowed'] and 'patch' in r, 'volcano quickstart-job: allowed with a patch')
     q = jsonpatch.apply_patch(quick, patch_of(resp))
     tmpl = q['spec']['tasks'][0]['template']
-    name = 'default-quickstart-job-completion-task-busybox-container-nvidia'
+    name = vname('quickstart-job', 'completion-task', 'busybox-container')
     t.is_eq(tmpl['spec'].get('resourceClaims'),
             [{'name': 'gpu-busybox-container', 'resourceClaimTemplateName': name}],
             'quickstart-job: task template references the job\'s own template')
@@ -522,14 +538,13 @@ def check_volcano(t, wh, api, validator, binary, cfg, tmp):
     cs = m['spec']['tasks'][0]['template']['spec']['containers']
     t.is_eq([len(c['resources'].get('claims', [])) for c in cs], [1, 0, 1],
             'multi: both GPU containers get a claim, cpu-only untouched')
-    want = ['default-multi-multi-gpu-task-gpu-one-nvidia',
-            'default-multi-multi-gpu-task-gpu-two-nvidia']
+    want = [vname('multi', 'multi-gpu-task', 'gpu-one'), vname('multi', 'multi-gpu-task', 'gpu-two')]
     t.ok(all(api.get('resourceclaimtemplates', NS, n) for n in want),
          'multi: one template per GPU container', diag=tpl_names())
 
     # TestHandleCleansUpTemplatesOnPartialFailure: the second container's template exists and
     # is not ours, so the job fails halfway; the first container's template is deleted again.
-    foreign = 'default-leak-leak-task-gpu-two-nvidia'
+    foreign = vname('leak', 'leak-task', 'gpu-two')
     api.put({'apiVersion': 'resource.k8s.io/v1', 'kind': 'ResourceClaimTemplate',
              'metadata': {'name': foreign, 'namespace': NS},
              'spec': {'spec': {'devices': {'requests': []}}}})
@@ -539,7 +554,7 @@ def check_volcano(t, wh, api, validator, binary, cfg, tmp):
     r = resp['response']
     t.ok(not r['allowed'] and foreign in r['status']['message'],
          'leak: the job is refused, naming the template in the way', diag=r)
-    t.ok(api.get('resourceclaimtemplates', NS, 'default-leak-leak-task-gpu-one-nvidia') is None,
+    t.ok(api.get('resourceclaimtemplates', NS, vname('leak', 'leak-task', 'gpu-one')) is None,
          'leak: the template created before the failure was deleted')
     t.ok(api.get('resourceclaimtemplates', NS, foreign) is not None,
          'leak: the foreign template is kept')
@@ -570,6 +585,34 @@ def check_volcano(t, wh, api, validator, binary, cfg, tmp):
          'delete: a template the job names but the webhook did not make is kept, with a warning')
     t.ok(api.get('resourceclaimtemplates', NS, name) is not None,
          'delete of another job leaves quickstart-job\'s template')
+
+    # Issue 31: job "my" / task "job-worker" and job "my-job" / task "worker" were both
+    # "default-my-job-worker-…" (HAMi-DRA's "<job>-<task>"): the second job took the first one's
+    # template and deleting one deleted the other's. With the hash of namespace/job/task they
+    # are two templates, and deleting one job leaves the other's.
+    jobs = {}
+    for jname, task in (('my', 'job-worker'), ('my-job', 'worker')):
+        j = job(jname, [ctr('main', {'nvidia.com/gpu': '1', 'nvidia.com/gpumem': '1000'})],
+                task=task)
+        _, resp = wh.mutate(review(j, f'job-{jname}', kind=JOB_KIND, resource='jobs'))
+        t.ok(resp['response']['allowed'], f'job {jname} / task {task}: admitted',
+             diag=resp['response'])
+        jobs[jname] = jsonpatch.apply_patch(j, patch_of(resp))
+    refs = {k: v['spec']['tasks'][0]['template']['spec']['resourceClaims'][0][
+        'resourceClaimTemplateName'] for k, v in jobs.items()}
+    t.ok(refs['my'] != refs['my-job'] and
+         all(api.get('resourceclaimtemplates', NS, n) for n in refs.values()),
+         'the two jobs reference two templates, both created', diag=refs)
+    t.is_eq(refs, {'my': vname('my', 'job-worker', 'main'), 'my-job': vname('my-job', 'worker',
+                                                                          'main')},
+            'template names carry the hash of namespace/job/task')
+    _, resp = wh.mutate(review(None, 'job-del-my', op='DELETE', kind=JOB_KIND, resource='jobs',
+                               old=jobs['my']))
+    t.ok(resp['response']['allowed'] and
+         api.get('resourceclaimtemplates', NS, refs['my']) is None and
+         api.get('resourceclaimtemplates', NS, refs['my-job']) is not None,
+         'deleting job "my" deletes its template and leaves job "my-job"\'s',
+         diag=resp['response'])
 
 
 def check_tls(t, binary, cert, key, kubeconfig, tmp):

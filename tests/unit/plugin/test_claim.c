@@ -176,6 +176,24 @@ int main(void)
          "claim test-dra/single-gpu-0: config[0].opaque.parameters.priority: out of range is "
          "not 0 (high) or 1 (low)",
          0, 0, 0},
+        /* issue 31: the class's ceilings bound the claim's own entry */
+        {"[{\"source\":\"FromClass\",\"opaque\":{\"driver\":\"" DRV "\",\"parameters\":"
+         "{\"apiVersion\":\"gpuslice.io/v1alpha1\",\"kind\":\"GpuSliceConfig\","
+         "\"allowedComputePolicies\":[\"hard\"],\"highestPriority\":1}}},"
+         "{\"source\":\"FromClaim\",\"opaque\":{\"driver\":\"" DRV "\",\"parameters\":"
+         "{\"apiVersion\":\"gpuslice.io/v1alpha1\",\"kind\":\"GpuSliceConfig\","
+         "\"computePolicy\":\"work-conserving\"}}}]",
+         "claim test-dra/single-gpu-0: config[1].opaque.parameters.computePolicy: "
+         "\"work-conserving\" exceeds the DeviceClass ceiling allowedComputePolicies [hard] "
+         "(config[0].opaque.parameters)",
+         0, 0, 0},
+        {"[{\"source\":\"FromClass\",\"opaque\":{\"driver\":\"" DRV "\",\"parameters\":"
+         "{\"apiVersion\":\"gpuslice.io/v1alpha1\",\"kind\":\"GpuSliceConfig\","
+         "\"allowedComputePolicies\":[\"hard\"],\"highestPriority\":1}}},"
+         "{\"source\":\"FromClaim\",\"opaque\":{\"driver\":\"" DRV "\",\"parameters\":"
+         "{\"apiVersion\":\"gpuslice.io/v1alpha1\",\"kind\":\"GpuSliceConfig\","
+         "\"computePolicy\":\"hard\",\"priority\":1}}}]",
+         NULL, GS_POLICY_HARD, 1, -1},
         {"[{\"source\":\"FromClaim\",\"opaque\":{\"driver\":\"" DRV "\",\"parameters\":"
          "{\"apiVersion\":\"gpuslice.io/v2\",\"kind\":\"GpuSliceConfig\"}}}]",
          "claim test-dra/single-gpu-0: config[0].opaque.parameters.apiVersion: \"gpuslice.io/v2\" "
