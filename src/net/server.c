@@ -147,10 +147,10 @@ static enum MHD_Result accept_policy(void *cls, const struct sockaddr *addr, soc
     pthread_mutex_lock(&s->lock);
     enum MHD_Result r = MHD_YES;
     char q[64];
-    /* A client at its budget makes room among its own connections (a client that shares its
-     * address with an attacker, e.g. kubelet and a hostNetwork pod, still gets in: its request
-     * arrives at once and is then never evicted); the others' are never touched. */
-    if (count_client(s, &client) >= s->cfg.budget.max_per_client && !evict_one(s, &client)) {
+    /* A client at its budget is refused, or (evict_own: probe listeners) makes room among its
+     * own connections, so that a kubelet sharing its address with an attacker still gets in. */
+    if (count_client(s, &client) >= s->cfg.budget.max_per_client &&
+        !(s->cfg.budget.evict_own && evict_one(s, &client))) {
         s->stats.refused_client++;
         gs_debug("connection refused", "listener=%s client=%s reason=client_budget budget=%u",
                  s->cfg.what, client_str(&client, q, sizeof(q)), s->cfg.budget.max_per_client);
@@ -320,6 +320,7 @@ struct gs_net_budget gs_net_probe_budget(unsigned max_connections)
         .max_per_client = GS_NET_PROBE_MAX_PER_CLIENT,
         .header_timeout_ms = GS_NET_PROBE_HEADER_TIMEOUT_MS,
         .idle_timeout_s = GS_NET_PROBE_IDLE_TIMEOUT_S,
+        .evict_own = true,
     };
 }
 

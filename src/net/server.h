@@ -11,7 +11,8 @@
  *  - A global budget (max_connections) and a per-client one (max_per_client, one IPv4 address or
  *    one IPv6 address) counted in MHD's accept policy callback (MHD_OPTION_ACCEPT_POLICY_CALLBACK)
  *    and released in MHD_OPTION_NOTIFY_CONNECTION's CLOSED event. A client at its budget is
- *    refused (its socket closed at accept). With the global budget full, a new client evicts one
+ *    refused (its socket closed at accept), or on a probe listener (evict_own) makes room among
+ *    its own idle connections. With the global budget full, a new client evicts one
  *    connection that has not sent a whole request yet (TLS handshake, headers, or keep-alive
  *    between requests), taken from the client that holds the most connections, oldest first; a
  *    connection inside a request is never evicted. So idle connections from many addresses
@@ -56,6 +57,12 @@ struct gs_net_budget {
     unsigned max_per_client;    /* from one client address; 0 = max_connections / 4, at least 1 */
     unsigned header_timeout_ms; /* a whole request head (TLS handshake included); 0 = 10 s */
     unsigned idle_timeout_s;    /* silence on an open connection; 0 = 10 */
+    /* A client at max_per_client: false = refused at accept (main listeners: a client that
+     * reconnects in a loop costs an accept and a close, never a thread); true = its own oldest
+     * connection that has not sent a request is evicted (probe listeners: kubelet may share its
+     * address with a hostNetwork attacker; its probe sends the request at once and is then
+     * never evicted). */
+    bool evict_own;
 };
 
 struct gs_net_server_config {
