@@ -369,14 +369,14 @@ int main(int argc, char **argv)
     if (o.metrics_addr && *o.metrics_addr) {
         struct sockaddr_storage a;
         if (gs_listen_parse("--metrics-addr", o.metrics_addr, &a, &err) < 0 ||
-            !(metrics = http_start(
-                  "--metrics-addr", &a, p,
-                  (struct gs_net_budget){
-                      .max_connections = (unsigned)o.max_connections,
-                      .max_per_client = (unsigned)o.max_connections_per_client,
-                      .header_timeout_ms = (unsigned)(o.header_timeout_ns / 1000000),
-                      .idle_timeout_s = (unsigned)(o.idle_timeout_ns / 1000000000)},
-                  &err))) {
+            !(metrics =
+                  http_start("--metrics-addr", &a, p,
+                             (struct gs_net_budget){
+                                 .max_connections = (unsigned)o.max_connections,
+                                 .max_per_client = (unsigned)o.max_connections_per_client,
+                                 .header_timeout_ms = (unsigned)(o.header_timeout_ns / 1000000),
+                                 .idle_timeout_s = (unsigned)(o.idle_timeout_ns / 1000000000)},
+                             &err))) {
             fprintf(stderr, "gpuslice-device-plugin: %s\n",
                     err.msg[0] ? err.msg : "--metrics-addr: cannot listen");
             goto out;
@@ -387,8 +387,7 @@ int main(int argc, char **argv)
         snprintf(hp, sizeof(hp), ":%" PRId64, o.healthcheck_port);
         struct sockaddr_storage a;
         if (gs_listen_parse("--healthcheck-port", hp, &a, &err) < 0 ||
-            !(health = http_start("--healthcheck-port", &a, NULL, gs_net_probe_budget(0),
-                                  &err))) {
+            !(health = http_start("--healthcheck-port", &a, NULL, gs_net_probe_budget(0), &err))) {
             fprintf(stderr, "gpuslice-device-plugin: %s\n", err.msg);
             goto out;
         }

@@ -30,8 +30,8 @@
 #include "net/server.h"
 
 /* ExtenderArgs with 5,000 full Node objects stay under this. */
-#define EXT_MAX_BODY        (64u * 1024u * 1024u)
-#define EXT_BODY_BUDGET     (2u * EXT_MAX_BODY)
+#define EXT_MAX_BODY    (64u * 1024u * 1024u)
+#define EXT_BODY_BUDGET (2u * EXT_MAX_BODY)
 /* JSON values one body may hold (10,000 full Nodes are about 1.5 million). */
 #define EXT_MAX_JSON_VALUES 4000000u
 
@@ -40,11 +40,11 @@ struct gs_tls;
 
 struct ext_server_config {
     struct ext_service *svc;
-    struct sockaddr_storage addr;  /* the verbs */
-    struct sockaddr_storage probe; /* /healthz and /metrics only; ss_family 0 = none */
-    struct gs_tls *tls;            /* NULL = plain HTTP (loopback only) */
-    const char *token;             /* NULL or "" = none (loopback only) */
-    struct gs_net_budget budget;   /* of `addr` (the option table's numbers) */
+    struct sockaddr_storage addr;   /* the verbs */
+    struct sockaddr_storage probe;  /* /healthz and /metrics only; ss_family 0 = none */
+    struct gs_tls *tls;             /* NULL = plain HTTP (loopback only) */
+    const char *token;              /* NULL or "" = none (loopback only) */
+    struct gs_net_budget budget;    /* of `addr` (the option table's numbers) */
     unsigned probe_max_connections; /* of `probe`; 0 = GS_NET_PROBE_MAX_CONNECTIONS */
 };
 

@@ -25,12 +25,12 @@ struct gs_tls;
 struct mon_server_config {
     const char *listen; /* "[host]:port"; empty host = all IPv4 addresses */
     unsigned connection_limit;
-    unsigned per_client_limit; /* 0 = 8 */
-    unsigned idle_timeout_s;   /* 0 = 10 */
-    unsigned header_timeout_ms; /* 0 = the server layer's default (net/server.h) */
-    const char *probe_listen;  /* NULL or "" = none */
+    unsigned per_client_limit;       /* 0 = 8 */
+    unsigned idle_timeout_s;         /* 0 = 10 */
+    unsigned header_timeout_ms;      /* 0 = the server layer's default (net/server.h) */
+    const char *probe_listen;        /* NULL or "" = none */
     unsigned probe_connection_limit; /* 0 = GS_NET_PROBE_MAX_CONNECTIONS */
-    struct gs_tls *tls;        /* NULL: plain HTTP */
+    struct gs_tls *tls;              /* NULL: plain HTTP */
     struct mon_catalog *catalog;
     struct mon_collect_opts collect;
 };

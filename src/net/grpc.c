@@ -33,8 +33,8 @@ grpc_server *gs_net_grpc_server_new(const struct gs_net_grpc_budget *b)
                         d.keepalive_timeout_ms ? d.keepalive_timeout_ms : 20000u);
     args[n++] = int_arg(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
                         d.max_recv_bytes ? d.max_recv_bytes : 4u << 20);
-    args[n++] = int_arg(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH,
-                        d.max_send_bytes ? d.max_send_bytes : 16u << 20);
+    args[n++] =
+        int_arg(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, d.max_send_bytes ? d.max_send_bytes : 16u << 20);
     memset(&args[n], 0, sizeof(args[n]));
     args[n].type = GRPC_ARG_POINTER;
     args[n].key = (char *)GRPC_ARG_RESOURCE_QUOTA;

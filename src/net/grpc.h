@@ -21,13 +21,13 @@
 #include <stddef.h>
 
 struct gs_net_grpc_budget {
-    unsigned max_streams;         /* concurrent streams on one connection; 0 = 64 */
-    unsigned idle_timeout_ms;     /* a connection without a stream is closed; 0 = 5 min */
-    unsigned keepalive_ms;        /* ping an idle transport this often; 0 = 2 h (gRPC's own) */
+    unsigned max_streams;          /* concurrent streams on one connection; 0 = 64 */
+    unsigned idle_timeout_ms;      /* a connection without a stream is closed; 0 = 5 min */
+    unsigned keepalive_ms;         /* ping an idle transport this often; 0 = 2 h (gRPC's own) */
     unsigned keepalive_timeout_ms; /* a ping unanswered this long closes it; 0 = 20 s */
-    size_t max_recv_bytes;        /* one message in; 0 = 4 MiB */
-    size_t max_send_bytes;        /* one message out; 0 = 16 MiB */
-    size_t memory_bytes;          /* resource quota of the whole server; 0 = 64 MiB */
+    size_t max_recv_bytes;         /* one message in; 0 = 4 MiB */
+    size_t max_send_bytes;         /* one message out; 0 = 16 MiB */
+    size_t memory_bytes;           /* resource quota of the whole server; 0 = 64 MiB */
 };
 
 /* grpc_server_create() with the budget's channel arguments; NULL if gRPC could not make one. */

@@ -157,8 +157,8 @@ static enum MHD_Result accept_policy(void *cls, const struct sockaddr *addr, soc
         r = MHD_NO;
     } else if (s->n_open - s->n_cut >= s->cfg.budget.max_connections && !evict_one(s, NULL)) {
         s->stats.refused_full++;
-        gs_debug("connection refused", "listener=%s client=%s reason=budget budget=%u",
-                 s->cfg.what, client_str(&client, q, sizeof(q)), s->cfg.budget.max_connections);
+        gs_debug("connection refused", "listener=%s client=%s reason=budget budget=%u", s->cfg.what,
+                 client_str(&client, q, sizeof(q)), s->cfg.budget.max_connections);
         r = MHD_NO;
     }
     pthread_mutex_unlock(&s->lock);
@@ -267,8 +267,10 @@ static void *watchdog(void *arg)
                 now - atomic_load(&c->since_ms) < s->cfg.budget.header_timeout_ms)
                 continue;
             char q[64];
-            gs_debug("connection cut", "listener=%s client=%s reason=header_timeout "
-                     "header_timeout_ms=%u", s->cfg.what, client_str(&c->client, q, sizeof(q)),
+            gs_debug("connection cut",
+                     "listener=%s client=%s reason=header_timeout "
+                     "header_timeout_ms=%u",
+                     s->cfg.what, client_str(&c->client, q, sizeof(q)),
                      s->cfg.budget.header_timeout_ms);
             cut(s, c);
             s->stats.header_timeouts++;
@@ -397,8 +399,10 @@ struct gs_net_server *gs_net_server_start(const struct gs_net_server_config *cfg
         request_completed, s, MHD_OPTION_NOTIFY_CONNECTION, notify_connection, s,
         MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
     if (!s->daemon) {
-        gs_error_set(err, -EADDRNOTAVAIL, "%s: cannot serve %s there (address in use or not "
-                     "available?)", cfg->what, cfg->tls_cert ? "HTTPS" : "HTTP");
+        gs_error_set(err, -EADDRNOTAVAIL,
+                     "%s: cannot serve %s there (address in use or not "
+                     "available?)",
+                     cfg->what, cfg->tls_cert ? "HTTPS" : "HTTP");
         server_free(s);
         return NULL;
     }

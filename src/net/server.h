@@ -66,8 +66,8 @@ struct gs_net_budget {
 };
 
 struct gs_net_server_config {
-    const char *what;                /* the option naming the address, for errors: "--listen" */
-    struct sockaddr_storage addr;    /* what to bind (port 0: the kernel's choice) */
+    const char *what;             /* the option naming the address, for errors: "--listen" */
+    struct sockaddr_storage addr; /* what to bind (port 0: the kernel's choice) */
     /* NULL: plain HTTP; else HTTPS with this certificate callback (net/tls.h's gs_tls_retrieve:
      * a pointer only, so that plain-HTTP daemons never link GnuTLS) and these priorities. */
     gnutls_certificate_retrieve_function2 *tls_cert;

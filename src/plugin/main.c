@@ -223,8 +223,7 @@ int main(int argc, char **argv)
             .max_per_client = (unsigned)o->max_connections_per_client,
             .header_timeout_ms = (unsigned)(o->header_timeout_ns / 1000000),
             .idle_timeout_s = (unsigned)(o->idle_timeout_ns / 1000000000)};
-        mhttp = metrics_http_start(m, o->metrics_addr, o->driver_name, o->node_name, &budget,
-                                   &err);
+        mhttp = metrics_http_start(m, o->metrics_addr, o->driver_name, o->node_name, &budget, &err);
         if (!mhttp && err.code) {
             gs_error_log("cannot serve metrics", "error=%s", GS_LOGQ(err.msg));
             goto out;

@@ -276,7 +276,8 @@ struct wh_server *wh_server_start(const struct wh_server_config *cfg, struct gs_
     if (gs_listen_parse("--listen", cfg->listen, &main.addr, err) < 0)
         return NULL;
     bool with_health = cfg->health_listen && cfg->health_listen[0];
-    if (with_health && gs_listen_parse("--health-listen", cfg->health_listen, &health.addr, err) < 0)
+    if (with_health &&
+        gs_listen_parse("--health-listen", cfg->health_listen, &health.addr, err) < 0)
         return NULL;
     struct wh_server *s = calloc(1, sizeof(*s));
     if (!s) {

@@ -32,15 +32,15 @@
 #include "net/tls.h"
 
 struct wh_server_config {
-    const char *listen;            /* "[host]:port"; empty host = all IPv4 addresses */
-    const char *health_listen;     /* plain HTTP probes; NULL or "" = none */
-    unsigned connection_limit;     /* 0 = 1024 */
-    unsigned per_client_limit;     /* connections from one client address; 0 = 64 */
-    unsigned idle_timeout_s;       /* 0 = 10 */
-    unsigned header_timeout_ms;    /* 0 = the server layer's default */
+    const char *listen;               /* "[host]:port"; empty host = all IPv4 addresses */
+    const char *health_listen;        /* plain HTTP probes; NULL or "" = none */
+    unsigned connection_limit;        /* 0 = 1024 */
+    unsigned per_client_limit;        /* connections from one client address; 0 = 64 */
+    unsigned idle_timeout_s;          /* 0 = 10 */
+    unsigned header_timeout_ms;       /* 0 = the server layer's default */
     unsigned health_connection_limit; /* 0 = GS_NET_PROBE_MAX_CONNECTIONS */
-    uint64_t admission_timeout_ms; /* deadline of one /mutate from its arrival; 0 = none */
-    bool tls13_only;               /* --tls-min-version 1.3 */
+    uint64_t admission_timeout_ms;    /* deadline of one /mutate from its arrival; 0 = none */
+    bool tls13_only;                  /* --tls-min-version 1.3 */
     const struct wh_admit_ctx *admit;
     struct wh_metrics *metrics;
     struct gs_tls *tls;
