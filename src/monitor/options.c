@@ -168,11 +168,11 @@ static const struct gs_option options[] = {
     {.name = "probe-max-connections",
      .env = "GPUSLICE_MONITOR_PROBE_MAX_CONNECTIONS",
      .type = GS_OPT_INT,
-     .def = "16",
+     .def = "64",
      .min = "1",
      .max = "1024",
      .offset = OFF(probe_max_connections),
-     .help = "concurrent connections of --probe-listen (its own budget: at most 4 from one "
+     .help = "concurrent connections of --probe-listen (its own budget: at most 16 from one "
              "client, a request head within 2s)"},
     {.name = "probe-listen",
      .env = "GPUSLICE_MONITOR_PROBE_LISTEN",

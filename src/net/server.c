@@ -23,11 +23,21 @@ enum conn_state {
     IN_REQUEST,       /* head received: the handler has it */
 };
 
+/* One client address: its connections, counted once per accept and per eviction (O(1) for the
+ * budget checks whatever the number of connections). */
+struct client {
+    struct client *next; /* hash chain */
+    struct sockaddr_storage addr;
+    unsigned live; /* connections not cut */
+    unsigned refs; /* connections registered (cut ones included) */
+};
+
 /* One open connection (MHD's socket_context). */
 struct conn {
     struct conn *prev, *next;
     int fd;
     struct sockaddr_storage client; /* port zeroed: the client is its address */
+    struct client *rec;
     _Atomic int state;
     _Atomic uint64_t since_ms; /* accept, or the end of the previous request */
     bool cut;                  /* shut down by this layer; closing */
@@ -38,6 +48,8 @@ struct gs_net_server {
     struct MHD_Daemon *daemon;
     pthread_mutex_t lock; /* conns, n_open, n_cut, stats */
     struct conn *conns;
+    struct client **clients; /* hash of client addresses, n_buckets (a power of two) */
+    size_t n_buckets;
     unsigned n_open, n_cut;
     struct gs_net_stats stats;
     pthread_t watchdog;
@@ -92,14 +104,65 @@ static const char *client_str(const struct sockaddr_storage *c, char *buf, size_
     return buf;
 }
 
+static size_t client_hash(const struct sockaddr_storage *a, size_t n_buckets)
+{
+    const unsigned char *p = (const unsigned char *)a;
+    size_t len =
+        a->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    uint64_t h = 1469598103934665603ull; /* FNV-1a over the zeroed-port address */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return (size_t)h & (n_buckets - 1);
+}
+
+/* The record of `client`, or NULL (none registered). Caller holds s->lock. */
+static struct client *client_find(struct gs_net_server *s, const struct sockaddr_storage *client)
+{
+    for (struct client *r = s->clients[client_hash(client, s->n_buckets)]; r; r = r->next)
+        if (same_client(&r->addr, client))
+            return r;
+    return NULL;
+}
+
 /* Connections of `client` that are not being closed. Caller holds s->lock. */
 static unsigned count_client(struct gs_net_server *s, const struct sockaddr_storage *client)
 {
-    unsigned n = 0;
-    for (struct conn *c = s->conns; c; c = c->next)
-        if (!c->cut && same_client(&c->client, client))
-            n++;
-    return n;
+    struct client *r = client_find(s, client);
+    return r ? r->live : 0;
+}
+
+/* Count `c` in its client's record (created on its first connection). Caller holds s->lock. */
+static bool client_add(struct gs_net_server *s, struct conn *c)
+{
+    struct client *r = client_find(s, &c->client);
+    if (!r) {
+        r = calloc(1, sizeof(*r));
+        if (!r)
+            return false;
+        r->addr = c->client;
+        size_t b = client_hash(&c->client, s->n_buckets);
+        r->next = s->clients[b];
+        s->clients[b] = r;
+    }
+    r->live++;
+    r->refs++;
+    c->rec = r;
+    return true;
+}
+
+/* `c` is closed: uncount it, free the record with its last connection. Caller holds s->lock. */
+static void client_del(struct gs_net_server *s, struct conn *c)
+{
+    struct client *r = c->rec;
+    if (!c->cut)
+        r->live--;
+    if (--r->refs)
+        return;
+    struct client **pp = &s->clients[client_hash(&r->addr, s->n_buckets)];
+    while (*pp != r)
+        pp = &(*pp)->next;
+    *pp = r->next;
+    free(r);
 }
 
 /* Shut `c` down: its connection thread sees end of file and MHD closes it. Caller holds s->lock
@@ -107,6 +170,7 @@ static unsigned count_client(struct gs_net_server *s, const struct sockaddr_stor
 static void cut(struct gs_net_server *s, struct conn *c)
 {
     c->cut = true;
+    c->rec->live--;
     s->n_cut++;
     shutdown(c->fd, SHUT_RDWR);
 }
@@ -122,7 +186,7 @@ static bool evict_one(struct gs_net_server *s, const struct sockaddr_storage *cl
         if (c->cut || atomic_load(&c->state) != AWAITING_REQUEST ||
             (client && !same_client(&c->client, client)))
             continue;
-        unsigned n = count_client(s, &c->client);
+        unsigned n = c->rec->live;
         if (!victim || n > victim_n ||
             (n == victim_n && atomic_load(&c->since_ms) < atomic_load(&victim->since_ms)))
             victim = c, victim_n = n;
@@ -183,18 +247,27 @@ static void notify_connection(void *cls, struct MHD_Connection *mc, void **socke
             atomic_store(&c->state, AWAITING_REQUEST);
             atomic_store(&c->since_ms, gs_now_ms());
             pthread_mutex_lock(&s->lock);
-            c->next = s->conns;
-            if (s->conns)
-                s->conns->prev = c;
-            s->conns = c;
-            s->n_open++;
-            s->stats.accepted++;
+            bool counted = client_add(s, c);
+            if (counted) {
+                c->next = s->conns;
+                if (s->conns)
+                    s->conns->prev = c;
+                s->conns = c;
+                s->n_open++;
+                s->stats.accepted++;
+            }
             pthread_mutex_unlock(&s->lock);
-            *socket_context = c;
+            if (!counted) {
+                free(c);
+                c = NULL;
+            }
         } else {
-            free(c); /* unaccounted: still bounded by MHD's own hard limit */
-            *socket_context = NULL;
+            free(c);
+            c = NULL;
         }
+        if (!c && fd) /* out of memory: not served rather than unaccounted */
+            shutdown(fd->connect_fd, SHUT_RDWR);
+        *socket_context = c;
         if (s->cfg.on_connection)
             s->cfg.on_connection(s->cfg.on_connection_cls, true);
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
@@ -210,6 +283,7 @@ static void notify_connection(void *cls, struct MHD_Connection *mc, void **socke
             s->n_open--;
             if (c->cut)
                 s->n_cut--;
+            client_del(s, c);
             pthread_mutex_unlock(&s->lock);
             free(c);
             *socket_context = NULL;
@@ -323,6 +397,7 @@ struct gs_net_budget gs_net_probe_budget(unsigned max_connections)
         .header_timeout_ms = GS_NET_PROBE_HEADER_TIMEOUT_MS,
         .idle_timeout_s = GS_NET_PROBE_IDLE_TIMEOUT_S,
         .evict_own = true,
+        .event_loop = true,
     };
 }
 
@@ -337,6 +412,7 @@ static void server_free(struct gs_net_server *s)
     }
     pthread_cond_destroy(&s->wake);
     pthread_mutex_destroy(&s->lock);
+    free(s->clients); /* every record went with its last connection */
     free(s);
 }
 
@@ -362,6 +438,16 @@ struct gs_net_server *gs_net_server_start(const struct gs_net_server_config *cfg
         b->header_timeout_ms = 10000;
     if (!b->idle_timeout_s)
         b->idle_timeout_s = 10;
+    /* MHD's hard limit below, twice the budget: at most that many clients at once. */
+    s->n_buckets = 64;
+    while (s->n_buckets < 2u * b->max_connections && s->n_buckets < (1u << 17))
+        s->n_buckets *= 2;
+    s->clients = calloc(s->n_buckets, sizeof(*s->clients));
+    if (!s->clients) {
+        free(s);
+        gs_error_set(err, -ENOMEM, "out of memory");
+        return NULL;
+    }
     pthread_mutex_init(&s->lock, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -376,9 +462,10 @@ struct gs_net_server *gs_net_server_start(const struct gs_net_server_config *cfg
     }
     s->watchdog_started = true;
 
-    /* Thread per connection, every wait a poll() (MHD_USE_POLL: never select()'s FD_SETSIZE). */
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-                     MHD_USE_POLL | MHD_USE_ERROR_LOG;
+    /* Thread per connection, every wait a poll() (MHD_USE_POLL: never select()'s FD_SETSIZE), or
+     * one epoll loop for handlers that never block. */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
+                     (b->event_loop ? MHD_USE_EPOLL : MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL);
     if (cfg->addr.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     /* MHD's own limit leaves room for the evicted connections still closing. */

@@ -5,8 +5,9 @@
  * its routes (an MHD access handler) and the numbers from its option table; it never calls
  * MHD_start_daemon itself.
  *
- *  - One thread per connection, each waiting in poll() (MHD_USE_POLL), the listening thread too:
- *    never select(), so a descriptor past FD_SETSIZE (1,024) is served like any other. The
+ *  - One thread per connection, each waiting in poll() (MHD_USE_POLL), the listening thread too;
+ *    or (event_loop: probe listeners) one epoll thread for all: never select(), so a descriptor
+ *    past FD_SETSIZE (1,024) is served like any other. The
  *    process's soft RLIMIT_NOFILE is raised to its hard limit once, at the first start.
  *  - A global budget (max_connections) and a per-client one (max_per_client, one IPv4 address or
  *    one IPv6 address) counted in MHD's accept policy callback (MHD_OPTION_ACCEPT_POLICY_CALLBACK)
@@ -47,8 +48,10 @@
 #include "base/error.h"
 
 /* Defaults of a probe listener (kubelet probes, one short request each). */
-#define GS_NET_PROBE_MAX_CONNECTIONS   16u
-#define GS_NET_PROBE_MAX_PER_CLIENT    4u
+#define GS_NET_PROBE_MAX_CONNECTIONS 64u
+/* More than libmicrohttpd's epoll loop accepts in one round (daemon.c, MHD_epoll: 11), so a
+ * probe accepted in one round is read in the next before its own address can evict it. */
+#define GS_NET_PROBE_MAX_PER_CLIENT    16u
 #define GS_NET_PROBE_HEADER_TIMEOUT_MS 2000u
 #define GS_NET_PROBE_IDLE_TIMEOUT_S    5u
 
@@ -63,6 +66,12 @@ struct gs_net_budget {
      * address with a hostNetwork attacker; its probe sends the request at once and is then
      * never evicted). */
     bool evict_own;
+    /* true: one event-loop thread (MHD_USE_EPOLL) serves every connection, for handlers that
+     * never block (probes, counters): a flood costs no thread per connection, and a probe's
+     * request is read in the loop's next round. false: a thread per connection, each in poll()
+     * (handlers that wait on the API server or on locks: the webhook, the extender's verbs, the
+     * monitor's scrape). */
+    bool event_loop;
 };
 
 struct gs_net_server_config {

@@ -227,11 +227,11 @@ static const struct gs_option options[] = {
     {.name = "health-max-connections",
      .env = "GPUSLICE_WEBHOOK_HEALTH_MAX_CONNECTIONS",
      .type = GS_OPT_INT,
-     .def = "16",
+     .def = "64",
      .min = "1",
      .max = "1024",
      .offset = OFF(health_max_connections),
-     .help = "concurrent connections of --health-listen (its own budget: at most 4 from one "
+     .help = "concurrent connections of --health-listen (its own budget: at most 16 from one "
              "client, a request head within 2s)"},
     {.name = "admission-timeout",
      .env = "GPUSLICE_WEBHOOK_ADMISSION_TIMEOUT",

@@ -118,6 +118,12 @@ def main():
         t.ok(r, f'(b) with 12 slow connections on the probe port, a fresh probe is answered '
              f'within {BOUND:.0f} s ({el:.2f} s)')
         close_all(socks)
+        # ... and 40, more than the probe budget's 16 per client, from that same address.
+        socks = open_conns(pport, 40, ['127.0.0.1'], b'GET /healthz HTTP/1.1\r\nHo')
+        r, el = within(BOUND, lambda: healthz(pport))
+        t.ok(r, f'(b) with 40 slow connections from the prober\'s address, a fresh probe is '
+             f'answered ({el:.2f} s)')
+        close_all(socks)
 
         # (h) a dribbled request head.
         el = dribble(ext.port, BOUND)
