@@ -7,7 +7,7 @@ import sys
 import time
 
 ROOT = os.environ.get('GS_SOURCE_ROOT', os.path.join(os.path.dirname(__file__), '..', '..', '..'))
-for sub in ('extender', 'webhook', 'monitor', 'deviceplugin'):
+for sub in ('extender', 'webhook', 'monitor', 'deviceplugin', 'plugin'):
     sys.path.insert(0, os.path.join(ROOT, 'tests', 'integration', sub))
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'lib'))
 
