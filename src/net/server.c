@@ -442,7 +442,7 @@ struct gs_net_server *gs_net_server_start(const struct gs_net_server_config *cfg
     s->n_buckets = 64;
     while (s->n_buckets < 2u * b->max_connections && s->n_buckets < (1u << 17))
         s->n_buckets *= 2;
-    s->clients = calloc(s->n_buckets, sizeof(*s->clients));
+    s->clients = calloc(s->n_buckets, sizeof(struct client *));
     if (!s->clients) {
         free(s);
         gs_error_set(err, -ENOMEM, "out of memory");
