@@ -21,7 +21,11 @@ grpc_server *gs_net_grpc_server_new(const struct gs_net_grpc_budget *b)
     grpc_resource_quota *quota = grpc_resource_quota_create("gpuslice");
     if (!quota)
         return NULL;
-    grpc_resource_quota_resize(quota, d.memory_bytes ? d.memory_bytes : 64u << 20);
+    size_t recv = d.max_recv_bytes ? d.max_recv_bytes : 4u << 20;
+    size_t mem = d.memory_bytes ? d.memory_bytes : 64u << 20;
+    if (!d.memory_bytes && recv <= SIZE_MAX / 4 && mem < 4 * recv)
+        mem = 4 * recv; /* room for a few of the largest requests at once */
+    grpc_resource_quota_resize(quota, mem);
     grpc_arg args[8];
     size_t n = 0;
     args[n++] = int_arg(GRPC_ARG_MAX_CONCURRENT_STREAMS, d.max_streams ? d.max_streams : 64);
@@ -31,8 +35,7 @@ grpc_server *gs_net_grpc_server_new(const struct gs_net_grpc_budget *b)
                         d.keepalive_ms ? d.keepalive_ms : 2u * 60u * 60u * 1000u);
     args[n++] = int_arg(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
                         d.keepalive_timeout_ms ? d.keepalive_timeout_ms : 20000u);
-    args[n++] = int_arg(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
-                        d.max_recv_bytes ? d.max_recv_bytes : 4u << 20);
+    args[n++] = int_arg(GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, recv);
     args[n++] =
         int_arg(GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, d.max_send_bytes ? d.max_send_bytes : 16u << 20);
     memset(&args[n], 0, sizeof(args[n]));

@@ -27,7 +27,7 @@ struct gs_net_grpc_budget {
     unsigned keepalive_timeout_ms; /* a ping unanswered this long closes it; 0 = 20 s */
     size_t max_recv_bytes;         /* one message in; 0 = 4 MiB */
     size_t max_send_bytes;         /* one message out; 0 = 16 MiB */
-    size_t memory_bytes;           /* resource quota of the whole server; 0 = 64 MiB */
+    size_t memory_bytes;           /* the server's quota; 0 = 64 MiB, at least 4 x max_recv */
 };
 
 /* grpc_server_create() with the budget's channel arguments; NULL if gRPC could not make one. */
