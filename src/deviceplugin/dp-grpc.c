@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "net/grpc.h"
 
 void dp_grpc_init(void)
 {
@@ -254,7 +255,7 @@ struct dp_server *dp_server_new(const char *socket_path, const struct dp_method 
     if (lstat(socket_path, &st) == 0 && S_ISSOCK(st.st_mode))
         unlink(socket_path);
     s->cq = grpc_completion_queue_create_for_next(NULL);
-    s->server = grpc_server_create(NULL, NULL);
+    s->server = gs_net_grpc_server_new(NULL); /* the server layer's budget (net/grpc.h) */
     grpc_server_register_completion_queue(s->server, s->cq, NULL);
     char addr[4200];
     snprintf(addr, sizeof(addr), "unix:%s", socket_path);

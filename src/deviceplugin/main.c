@@ -25,6 +25,7 @@
 #include "gpu/discovery.h"
 #include "net/httpd.h"
 #include "net/listen.h"
+#include "net/server.h"
 
 struct dp_options {
     char *node_name;
@@ -38,6 +39,7 @@ struct dp_options {
     char *sysfs_root;
     int64_t healthcheck_port;
     char *metrics_addr;
+    int64_t max_connections, max_connections_per_client, idle_timeout_ns, header_timeout_ns;
     int64_t publish_interval;
     int64_t gc_interval;
     char *mem_scaling, *core_scaling, *cuda_log_level;
@@ -124,6 +126,40 @@ static const struct gs_option options[] = {
      .metavar = "[HOST]:PORT",
      .offset = OFF(metrics_addr),
      .help = "/metrics and /healthz listener (empty = none)"},
+    {.name = "max-connections",
+     .env = "GPUSLICE_DEVICE_PLUGIN_MAX_CONNECTIONS",
+     .type = GS_OPT_INT,
+     .def = "32",
+     .min = "1",
+     .max = "4096",
+     .offset = OFF(max_connections),
+     .help = "concurrent connections of --metrics-addr (--healthcheck-port has the server "
+             "layer's probe budget)"},
+    {.name = "max-connections-per-client",
+     .env = "GPUSLICE_DEVICE_PLUGIN_MAX_CONNECTIONS_PER_CLIENT",
+     .type = GS_OPT_INT,
+     .def = "8",
+     .min = "1",
+     .max = "4096",
+     .offset = OFF(max_connections_per_client),
+     .help = "concurrent connections of --metrics-addr from one client address"},
+    {.name = "idle-timeout",
+     .env = "GPUSLICE_DEVICE_PLUGIN_IDLE_TIMEOUT",
+     .type = GS_OPT_DURATION,
+     .def = "10s",
+     .min = "1s",
+     .max = "10m",
+     .offset = OFF(idle_timeout_ns),
+     .help = "close a connection of --metrics-addr that sends nothing for this long"},
+    {.name = "header-timeout",
+     .env = "GPUSLICE_DEVICE_PLUGIN_HEADER_TIMEOUT",
+     .type = GS_OPT_DURATION,
+     .def = "10s",
+     .min = "100ms",
+     .max = "10m",
+     .offset = OFF(header_timeout_ns),
+     .help = "a connection of --metrics-addr must send a whole request head this soon after "
+             "its accept or its previous request, or it is closed (slow clients)"},
     {.name = "publish-interval",
      .env = "GPUSLICE_PUBLISH_INTERVAL",
      .type = GS_OPT_DURATION,
@@ -256,12 +292,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     return gs_httpd_reply(c, status, "text/plain; version=0.0.4", body, (size_t)n, true);
 }
 
-static struct MHD_Daemon *http_start(const struct sockaddr_storage *addr, struct dp_plugin *p)
+static struct gs_net_server *http_start(const char *what, const struct sockaddr_storage *addr,
+                                        struct dp_plugin *p, struct gs_net_budget budget,
+                                        struct gs_error *err)
 {
-    return MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0,
-                            NULL, NULL, handle, p, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)addr,
-                            MHD_OPTION_CONNECTION_LIMIT, 32u, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
-                            MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
+    struct gs_net_server_config c = {
+        .what = what, .addr = *addr, .handler = handle, .handler_cls = p, .budget = budget};
+    return gs_net_server_start(&c, err);
 }
 
 int main(int argc, char **argv)
@@ -294,7 +331,7 @@ int main(int argc, char **argv)
     struct gs_kube_config kc = {0};
     struct gs_k8s_client *k8s = NULL;
     struct dp_plugin *p = NULL;
-    struct MHD_Daemon *metrics = NULL, *health = NULL;
+    struct gs_net_server *metrics = NULL, *health = NULL;
     struct gpu_inventory *inv = calloc(1, sizeof(*inv));
     dp_grpc_init();
     if (!inv)
@@ -332,7 +369,14 @@ int main(int argc, char **argv)
     if (o.metrics_addr && *o.metrics_addr) {
         struct sockaddr_storage a;
         if (gs_listen_parse("--metrics-addr", o.metrics_addr, &a, &err) < 0 ||
-            !(metrics = http_start(&a, p))) {
+            !(metrics =
+                  http_start("--metrics-addr", &a, p,
+                             (struct gs_net_budget){
+                                 .max_connections = (unsigned)o.max_connections,
+                                 .max_per_client = (unsigned)o.max_connections_per_client,
+                                 .header_timeout_ms = (unsigned)(o.header_timeout_ns / 1000000),
+                                 .idle_timeout_s = (unsigned)(o.idle_timeout_ns / 1000000000)},
+                             &err))) {
             fprintf(stderr, "gpuslice-device-plugin: %s\n",
                     err.msg[0] ? err.msg : "--metrics-addr: cannot listen");
             goto out;
@@ -343,8 +387,8 @@ int main(int argc, char **argv)
         snprintf(hp, sizeof(hp), ":%" PRId64, o.healthcheck_port);
         struct sockaddr_storage a;
         if (gs_listen_parse("--healthcheck-port", hp, &a, &err) < 0 ||
-            !(health = http_start(&a, NULL))) {
-            fprintf(stderr, "gpuslice-device-plugin: --healthcheck-port: cannot listen\n");
+            !(health = http_start("--healthcheck-port", &a, NULL, gs_net_probe_budget(0), &err))) {
+            fprintf(stderr, "gpuslice-device-plugin: %s\n", err.msg);
             goto out;
         }
     }
@@ -381,10 +425,8 @@ int main(int argc, char **argv)
     }
     rc = 0;
 out:
-    if (metrics)
-        MHD_stop_daemon(metrics);
-    if (health)
-        MHD_stop_daemon(health);
+    gs_net_server_stop(metrics);
+    gs_net_server_stop(health);
     dp_plugin_free(p);
     gs_k8s_client_free(k8s);
     gs_kube_config_fini(&kc);

@@ -30,6 +30,8 @@ struct ext_options {
     int policy;
     int node_policy;
     int64_t kube_qps;
+    int64_t max_connections, max_connections_per_client, probe_max_connections;
+    int64_t idle_timeout_ns, header_timeout_ns;
     int log_level;
 };
 
@@ -106,6 +108,49 @@ static const struct gs_option options[] = {
      .max = "10000",
      .offset = OFF(kube_qps),
      .help = "API server requests per second (burst twice that)"},
+    {.name = "max-connections",
+     .env = "GPUSLICE_EXTENDER_MAX_CONNECTIONS",
+     .type = GS_OPT_INT,
+     .def = "32",
+     .min = "1",
+     .max = "4096",
+     .offset = OFF(max_connections),
+     .help = "concurrent connections of --listen (one thread each); when full, a new client "
+             "evicts a connection that has not sent a request yet"},
+    {.name = "max-connections-per-client",
+     .env = "GPUSLICE_EXTENDER_MAX_CONNECTIONS_PER_CLIENT",
+     .type = GS_OPT_INT,
+     .def = "8",
+     .min = "1",
+     .max = "4096",
+     .offset = OFF(max_connections_per_client),
+     .help = "concurrent connections of --listen from one client address"},
+    {.name = "idle-timeout",
+     .env = "GPUSLICE_EXTENDER_IDLE_TIMEOUT",
+     .type = GS_OPT_DURATION,
+     .def = "30s",
+     .min = "1s",
+     .max = "10m",
+     .offset = OFF(idle_timeout_ns),
+     .help = "close a connection that sends nothing for this long (whole seconds)"},
+    {.name = "header-timeout",
+     .env = "GPUSLICE_EXTENDER_HEADER_TIMEOUT",
+     .type = GS_OPT_DURATION,
+     .def = "10s",
+     .min = "100ms",
+     .max = "10m",
+     .offset = OFF(header_timeout_ns),
+     .help = "a connection must send a whole request head (TLS handshake included) this soon "
+             "after its accept or its previous request, or it is closed (slow clients)"},
+    {.name = "probe-max-connections",
+     .env = "GPUSLICE_EXTENDER_PROBE_MAX_CONNECTIONS",
+     .type = GS_OPT_INT,
+     .def = "64",
+     .min = "1",
+     .max = "1024",
+     .offset = OFF(probe_max_connections),
+     .help = "concurrent connections of --probe-listen (its own budget: at most 16 from one "
+             "client, a request head within 2s)"},
     {.name = "log-level",
      .env = "GPUSLICE_LOG_LEVEL",
      .type = GS_OPT_ENUM,
@@ -171,7 +216,14 @@ int main(int argc, char **argv)
         gs_config_free(&spec, &o);
         return 2;
     }
-    struct ext_server_config sv = {.addr = addr};
+    struct ext_server_config sv = {
+        .addr = addr,
+        .budget = {.max_connections = (unsigned)o.max_connections,
+                   .max_per_client = (unsigned)o.max_connections_per_client,
+                   .header_timeout_ms = (unsigned)(o.header_timeout_ns / 1000000),
+                   .idle_timeout_s = (unsigned)(o.idle_timeout_ns / 1000000000)},
+        .probe_max_connections = (unsigned)o.probe_max_connections,
+    };
     if (o.probe_listen && o.probe_listen[0] &&
         gs_listen_parse("--probe-listen", o.probe_listen, &sv.probe, &err) < 0) {
         fprintf(stderr, "gpuslice-extender: %s\n", err.msg);

@@ -23,7 +23,7 @@
 
 struct ext_server {
     struct ext_server_config cfg;
-    struct MHD_Daemon *daemon, *probe;
+    struct gs_net_server *daemon, *probe;
     size_t token_len;
     atomic_size_t budget_used;  /* bytes reserved by bodies being received */
     pthread_mutex_t parse_lock; /* one body decoded (and served) at a time */
@@ -324,17 +324,6 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     return json_reply(c, 200, out);
 }
 
-static void mhd_log(void *cls, const char *fmt, va_list ap) GS_PRINTF(2, 0);
-static void mhd_log(void *cls, const char *fmt, va_list ap)
-{
-    char msg[512], q[600];
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    size_t l = strlen(msg);
-    if (l && msg[l - 1] == '\n')
-        msg[l - 1] = '\0';
-    gs_log(GS_LOG_WARN, "http", "error=%s", gs_log_quote(q, sizeof(q), msg));
-}
-
 bool ext_addr_is_loopback(const struct sockaddr_storage *addr)
 {
     if (addr->ss_family == AF_INET) {
@@ -361,25 +350,22 @@ int ext_server_check_exposure(const struct sockaddr_storage *addr, const char *w
                         what, tls ? "" : "TLS", tls || token ? "" : " and token");
 }
 
-static struct MHD_Daemon *start_one(struct listener *l, const struct sockaddr_storage *addr,
-                                    struct gs_tls *tls, unsigned limit)
+static struct gs_net_server *start_one(struct listener *l, const char *what,
+                                       const struct sockaddr_storage *addr, struct gs_tls *tls,
+                                       struct gs_net_budget budget, struct gs_error *err)
 {
-    unsigned flags =
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG;
-    if (addr->ss_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
-    if (tls)
-        return MHD_start_daemon(
-            flags | MHD_USE_TLS, 0, NULL, NULL, handle, l, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, l,
-            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)addr, MHD_OPTION_NOTIFY_COMPLETED, completed,
-            l, MHD_OPTION_HTTPS_CERT_CALLBACK, gs_tls_retrieve, MHD_OPTION_HTTPS_PRIORITIES,
-            GS_TLS_PRIORITIES, MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_CONNECTION_TIMEOUT,
-            EXT_IDLE_TIMEOUT_S, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
-    return MHD_start_daemon(flags, 0, NULL, NULL, handle, l, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, l,
-                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)addr,
-                            MHD_OPTION_NOTIFY_COMPLETED, completed, l, MHD_OPTION_CONNECTION_LIMIT,
-                            limit, MHD_OPTION_CONNECTION_TIMEOUT, EXT_IDLE_TIMEOUT_S,
-                            MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
+    struct gs_net_server_config c = {.what = what,
+                                     .addr = *addr,
+                                     .handler = handle,
+                                     .handler_cls = l,
+                                     .completed = completed,
+                                     .completed_cls = l,
+                                     .budget = budget};
+    if (tls) {
+        c.tls_cert = gs_tls_retrieve;
+        c.tls_priorities = GS_TLS_PRIORITIES;
+    }
+    return gs_net_server_start(&c, err);
 }
 
 static struct listener verbs_listener, probe_listener;
@@ -400,12 +386,11 @@ struct ext_server *ext_server_start(const struct ext_server_config *cfg, struct 
     /* One server per process: the listeners are static so the handlers' cls outlives them. */
     verbs_listener = (struct listener){.s = s};
     probe_listener = (struct listener){.s = s, .probe = true};
-    s->daemon = start_one(&verbs_listener, &cfg->addr, cfg->tls, EXT_MAX_CONNECTIONS);
+    s->daemon = start_one(&verbs_listener, "--listen", &cfg->addr, cfg->tls, cfg->budget, err);
     if (s->daemon && cfg->probe.ss_family)
-        s->probe = start_one(&probe_listener, &cfg->probe, NULL, 8u);
+        s->probe = start_one(&probe_listener, "--probe-listen", &cfg->probe, NULL,
+                             gs_net_probe_budget(cfg->probe_max_connections), err);
     if (!s->daemon || (cfg->probe.ss_family && !s->probe)) {
-        gs_error_set(err, -EADDRINUSE, "cannot listen on the %s address (in use or not available)",
-                     s->daemon ? "probe" : "verbs");
         ext_server_stop(s);
         return NULL;
     }
@@ -414,22 +399,20 @@ struct ext_server *ext_server_start(const struct ext_server_config *cfg, struct 
 
 unsigned ext_server_port(const struct ext_server *s)
 {
-    return gs_httpd_port(s->daemon);
+    return gs_net_server_port(s->daemon);
 }
 
 unsigned ext_server_probe_port(const struct ext_server *s)
 {
-    return s->probe ? gs_httpd_port(s->probe) : 0;
+    return s->probe ? gs_net_server_port(s->probe) : 0;
 }
 
 void ext_server_stop(struct ext_server *s)
 {
     if (!s)
         return;
-    if (s->probe)
-        MHD_stop_daemon(s->probe);
-    if (s->daemon)
-        MHD_stop_daemon(s->daemon);
+    gs_net_server_stop(s->probe);
+    gs_net_server_stop(s->daemon);
     pthread_mutex_destroy(&s->parse_lock);
     free(s);
 }

@@ -40,6 +40,8 @@ struct mon_options {
     int64_t max_connections;
     int64_t max_connections_per_client;
     int64_t idle_timeout_ns;
+    int64_t header_timeout_ns;
+    int64_t probe_max_connections;
 };
 
 /* Parse argv + environment (+ config file) into *o. Returns 0 to run, GS_CONFIG_EXIT when

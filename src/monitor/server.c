@@ -4,7 +4,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,11 +13,12 @@
 #include "base/macros.h"
 #include "net/httpd.h"
 #include "net/listen.h"
+#include "net/server.h"
 #include "net/tls.h"
 
 struct mon_server {
     struct mon_server_config cfg;
-    struct MHD_Daemon *daemon, *probe;
+    struct gs_net_server *daemon, *probe;
     struct mon_scrape_stats stats;
     atomic_bool draining;
     atomic_bool scrape_failed; /* the last /metrics could not be built */
@@ -115,21 +115,21 @@ static enum MHD_Result handle_probe(void *cls, struct MHD_Connection *c, const c
     return health(p->s, c, url, get);
 }
 
-static void mhd_log(void *cls, const char *fmt, va_list ap) GS_PRINTF(2, 0);
-static void mhd_log(void *cls, const char *fmt, va_list ap)
+/* The numbers of a listener: the option table's, else the server layer's defaults. */
+static struct gs_net_server_config listener(const char *what, MHD_AccessHandlerCallback handler,
+                                            void *cls)
 {
-    char msg[512], q[600];
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    size_t n = strlen(msg);
-    while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
-        msg[--n] = '\0';
-    gs_debug("http server", "detail=%s", gs_log_quote(q, sizeof(q), msg));
+    return (struct gs_net_server_config){.what = what, .handler = handler, .handler_cls = cls};
 }
 
 struct mon_server *mon_server_start(const struct mon_server_config *cfg, struct gs_error *err)
 {
-    struct sockaddr_storage addr;
-    if (gs_listen_parse("--listen", cfg->listen, &addr, err) < 0)
+    struct gs_net_server_config main = listener("--listen", handle, NULL);
+    if (gs_listen_parse("--listen", cfg->listen, &main.addr, err) < 0)
+        return NULL;
+    struct gs_net_server_config probe = listener("--probe-listen", handle_probe, &probe_cls);
+    bool with_probe = cfg->probe_listen && cfg->probe_listen[0];
+    if (with_probe && gs_listen_parse("--probe-listen", cfg->probe_listen, &probe.addr, err) < 0)
         return NULL;
     struct mon_server *s = calloc(1, sizeof(*s));
     if (!s) {
@@ -137,55 +137,28 @@ struct mon_server *mon_server_start(const struct mon_server_config *cfg, struct 
         return NULL;
     }
     s->cfg = *cfg;
-    /* poll(), not select(): a connection's descriptor may lie past FD_SETSIZE. */
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                     MHD_USE_POLL | MHD_USE_ERROR_LOG;
-    if (addr.ss_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
-    unsigned limit = cfg->connection_limit ? cfg->connection_limit : 64;
-    unsigned per_ip = cfg->per_client_limit ? cfg->per_client_limit : 8;
-    unsigned idle = cfg->idle_timeout_s ? cfg->idle_timeout_s : 10;
-    if (cfg->tls)
-        s->daemon = MHD_start_daemon(
-            flags | MHD_USE_TLS, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_HTTPS_CERT_CALLBACK,
-            gs_tls_retrieve, MHD_OPTION_HTTPS_PRIORITIES, GS_TLS_PRIORITIES,
-            MHD_OPTION_CONNECTION_LIMIT, limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
-            MHD_OPTION_CONNECTION_TIMEOUT, idle, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
-            MHD_OPTION_END);
-    else
-        s->daemon = MHD_start_daemon(
-            flags, 0, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_LIMIT, limit,
-            MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, MHD_OPTION_CONNECTION_TIMEOUT, idle,
-            MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
-    if (s->daemon && cfg->probe_listen && cfg->probe_listen[0]) {
-        struct sockaddr_storage pa;
-        if (gs_listen_parse("--probe-listen", cfg->probe_listen, &pa, err) < 0) {
-            MHD_stop_daemon(s->daemon);
-            free(s);
-            return NULL;
-        }
+    main.handler_cls = s;
+    main.budget = (struct gs_net_budget){
+        .max_connections = cfg->connection_limit ? cfg->connection_limit : 64,
+        .max_per_client = cfg->per_client_limit ? cfg->per_client_limit : 8,
+        .header_timeout_ms = cfg->header_timeout_ms,
+        .idle_timeout_s = cfg->idle_timeout_s ? cfg->idle_timeout_s : 10,
+    };
+    if (cfg->tls) {
+        main.tls_cert = gs_tls_retrieve;
+        main.tls_priorities = GS_TLS_PRIORITIES;
+    }
+    s->daemon = gs_net_server_start(&main, err);
+    if (s->daemon && with_probe) {
         probe_cls.s = s; /* one server per process */
-        unsigned pflags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                          MHD_USE_POLL | MHD_USE_ERROR_LOG;
-        if (pa.ss_family == AF_INET6)
-            pflags |= MHD_USE_IPv6;
-        s->probe = MHD_start_daemon(
-            pflags, 0, NULL, NULL, handle_probe, &probe_cls, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&pa, MHD_OPTION_CONNECTION_LIMIT, 16u,
-            MHD_OPTION_PER_IP_CONNECTION_LIMIT, 4u, MHD_OPTION_CONNECTION_TIMEOUT, 5u,
-            MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
+        probe.budget = gs_net_probe_budget(cfg->probe_connection_limit);
+        s->probe = gs_net_server_start(&probe, err);
         if (!s->probe) {
-            gs_error_set(err, -EADDRNOTAVAIL, "cannot serve probes on %s", cfg->probe_listen);
-            MHD_stop_daemon(s->daemon);
-            free(s);
-            return NULL;
+            gs_net_server_stop(s->daemon);
+            s->daemon = NULL;
         }
     }
     if (!s->daemon) {
-        gs_error_set(err, -EADDRNOTAVAIL, "cannot serve on %s (address in use or not available?)",
-                     cfg->listen);
         free(s);
         return NULL;
     }
@@ -194,12 +167,12 @@ struct mon_server *mon_server_start(const struct mon_server_config *cfg, struct 
 
 unsigned mon_server_port(const struct mon_server *s)
 {
-    return gs_httpd_port(s->daemon);
+    return gs_net_server_port(s->daemon);
 }
 
 unsigned mon_server_probe_port(const struct mon_server *s)
 {
-    return s->probe ? gs_httpd_port(s->probe) : 0;
+    return s->probe ? gs_net_server_port(s->probe) : 0;
 }
 
 void mon_server_drain(struct mon_server *s)
@@ -213,8 +186,7 @@ void mon_server_stop(struct mon_server *s)
     if (!s)
         return;
     atomic_store(&s->draining, true);
-    if (s->probe)
-        MHD_stop_daemon(s->probe);
-    MHD_stop_daemon(s->daemon);
+    gs_net_server_stop(s->probe);
+    gs_net_server_stop(s->daemon);
     free(s);
 }

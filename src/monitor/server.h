@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The monitor's HTTP server (libmicrohttpd, as the webhook): GET/HEAD /metrics, /healthz,
+ * The monitor's routes on the server layer (net/server.h): GET/HEAD /metrics, /healthz,
  * /readyz. Plain HTTP by default; HTTPS when a certificate is given (net/tls.h: the pair is
- * re-read when the files change). One thread per connection (poll(), so descriptors past
- * FD_SETSIZE work), bounded by --max-connections, at most --max-connections-per-client from one
- * address, each closed after --idle-timeout without a request. --probe-listen adds a second
- * plain listener with its own small budget that answers only /healthz and /readyz, so idle or
- * slow clients of /metrics never starve kubelet's probes.
+ * re-read when the files change). --max-connections, --max-connections-per-client,
+ * --header-timeout and --idle-timeout are the listener's budget: with it full, a new client
+ * evicts an idle connection of the client holding the most, so ten clients' idle connections
+ * never keep Prometheus out. --probe-listen adds a second plain listener with its own budget
+ * (--probe-max-connections) that answers only /healthz and /readyz.
  *
  *   /metrics  Prometheus text 0.0.4, or OpenMetrics 1.0.0 when Accept asks for it
  *   /healthz  200 "ok" while the process serves
@@ -25,10 +25,12 @@ struct gs_tls;
 struct mon_server_config {
     const char *listen; /* "[host]:port"; empty host = all IPv4 addresses */
     unsigned connection_limit;
-    unsigned per_client_limit; /* 0 = 8 */
-    unsigned idle_timeout_s;   /* 0 = 10 */
-    const char *probe_listen;  /* NULL or "" = none */
-    struct gs_tls *tls;        /* NULL: plain HTTP */
+    unsigned per_client_limit;       /* 0 = 8 */
+    unsigned idle_timeout_s;         /* 0 = 10 */
+    unsigned header_timeout_ms;      /* 0 = the server layer's default (net/server.h) */
+    const char *probe_listen;        /* NULL or "" = none */
+    unsigned probe_connection_limit; /* 0 = GS_NET_PROBE_MAX_CONNECTIONS */
+    struct gs_tls *tls;              /* NULL: plain HTTP */
     struct mon_catalog *catalog;
     struct mon_collect_opts collect;
 };

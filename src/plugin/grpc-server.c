@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "net/grpc.h"
 
 #define RPC_DEFAULT_MAX_RECV (4u * 1024u * 1024u)
 #define RPC_MAX_THREADS      64u
@@ -459,18 +460,11 @@ struct rpc_server *rpc_server_new(const char *socket_path, const struct rpc_meth
         unlink(socket_path);
     }
 
-    grpc_arg args[2];
-    memset(args, 0, sizeof(args));
-    args[0].type = GRPC_ARG_INTEGER;
-    args[0].key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
-    args[0].value.integer = (int)max_recv;
-    args[1].type = GRPC_ARG_INTEGER;
-    args[1].key = (char *)GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
-    args[1].value.integer = 16 * 1024 * 1024;
-    grpc_channel_args cargs = {.num_args = 2, .args = args};
-
+    /* The server layer's gRPC budget (net/grpc.h): streams, idle, keepalive, message sizes and
+     * a memory quota, as channel arguments. */
+    struct gs_net_grpc_budget budget = {.max_recv_bytes = max_recv, .max_send_bytes = 16u << 20};
     s->cq = grpc_completion_queue_create_for_next(NULL);
-    s->server = grpc_server_create(&cargs, NULL);
+    s->server = gs_net_grpc_server_new(&budget);
     grpc_server_register_completion_queue(s->server, s->cq, NULL);
 
     char addr[4200];

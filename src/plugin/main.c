@@ -218,7 +218,12 @@ int main(int argc, char **argv)
     gs_info("checkpoint loaded", "claims=%zu reconciled=%d", ckpt_count(&drv->ckpt), fixed);
 
     if (o->metrics_addr && *o->metrics_addr) {
-        mhttp = metrics_http_start(m, o->metrics_addr, o->driver_name, o->node_name, &err);
+        struct gs_net_budget budget = {
+            .max_connections = (unsigned)o->max_connections,
+            .max_per_client = (unsigned)o->max_connections_per_client,
+            .header_timeout_ms = (unsigned)(o->header_timeout_ns / 1000000),
+            .idle_timeout_s = (unsigned)(o->idle_timeout_ns / 1000000000)};
+        mhttp = metrics_http_start(m, o->metrics_addr, o->driver_name, o->node_name, &budget, &err);
         if (!mhttp && err.code) {
             gs_error_log("cannot serve metrics", "error=%s", GS_LOGQ(err.msg));
             goto out;
@@ -228,7 +233,7 @@ int main(int argc, char **argv)
         char addr[32];
         snprintf(addr, sizeof(addr), ":%lld", (long long)o->healthcheck_port);
         gs_error_clear(&err);
-        hhttp = metrics_http_start(m, addr, o->driver_name, o->node_name, &err);
+        hhttp = metrics_http_start(m, addr, o->driver_name, o->node_name, NULL, &err);
         if (!hhttp) {
             gs_error_log("cannot serve the health endpoint", "error=%s", GS_LOGQ(err.msg));
             goto out;

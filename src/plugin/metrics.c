@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "base/version.h"
 #include "net/httpd.h"
+#include "net/server.h"
 
 /* Upper bounds of the latency buckets, in seconds. */
 static const double bucket_le[METRICS_BUCKETS] = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.025,
@@ -128,7 +129,7 @@ char *metrics_render(struct metrics *m, const char *driver, const char *node)
 }
 
 struct metrics_http {
-    struct MHD_Daemon *d;
+    struct gs_net_server *d;
     struct metrics *m;
     char driver[256];
     char node[256];
@@ -200,7 +201,8 @@ static int parse_addr(const char *addr, struct sockaddr_in *sa, struct gs_error 
 }
 
 struct metrics_http *metrics_http_start(struct metrics *m, const char *addr, const char *driver,
-                                        const char *node, struct gs_error *err)
+                                        const char *node, const struct gs_net_budget *budget,
+                                        struct gs_error *err)
 {
     struct sockaddr_in sa;
     int port = parse_addr(addr, &sa, err);
@@ -214,12 +216,13 @@ struct metrics_http *metrics_http_start(struct metrics *m, const char *addr, con
     h->m = m;
     snprintf(h->driver, sizeof(h->driver), "%s", driver);
     snprintf(h->node, sizeof(h->node), "%s", node);
-    h->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port,
-                            NULL, NULL, answer, h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                            MHD_OPTION_CONNECTION_LIMIT, 64u, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
-                            MHD_OPTION_END);
+    struct gs_net_server_config c = {.what = budget ? "--metrics-addr" : "--healthcheck-port",
+                                     .handler = answer,
+                                     .handler_cls = h,
+                                     .budget = budget ? *budget : gs_net_probe_budget(0)};
+    memcpy(&c.addr, &sa, sizeof(sa));
+    h->d = gs_net_server_start(&c, err);
     if (!h->d) {
-        gs_error_set(err, -EADDRINUSE, "cannot listen on %s for metrics/health", addr);
         free(h);
         return NULL;
     }
@@ -230,6 +233,6 @@ void metrics_http_stop(struct metrics_http *h)
 {
     if (!h)
         return;
-    MHD_stop_daemon(h->d);
+    gs_net_server_stop(h->d);
     free(h);
 }

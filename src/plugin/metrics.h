@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "net/server.h"
 
 #define METRICS_BUCKETS 12
 
@@ -41,9 +42,11 @@ void metrics_observe_prepare_ns(struct metrics *m, uint64_t ns);
 char *metrics_render(struct metrics *m, const char *driver, const char *node);
 
 struct metrics_http;
-/* Listen on `addr` ("host:port", ":port" or "port"; port 0 = do not listen). */
+/* Listen on `addr` ("host:port", ":port" or "port"; port 0 = do not listen) through the server
+ * layer with `budget` (the option table's), or NULL: the probe budget (the health port). */
 struct metrics_http *metrics_http_start(struct metrics *m, const char *addr, const char *driver,
-                                        const char *node, struct gs_error *err);
+                                        const char *node, const struct gs_net_budget *budget,
+                                        struct gs_error *err);
 void metrics_http_stop(struct metrics_http *h);
 
 #endif /* GS_PLUGIN_METRICS_H */

@@ -45,6 +45,7 @@ struct plugin_options {
     int64_t max_grpc_message;
     int64_t kube_qps;
     int64_t kube_burst;
+    int64_t max_connections, max_connections_per_client, idle_timeout_ns, header_timeout_ns;
 };
 
 /* Parse argv + environment (+ config file) into *o (zeroed by the caller). Returns 0 to run,

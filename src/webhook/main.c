@@ -145,6 +145,8 @@ static int serve(const struct wh_options *opts)
         .connection_limit = (unsigned)o.max_connections,
         .per_client_limit = (unsigned)o.max_connections_per_client,
         .idle_timeout_s = (unsigned)GS_MAX(o.idle_timeout_ns / 1000000000, 1),
+        .header_timeout_ms = (unsigned)(o.header_timeout_ns / 1000000),
+        .health_connection_limit = (unsigned)o.health_max_connections,
         .admission_timeout_ms = (uint64_t)(o.admission_timeout_ns / 1000000),
         .tls13_only = o.tls_min_version == 1,
         .admit = &admit,

@@ -41,6 +41,8 @@ struct wh_options {
     int64_t max_connections;
     int64_t max_connections_per_client;
     int64_t idle_timeout_ns;
+    int64_t header_timeout_ns;
+    int64_t health_max_connections;
     int64_t admission_timeout_ns;
     char *health_listen;      /* "" = no probe listener */
     int log_level;            /* index into "error", "warn", "info", "debug" */

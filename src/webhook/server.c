@@ -4,11 +4,9 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -24,14 +22,13 @@
 #include "base/log.h"
 #include "base/macros.h"
 #include "net/listen.h"
+#include "net/server.h"
 #include "webhook/review.h"
-
-struct probe_srv;
 
 struct wh_server {
     struct wh_server_config cfg;
-    struct MHD_Daemon *daemon; /* HTTPS: /mutate and everything else */
-    struct probe_srv *health;  /* plain HTTP probes; NULL when not configured */
+    struct gs_net_server *daemon; /* HTTPS: /mutate and everything else */
+    struct gs_net_server *health; /* plain HTTP probes; NULL when not configured */
     atomic_bool draining;
 };
 
@@ -254,272 +251,33 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 }
 
 /* Open connections of the HTTPS listener (a gauge on /metrics). */
-static void connection_event(void *cls, struct MHD_Connection *c, void **socket_context,
-                             enum MHD_ConnectionNotificationCode toe)
+static void connection_event(void *cls, bool opened)
 {
     struct wh_server *s = cls;
-    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+    if (opened) {
         atomic_fetch_add_explicit(&s->cfg.metrics->connections_open, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&s->cfg.metrics->connections_total, 1, memory_order_relaxed);
-    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+    } else {
         atomic_fetch_sub_explicit(&s->cfg.metrics->connections_open, 1, memory_order_relaxed);
     }
 }
 
-static void mhd_log(void *cls, const char *fmt, va_list ap) GS_PRINTF(2, 0);
-static void mhd_log(void *cls, const char *fmt, va_list ap)
+static enum MHD_Result handle_health(void *cls, struct MHD_Connection *c, const char *url,
+                                     const char *method, const char *version,
+                                     const char *upload_data, size_t *upload_data_size,
+                                     void **con_cls)
 {
-    char msg[512], q[600];
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    size_t n = strlen(msg);
-    while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
-        msg[--n] = '\0';
-    /* TLS handshake failures (plain HTTP, scanners) and refused connections (limits) are
-     * routine: debug only. */
-    gs_debug("http server", "detail=%s", gs_log_quote(q, sizeof(q), msg));
-}
-
-/*
- * The probe listener: one thread, poll(), no libmicrohttpd. Slow clients are the threat here
- * (a client that dribbles one header byte a second keeps an idle timeout from ever firing, and
- * a per-address limit also shuts out kubelet when the attacker shares its address, e.g. a
- * hostNetwork pod). So each connection has an absolute deadline from its accept
- * (WH_HEALTH_REQUEST_DEADLINE_MS) for the whole request and answer, and when every slot is
- * taken a new connection evicts the oldest one: a probe, which sends its request at once, is
- * the youngest connection and is answered within its first poll round.
- */
-struct probe_conn {
-    int fd;
-    uint64_t since_ms;
-    uint64_t seq; /* accept order: the smallest is evicted first */
-    size_t len;   /* request bytes read */
-    char *out;    /* answer being written (malloc'd), NULL while reading */
-    size_t out_len, out_off;
-    char buf[WH_HEALTH_REQUEST_MAX];
-};
-
-struct probe_srv {
-    struct wh_server *s;
-    int lfd, wake[2];
-    pthread_t thread;
-    uint64_t seq;
-    size_t n;
-    struct probe_conn conns[WH_HEALTH_CONNECTION_LIMIT];
-};
-
-static uint64_t now_ms(void)
-{
-    return gs_now_ns() / 1000000u;
-}
-
-static void probe_close(struct probe_srv *ps, size_t i)
-{
-    close(ps->conns[i].fd);
-    free(ps->conns[i].out);
-    ps->conns[i] = ps->conns[--ps->n];
-}
-
-/* The answer to one probe request (what the libmicrohttpd handler answers on these routes). */
-static void probe_answer(struct wh_server *s, struct probe_conn *c)
-{
-    char method[16] = "", path[256] = "";
-    c->buf[c->len < sizeof(c->buf) ? c->len : sizeof(c->buf) - 1] = '\0';
-    if (sscanf(c->buf, "%15s %255s", method, path) != 2)
-        method[0] = '\0';
-    char *q = strchr(path, '?');
-    if (q)
-        *q = '\0';
-    bool get = strcmp(method, "GET") == 0, head = strcmp(method, "HEAD") == 0;
-    enum wh_route route = route_of(path);
-    unsigned status = 200;
-    const char *type = "text/plain; charset=utf-8", *text = NULL;
-    char *body = NULL;
-    size_t blen = 0;
-    if (!method[0]) {
-        status = 400, text = "bad request\n";
-    } else if (route == WH_ROUTE_MUTATE || route == WH_ROUTE_OTHER) {
-        status = 404, text = "not found\n";
-    } else if (!get && !head) {
-        status = 405, text = "GET only\n";
-    } else if (route == WH_ROUTE_HEALTHZ) {
-        text = "ok\n";
-    } else if (route == WH_ROUTE_READYZ) {
-        bool d = atomic_load(&s->draining);
-        status = d ? 500 : 200, text = d ? "shutting down\n" : "ok\n";
-    } else {
-        struct wh_metrics_extra extra = {0};
-        if (s->cfg.extra_metrics)
-            s->cfg.extra_metrics(s->cfg.extra_user, &extra);
-        body = wh_metrics_render(s->cfg.metrics, s->cfg.extra_metrics ? &extra : NULL, &blen);
-        if (body)
-            type = "text/plain; version=0.0.4; charset=utf-8";
-        else
-            status = 500, text = "out of memory\n";
-    }
-    if (text)
-        blen = strlen(text);
-    wh_metrics_request(s->cfg.metrics, route, status);
-    char head_buf[256];
-    int hl = snprintf(head_buf, sizeof(head_buf),
-                      "HTTP/1.1 %u %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                      "Connection: close\r\n\r\n",
-                      status,
-                      status == 200   ? "OK"
-                      : status == 400 ? "Bad Request"
-                      : status == 404 ? "Not Found"
-                      : status == 405 ? "Method Not Allowed"
-                                      : "Internal Server Error",
-                      type, blen);
-    size_t bl = head ? 0 : blen;
-    c->out = malloc((size_t)hl + bl + 1);
-    if (c->out) {
-        memcpy(c->out, head_buf, (size_t)hl);
-        if (bl)
-            memcpy(c->out + hl, body ? body : text, bl);
-        c->out_len = (size_t)hl + bl, c->out_off = 0;
-    }
-    free(body);
-}
-
-/* Read or write what is ready: false when the connection is done (answered, closed, failed). */
-static bool probe_io(struct probe_srv *ps, struct probe_conn *c)
-{
-    if (!c->out) {
-        ssize_t r = recv(c->fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len, 0);
-        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
-            return false;
-        if (r > 0)
-            c->len += (size_t)r;
-        c->buf[c->len] = '\0';
-        if (!strstr(c->buf, "\r\n\r\n") && !strstr(c->buf, "\n\n")) {
-            if (c->len + 1 < sizeof(c->buf))
-                return true;
-            static const char big[] = "HTTP/1.1 431 Request Header Fields Too Large\r\n"
-                                      "Content-Length: 0\r\nConnection: close\r\n\r\n";
-            (void)!send(c->fd, big, sizeof(big) - 1, MSG_NOSIGNAL);
-            return false;
-        }
-        probe_answer(ps->s, c);
-        if (!c->out)
-            return false;
-    }
-    ssize_t w = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
-    if (w < 0)
-        return errno == EAGAIN || errno == EINTR;
-    c->out_off += (size_t)w;
-    return c->out_off < c->out_len;
-}
-
-/* Accept at most a quarter of the slots per poll round: a connection accepted in this round
- * gets at least three rounds (its request read) before a flood can evict it. */
-static void probe_accept(struct probe_srv *ps)
-{
-    for (unsigned k = 0; k < WH_HEALTH_CONNECTION_LIMIT / 4; k++) {
-        int fd = accept4(ps->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0)
-            return; /* EAGAIN, or a transient error: the next poll round retries */
-        if (ps->n == WH_HEALTH_CONNECTION_LIMIT) { /* every slot taken: evict the oldest */
-            size_t old = 0;
-            for (size_t i = 1; i < ps->n; i++)
-                if (ps->conns[i].seq < ps->conns[old].seq)
-                    old = i;
-            probe_close(ps, old);
-            gs_debug("probe connection evicted", "reason=%s", "every slot taken");
-        }
-        struct probe_conn *c = &ps->conns[ps->n++];
-        c->fd = fd, c->since_ms = now_ms(), c->seq = ps->seq++, c->len = 0, c->out = NULL;
-    }
-}
-
-static void *probe_loop(void *arg)
-{
-    struct probe_srv *ps = arg;
-    struct pollfd pfd[WH_HEALTH_CONNECTION_LIMIT + 2];
-    for (;;) {
-        uint64_t now = now_ms();
-        for (size_t i = 0; i < ps->n;) /* absolute deadlines: slow clients go */
-            if (now - ps->conns[i].since_ms >= WH_HEALTH_REQUEST_DEADLINE_MS)
-                probe_close(ps, i);
-            else
-                i++;
-        int timeout = -1;
-        for (size_t i = 0; i < ps->n; i++) {
-            int left = (int)(ps->conns[i].since_ms + WH_HEALTH_REQUEST_DEADLINE_MS - now);
-            if (timeout < 0 || left < timeout)
-                timeout = left;
-        }
-        pfd[0] = (struct pollfd){.fd = ps->wake[0], .events = POLLIN};
-        pfd[1] = (struct pollfd){.fd = ps->lfd, .events = POLLIN};
-        size_t n = ps->n;
-        for (size_t i = 0; i < n; i++)
-            pfd[i + 2] = (struct pollfd){.fd = ps->conns[i].fd,
-                                         .events = ps->conns[i].out ? POLLOUT : POLLIN};
-        if (poll(pfd, n + 2, timeout) < 0 && errno != EINTR)
-            continue;
-        if (pfd[0].revents)
-            break;
-        /* Connections first (newest last: eviction below may reorder the array). */
-        for (size_t i = n; i-- > 0;)
-            if (pfd[i + 2].revents && !probe_io(ps, &ps->conns[i]))
-                probe_close(ps, i);
-        if (pfd[1].revents)
-            probe_accept(ps);
-    }
-    while (ps->n)
-        probe_close(ps, ps->n - 1);
-    return NULL;
-}
-
-static struct probe_srv *start_health(struct wh_server *s, struct gs_error *err)
-{
-    struct sockaddr_storage addr;
-    if (gs_listen_parse("--health-listen", s->cfg.health_listen, &addr, err) < 0)
-        return NULL;
-    struct probe_srv *ps = calloc(1, sizeof(*ps));
-    if (!ps) {
-        gs_error_set(err, -ENOMEM, "out of memory");
-        return NULL;
-    }
-    ps->s = s;
-    ps->wake[0] = ps->wake[1] = -1;
-    int one = 1;
-    socklen_t alen =
-        addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-    ps->lfd = socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (ps->lfd < 0 || setsockopt(ps->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-        bind(ps->lfd, (struct sockaddr *)&addr, alen) < 0 || listen(ps->lfd, 128) < 0 ||
-        pipe2(ps->wake, O_CLOEXEC | O_NONBLOCK) < 0 ||
-        pthread_create(&ps->thread, NULL, probe_loop, ps) != 0) {
-        gs_error_set(err, -EADDRNOTAVAIL,
-                     "cannot serve HTTP probes on %s (address in use or not available?)",
-                     s->cfg.health_listen);
-        if (ps->lfd >= 0)
-            close(ps->lfd);
-        if (ps->wake[0] >= 0)
-            close(ps->wake[0]), close(ps->wake[1]);
-        free(ps);
-        return NULL;
-    }
-    return ps;
-}
-
-static void stop_health(struct probe_srv *ps)
-{
-    if (!ps)
-        return;
-    (void)!write(ps->wake[1], "x", 1);
-    pthread_join(ps->thread, NULL);
-    close(ps->lfd);
-    close(ps->wake[0]);
-    close(ps->wake[1]);
-    free(ps);
+    return handle(cls, c, url, method, version, upload_data, upload_data_size, con_cls, true);
 }
 
 struct wh_server *wh_server_start(const struct wh_server_config *cfg, struct gs_error *err)
 {
-    struct sockaddr_storage addr;
-    int r = gs_listen_parse("--listen", cfg->listen, &addr, err);
-    if (r < 0)
+    struct gs_net_server_config main = {.what = "--listen"}, health = {.what = "--health-listen"};
+    if (gs_listen_parse("--listen", cfg->listen, &main.addr, err) < 0)
+        return NULL;
+    bool with_health = cfg->health_listen && cfg->health_listen[0];
+    if (with_health &&
+        gs_listen_parse("--health-listen", cfg->health_listen, &health.addr, err) < 0)
         return NULL;
     struct wh_server *s = calloc(1, sizeof(*s));
     if (!s) {
@@ -533,29 +291,28 @@ struct wh_server *wh_server_start(const struct wh_server_config *cfg, struct gs_
         s->cfg.per_client_limit = 64;
     if (!s->cfg.idle_timeout_s)
         s->cfg.idle_timeout_s = 10;
-    unsigned flags = MHD_USE_TLS | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                     MHD_USE_ERROR_LOG;
-    if (addr.ss_family == AF_INET6)
-        flags |= MHD_USE_IPv6;
-    s->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, handle_main, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_HTTPS_CERT_CALLBACK,
-        gs_tls_retrieve, MHD_OPTION_HTTPS_PRIORITIES,
-        s->cfg.tls13_only ? GS_TLS_PRIORITIES_13 : GS_TLS_PRIORITIES, MHD_OPTION_CONNECTION_LIMIT,
-        s->cfg.connection_limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->cfg.per_client_limit,
-        MHD_OPTION_CONNECTION_TIMEOUT, s->cfg.idle_timeout_s, MHD_OPTION_NOTIFY_COMPLETED,
-        completed, s, MHD_OPTION_NOTIFY_CONNECTION, connection_event, s,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u, MHD_OPTION_END);
-    if (!s->daemon) {
-        gs_error_set(err, -EADDRNOTAVAIL,
-                     "cannot serve HTTPS on %s (address in use or not available?)", cfg->listen);
+    main.handler = handle_main, main.handler_cls = s;
+    main.completed = completed, main.completed_cls = s;
+    main.on_connection = connection_event, main.on_connection_cls = s;
+    main.tls_cert = gs_tls_retrieve;
+    main.tls_priorities = s->cfg.tls13_only ? GS_TLS_PRIORITIES_13 : GS_TLS_PRIORITIES;
+    main.budget = (struct gs_net_budget){.max_connections = s->cfg.connection_limit,
+                                         .max_per_client = s->cfg.per_client_limit,
+                                         .header_timeout_ms = s->cfg.header_timeout_ms,
+                                         .idle_timeout_s = s->cfg.idle_timeout_s};
+    if (!(s->daemon = gs_net_server_start(&main, err))) {
         free(s);
         return NULL;
     }
-    if (s->cfg.health_listen && s->cfg.health_listen[0] && !(s->health = start_health(s, err))) {
-        MHD_stop_daemon(s->daemon);
-        free(s);
-        return NULL;
+    if (with_health) {
+        health.handler = handle_health, health.handler_cls = s;
+        health.completed = completed, health.completed_cls = s;
+        health.budget = gs_net_probe_budget(s->cfg.health_connection_limit);
+        if (!(s->health = gs_net_server_start(&health, err))) {
+            gs_net_server_stop(s->daemon);
+            free(s);
+            return NULL;
+        }
     }
     return s;
 }
@@ -571,7 +328,7 @@ void wh_server_stop(struct wh_server *s)
     if (!s)
         return;
     atomic_store(&s->draining, true);
-    stop_health(s->health);
-    MHD_stop_daemon(s->daemon);
+    gs_net_server_stop(s->health);
+    gs_net_server_stop(s->daemon);
     free(s);
 }

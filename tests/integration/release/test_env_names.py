@@ -26,7 +26,8 @@ SAME = {'node-name', 'kubeconfig', 'driver-name', 'host-dir', 'vgpu-lib', 'sysfs
 # Shared flag names that mean a different thing per daemon (its own listener, file, folder).
 PER_DAEMON = {'listen', 'config', 'tls-cert-file', 'tls-key-file', 'cert-check-interval',
               'state-dir', 'resync-interval', 'api-timeout', 'max-connections', 'resource-name',
-              'tls-min-version', 'probe-listen', 'idle-timeout', 'max-connections-per-client'}
+              'tls-min-version', 'probe-listen', 'idle-timeout', 'max-connections-per-client',
+              'header-timeout', 'probe-max-connections'}
 
 
 def options(binary):

@@ -29,6 +29,8 @@ NET = {'gshttpd'}
 # The serving certificate (GnuTLS): the HTTPS daemons only (webhook, monitor, and the extender's
 # --tls-cert-file).
 TLS = {'gstls'}
+# The gRPC servers' channel arguments (src/net/grpc.c): the kubelet plugin and the device plugin.
+GRPCNET = {'gsgrpcnet'}
 # The webhook's legacy-resource translation (nvidia.com/gpu* -> claim spec), which the extender
 # shares; the rest of the webhook (admission, server, TLS, fast JSON) stays the webhook's own.
 WEBHOOK_LEGACY = {'gswebhook:legacy.c.o', 'gswebhook:shape.c.o', 'gswebhook:selector.c.o'}
@@ -48,6 +50,7 @@ LIB_DEPS = {
     'gskube': {'gsbase', 'gsconfig'},
     'gshttpd': {'gsbase'},
     'gstls': {'gsbase'},
+    'gsgrpcnet': set(),
     'gshami': BASE | {'gsgpu'},
     'gsextassign': BASE | {'gshami', 'gsgpu'},
     'gsledgerread': BASE,
@@ -56,13 +59,13 @@ LIB_DEPS = {
     'gsalloc': BASE | {'gscel', 'gsgpu'},
     'gssimcore': BASE,
     'gsplugin_proto': set(),
-    'gsplugin': BASE | NET | {'gsgpu', 'gsplugin_proto'},
+    'gsplugin': BASE | NET | GRPCNET | {'gsgpu', 'gsplugin_proto'},
     'gscli': BASE | {'gsgpu', 'gsalloc', 'gscel'},
     'gswebhook': BASE | NET | TLS | {'gsalloc', 'gscel', 'gsgpu'},
     'gsmonitor': BASE | NET | TLS | {'gsgpu'} | LEDGER_READ,
     'gsextender': BASE | NET | TLS | {'gsalloc', 'gscel', 'gsgpu', 'gshami',
                                       'gsextassign:assign.c.o'} | WEBHOOK_LEGACY,
-    'gsdeviceplugin': BASE | NET | {'gsgpu'} | HAMI,
+    'gsdeviceplugin': BASE | NET | GRPCNET | {'gsgpu'} | HAMI,
 }
 
 C = {'libc', 'ld-linux-x86-64', 'ld-linux-aarch64'}
@@ -76,7 +79,7 @@ PROGRAMS = {
     'gpuslice-kubelet-plugin': ('GS_PLUGIN',
                                 C | {'libjansson', 'libcurl', 'libyaml-0', 'libm', 'libprotobuf-c',
                                      'libgrpc', 'libgpr', 'libmicrohttpd'},
-                                BASE | NET | {'gsplugin', 'gsplugin_proto', 'gsgpu'},
+                                BASE | NET | GRPCNET | {'gsplugin', 'gsplugin_proto', 'gsgpu'},
                                 ('wh_', 'mon_', 'ext_', 'dp_', 'alloc_'), {'gsplugin'}),
     'gpuslice-webhook': ('GS_WEBHOOK',
                          C | {'libjansson', 'libcurl', 'libyaml-0', 'libm', 'libgnutls',
@@ -98,7 +101,7 @@ PROGRAMS = {
     'gpuslice-device-plugin': ('GS_DEVICE_PLUGIN',
                                C | {'libjansson', 'libcurl', 'libyaml-0', 'libm', 'libprotobuf-c',
                                     'libgrpc', 'libgpr', 'libmicrohttpd'},
-                               BASE | NET | {'gsdeviceplugin', 'gsgpu'} | HAMI,
+                               BASE | NET | GRPCNET | {'gsdeviceplugin', 'gsgpu'} | HAMI,
                                ('wh_', 'mon_', 'alloc_', 'cel_', 'ext_', 'gs_tls'),
                                {'gsdeviceplugin'}),
     # gpusim-smi also drives gpusim's shared state (inject-xid, lose, recover: gssimcore).
