@@ -24,8 +24,13 @@ struct mon_breach {
     int32_t pid; /* in the monitor's pid namespace, as NVML reports it */
     uint64_t start_time;
     char claim_ns[256], claim_name[256], claim_uid[64];
+    /* The pod and container the process runs in (its cgroup against the API server's pods);
+     * empty when not known (standalone, or tied through a region slot alone). */
+    char pod_ns[256], pod_name[256], pod_uid[64], container[256];
     char uuid[GPU_STR_MAX];
     uint64_t used, limit; /* bytes */
+    const char *identity; /* how it was tied to the claim: container, pod, cgroup, slot */
+    bool proven;          /* in the claim's container (or the slice's cgroup): may be killed */
     bool killed;
 };
 
