@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The auditor: libvgpu's accounting checked from outside the process (docs/internals/monitor.md
- * "The auditor"). Every refresh, for each GPU, NVML's per-process memory
- * (nvmlDeviceGetComputeRunningProcesses_v3) is matched to claims through the process slots of
- * their shared regions (pid + pid namespace + start time), and a process holding more physical
- * memory on a device than its claim's limit there is a breach: exported as metrics, logged once
- * (and, with Kubernetes, an Event on the ResourceClaim), and with the kill policy
- * (--audit-kill, HAMi's ACTIVE_OOM_KILLER meaning; off by default) killed with SIGKILL.
+ * "The auditor", "What the auditor trusts and why"). Every refresh, for each GPU, NVML's
+ * per-process memory (nvmlDeviceGetComputeRunningProcesses_v3) is matched to claims by what the
+ * tenant cannot write: the process's cgroup (ident.h: pod UID + container ID) against the pods
+ * and containers the API server lists for the claim, or the cgroup `gpuslice run` made for a
+ * slice. Region process slots are only a hint: one naming a process outside its claim is counted
+ * as forged and ignored. A process holding more physical memory on a device than its claim's
+ * limit there is a breach: exported as metrics, logged once (and, with Kubernetes, an Event on
+ * the breaching Pod), and with the kill policy (--audit-kill, HAMi's ACTIVE_OOM_KILLER meaning;
+ * off by default) killed with SIGKILL when it is proven to be in the claim's container.
  * Runs on the refresher thread; the report is read by scrapes under the catalog lock.
  */
 #ifndef GS_MONITOR_AUDIT_H
