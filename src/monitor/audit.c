@@ -192,7 +192,13 @@ static enum tie member_tie(const struct mon_catalog *c, const struct mon_claim *
 {
     *who = NULL;
     if (m->source == MON_SOURCE_STANDALONE) {
-        const char *root = c->cfg.cgroup_root ? c->cfg.cgroup_root : "/sys/fs/cgroup";
+        static char mount[PATH_MAX]; /* the refresher thread's alone */
+        const char *root = c->cfg.cgroup_root;
+        if (!root || !root[0]) {
+            if (!mount[0])
+                mon_cgroup2_mount(mount, sizeof(mount));
+            root = mount;
+        }
         return id->has_cgroup && mon_cgroup_within(root, m->cgroup, id->cg.v2_path) ? TIE_CGROUP
                                                                                     : TIE_NONE;
     }
@@ -258,7 +264,10 @@ static bool judge(struct mon_catalog *c, const struct mon_gpu *gpu, const struct
             } else if (in_slots(m, id, slots)) {
                 /* A slot names a process that is not the claim's: someone wrote it there. */
                 char what[600], detail[300];
-                snprintf(what, sizeof(what), "claim %s/%s", m->ns, m->name);
+                if (m->source == MON_SOURCE_STANDALONE)
+                    snprintf(what, sizeof(what), "slice %s", m->name);
+                else
+                    snprintf(what, sizeof(what), "claim %s/%s", m->ns, m->name);
                 snprintf(detail, sizeof(detail),
                          "process slot names pid %d (%s%s) outside the claim; ignored",
                          (int)id->pid, id->cg.pod_uid[0] ? "pod " : "not in a pod of the claim",

@@ -129,7 +129,7 @@ struct mon_catalog_config {
     bool sample_gpus;        /* open NVML and sample the devices */
     bool audit_kill;         /* the auditor kills processes over their claim's limit */
     const char *proc_root;   /* the auditor's /proc (NULL = "/proc") */
-    const char *cgroup_root; /* cgroup v2 mount point (NULL = "/sys/fs/cgroup") */
+    const char *cgroup_root; /* cgroup v2 mount point (NULL/"" = found in /proc/self/mountinfo) */
 };
 
 struct mon_catalog {

@@ -212,3 +212,24 @@ bool mon_cgroup_within(const char *cgroup_root, const char *recorded, const char
         n--;
     return strncmp(proc_path, rec, n) == 0 && (proc_path[n] == '\0' || proc_path[n] == '/');
 }
+
+void mon_cgroup2_mount(char *buf, size_t len)
+{
+    snprintf(buf, len, "/sys/fs/cgroup");
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    if (!f)
+        return;
+    char line[4096];
+    while (fgets(line, sizeof(line), f)) {
+        /* id parent major:minor root mount-point options... - fstype source super-options */
+        const char *sep = strstr(line, " - ");
+        if (!sep || strncmp(sep + 3, "cgroup2 ", 8) != 0)
+            continue;
+        char mnt[4096];
+        if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1 && mnt[0] == '/') {
+            snprintf(buf, len, "%s", mnt);
+            break;
+        }
+    }
+    fclose(f);
+}

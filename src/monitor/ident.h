@@ -58,4 +58,9 @@ void mon_container_id(const char *status_id, char *buf, size_t len);
  * `recorded` (an absolute path under `cgroup_root`, as `gpuslice run` records it) or below it? */
 bool mon_cgroup_within(const char *cgroup_root, const char *recorded, const char *proc_path);
 
+/* The cgroup v2 hierarchy's mount point in this process's mount namespace (the first cgroup2
+ * entry of /proc/self/mountinfo, as `gpuslice run` finds it in src/cli/members.c);
+ * "/sys/fs/cgroup" when none is listed. */
+void mon_cgroup2_mount(char *buf, size_t len);
+
 #endif /* GS_MONITOR_IDENT_H */

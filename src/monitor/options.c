@@ -96,11 +96,11 @@ static const struct gs_option options[] = {
     {.name = "cgroup-root",
      .env = "GPUSLICE_MONITOR_CGROUP_ROOT",
      .type = GS_OPT_STRING,
-     .def = "/sys/fs/cgroup",
      .metavar = "DIR",
      .offset = OFF(cgroup_root),
      .help = "mount point of the cgroup v2 hierarchy under which `gpuslice run` records a "
-             "slice's cgroup (the standalone auditor's identity of a slice's processes)"},
+             "slice's cgroup (the standalone auditor's identity of a slice's processes); unset = "
+             "the cgroup2 mount of /proc/self/mountinfo, else /sys/fs/cgroup"},
     {.name = "legacy-metrics",
      .env = "GPUSLICE_MONITOR_LEGACY_METRICS",
      .type = GS_OPT_BOOL,
@@ -220,8 +220,7 @@ int mon_options_parse(struct mon_options *o, int argc, char *const *argv, FILE *
     } names[] = {{"--listen", o->listen},
                  {"--driver-name", o->driver_name},
                  {"--host-dir", o->host_dir},
-                 {"--proc-root", o->proc_root},
-                 {"--cgroup-root", o->cgroup_root}};
+                 {"--proc-root", o->proc_root}};
     for (size_t i = 0; i < GS_ARRAY_SIZE(names); i++)
         if (!names[i].value || !names[i].value[0])
             return gs_error_set(err, -EINVAL, "%s: must not be empty", names[i].flag);
