@@ -98,7 +98,8 @@ static bool was_reported(const struct mon_audit *a, const struct mon_breach *b)
 {
     for (size_t i = 0; i < a->n; i++)
         if (a->b[i].pid == b->pid && a->b[i].start_time == b->start_time &&
-            strcmp(a->b[i].uuid, b->uuid) == 0 && strcmp(a->b[i].claim_uid, b->claim_uid) == 0)
+            strcmp(a->b[i].uuid, b->uuid) == 0 && strcmp(a->b[i].claim_uid, b->claim_uid) == 0 &&
+            a->b[i].proven == b->proven) /* a breach proven since (a later resolution) is new */
             return true;
     return false;
 }

@@ -197,7 +197,8 @@ def main():
                                          'attacker': [pid['victim']]})
         args = ['--node-name', 'node-a', '--state-dir', state, '--host-dir', host,
                 '--standalone-state-dir', os.path.join(TMP, 'standalone'),
-                '--kubeconfig', kubeconfig(api.url), '--proc-root', PROC]
+                '--kubeconfig', kubeconfig(api.url), '--proc-root', PROC,
+                '--resync-interval', '500ms']
 
         mon = Monitor(TMP, args, env)
         mons.append(mon)
@@ -273,6 +274,29 @@ def main():
         t.is_eq([e['message'] for e in events(api)
                  if 'process %d ' % pid['victim'] in e['message']], [],
                 'no Event names the victim\'s process')
+
+        # A container (re)started after the last resolution: its process is in the claim's pod
+        # but its container ID is not in the pod's status yet. Reported, not killed, until the
+        # kubelet reports the ID; then proven and killed.
+        late = workload(env, 1200, os.path.join(TMP, 'go-late'))
+        if not t.ok(late, 'a new process of modest-pod holds 1200 MiB of the 1 GiB claim'):
+            return t.done()
+        procs['late'] = late
+        fake_proc(late.pid, cgroupfs_cgroup(1, cid(50)))
+        seen = wait_until(lambda: re.search(r'identity=pod pid=%d .*action=reported-unproven'
+                                            % late.pid, mon.logs()), 60)
+        t.ok(seen and late.poll() is None, 'its container not reported by the kubelet yet: '
+             'reported, not killed')
+        pod = api.get('pods', 'team', 'modest-pod')
+        pod['status']['containerStatuses'][0]['containerID'] = 'containerd://' + cid(50)
+        api.put(pod)
+        try:
+            rc = late.wait(60)
+        except subprocess.TimeoutExpired:
+            rc = None
+        t.is_eq(rc, -9, 'once the pod\'s status names its container, it is proven and killed')
+        t.ok(procs['modest'].poll() is None and procs['victim'].poll() is None,
+             'the others are untouched')
     finally:
         for name in procs:
             open(os.path.join(TMP, 'go-' + name), 'w').close()
