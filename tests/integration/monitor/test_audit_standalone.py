@@ -73,25 +73,32 @@ def members(slice_dir, count):
     return wait_until(read, 60) or {}
 
 
-def slots_used(region):
+def slot_pids(region):
     try:
         with open(region, 'rb') as f:
             f.seek(HINT_OFF)
-            return struct.unpack('<I', f.read(4))[0]
+            hint = struct.unpack('<I', f.read(4))[0]
+            pids = []
+            for i in range(min(hint, 1024)):
+                f.seek(PROCS_OFF + i * SLOT)
+                pids.append(struct.unpack('<i', f.read(4))[0])
+            return pids
     except (OSError, struct.error):
-        return 0
+        return []
 
 
-def forge_slot(region, pid):
-    """Write `pid` (its start time, its pid namespace) into the first free slot of a region."""
+def forge_slot(region, pid, index=1000):
+    """Write `pid` (its start time, its pid namespace) into slot `index` of a region, far from
+    the lowest free slot libvgpu claims next."""
     with open(region, 'r+b') as f:
-        f.seek(HINT_OFF)
-        hint = struct.unpack('<I', f.read(4))[0]
-        f.seek(PROCS_OFF + hint * SLOT)
+        f.seek(PROCS_OFF + index * SLOT)
         f.write(struct.pack('<iIQQ', pid, 0, start_time(pid),
                             os.stat(f'/proc/{pid}/ns/pid').st_ino))
         f.seek(HINT_OFF)
-        f.write(struct.pack('<I', hint + 1))
+        hint = struct.unpack('<I', f.read(4))[0]
+        if hint <= index:
+            f.seek(HINT_OFF)
+            f.write(struct.pack('<I', index + 1))
 
 
 def main():
@@ -125,8 +132,10 @@ def main():
         hidden, registered, neighbour = bpids[1500], bpids[100], npids[2000]
         # once boxed's registered process is in its region, forge a slot beside it
         region = os.path.join(bdir, 'region')
-        t.ok(wait_until(lambda: slots_used(region) >= 1, 60), 'boxed\'s region has its slot')
+        t.ok(wait_until(lambda: registered in slot_pids(region), 60),
+             'boxed\'s registered process has its slot')
         forge_slot(region, neighbour)
+        t.ok(neighbour in slot_pids(region), 'a slot of boxed\'s region names the neighbour')
 
         mon = Monitor(TMP, ['--node-name', 'ws', '--no-kubernetes', '--audit-kill',
                             '--standalone-state-dir', STATE,
@@ -141,7 +150,8 @@ def main():
                 '1 GiB is killed (its cgroup is the slice\'s)')
         forged = wait_until(lambda: value(mon.text(), 'gpuslice_monitor_skipped_total',
                                           cause='forged_slot'), 30)
-        t.ok(forged, 'boxed\'s slot naming the neighbour is counted as forged')
+        t.ok(forged, 'boxed\'s slot naming the neighbour is counted as forged',
+             diag=[p for p in slot_pids(region) if p])
         t.ok(os.path.exists(f'/proc/{neighbour}') and nb.poll() is None,
              'the neighbour named in boxed\'s slot survives (within its own 4 GiB)')
         t.ok(os.path.exists(f'/proc/{registered}'), 'boxed\'s registered process within its '
