@@ -269,10 +269,14 @@ static bool judge(struct mon_catalog *c, const struct mon_gpu *gpu, const struct
                     snprintf(what, sizeof(what), "slice %s", m->name);
                 else
                     snprintf(what, sizeof(what), "claim %s/%s", m->ns, m->name);
-                snprintf(detail, sizeof(detail),
-                         "process slot names pid %d (%s%s) outside the claim; ignored",
-                         (int)id->pid, id->cg.pod_uid[0] ? "pod " : "not in a pod of the claim",
-                         id->cg.pod_uid);
+                if (id->cg.pod_uid[0])
+                    snprintf(detail, sizeof(detail),
+                             "a process slot names pid %d, which runs in pod %s: ignored",
+                             (int)id->pid, id->cg.pod_uid);
+                else
+                    snprintf(detail, sizeof(detail),
+                             "a process slot names pid %d, which runs in cgroup %.200s: ignored",
+                             (int)id->pid, id->has_cgroup ? id->cg.v2_path : "(unknown)");
                 mon_catalog_skip(c, MON_CAUSE_FORGED_SLOT, &m->logged, what, detail);
             }
         } else if (in_slots(m, id, slots)) {
