@@ -46,6 +46,7 @@ static const char *const cause_names[MON_CAUSE_N] = {
     [MON_CAUSE_POD_GONE] = "pod_gone",
     [MON_CAUSE_API_ERROR] = "api_error",
     [MON_CAUSE_NVML_ERROR] = "nvml_error",
+    [MON_CAUSE_FORGED_SLOT] = "forged_slot",
 };
 
 const char *mon_cause_name(enum mon_cause c)

@@ -34,6 +34,7 @@
 #include "gpu/claim.h"
 #include "monitor/audit.h"
 #include "monitor/gpus.h"
+#include "monitor/ident.h"
 #include "monitor/region.h"
 
 #define MON_NAME_MAX 256
@@ -59,6 +60,7 @@ enum mon_cause {
     MON_CAUSE_POD_GONE,
     MON_CAUSE_API_ERROR,
     MON_CAUSE_NVML_ERROR,
+    MON_CAUSE_FORGED_SLOT, /* a region's process slot names a process outside the claim */
     MON_CAUSE_N,
 };
 const char *mon_cause_name(enum mon_cause c);
@@ -68,6 +70,11 @@ struct mon_consumer {
     char ns[MON_NAME_MAX];
     char pod[MON_NAME_MAX];
     char container[MON_NAME_MAX];
+    /* What the API server wrote: the pod's metadata.uid, the container's ID from
+     * status.containerStatuses (the runtime's, as in the container's cgroup; "" until the kubelet
+     * reported it). The auditor ties a process to the claim through these (ident.h). */
+    char pod_uid[MON_POD_UID_MAX];
+    char container_id[MON_CONTAINER_ID_MAX];
 };
 
 struct mon_claim_device {
@@ -103,6 +110,10 @@ struct mon_claim {
     uint32_t logged;    /* bit per mon_cause already logged for this claim */
     bool seen;          /* mark of the refresher's mark-and-sweep */
     bool devices_known; /* plugin: from the plan; standalone: once its limits file was read */
+    /* standalone: the slice's cgroup as `gpuslice run` recorded it (<slice dir>/holders.json;
+     * "" = none, the auditor cannot prove a process is the slice's) */
+    bool cgroup_read;
+    char cgroup[MON_CGROUP_MAX];
 };
 
 struct gs_k8s_client;
@@ -115,8 +126,10 @@ struct mon_catalog_config {
     struct gs_k8s_client *k8s;        /* NULL: no Kubernetes (borrowed) */
     uint64_t refresh_ns;
     uint64_t resync_ns;
-    bool sample_gpus; /* open NVML and sample the devices */
-    bool audit_kill;  /* the auditor kills processes over their claim's limit */
+    bool sample_gpus;        /* open NVML and sample the devices */
+    bool audit_kill;         /* the auditor kills processes over their claim's limit */
+    const char *proc_root;   /* the auditor's /proc (NULL = "/proc") */
+    const char *cgroup_root; /* cgroup v2 mount point (NULL/"" = found in /proc/self/mountinfo) */
 };
 
 struct mon_catalog {

@@ -122,6 +122,8 @@ static int serve(const struct mon_options *o)
         .resync_ns = (uint64_t)o->resync_interval_ns,
         .sample_gpus = true,
         .audit_kill = o->audit_kill,
+        .proc_root = o->proc_root,
+        .cgroup_root = o->cgroup_root,
     };
     int rc = 0;
     if (mon_catalog_init(&cat, &cc, &err) < 0) {

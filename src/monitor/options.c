@@ -84,6 +84,23 @@ static const struct gs_option options[] = {
      .offset = OFF(audit_kill),
      .help = "the auditor kills (SIGKILL) a process that holds more physical GPU memory than its "
              "claim's limit (HAMi's ACTIVE_OOM_KILLER); off: it only reports"},
+    {.name = "proc-root",
+     .env = "GPUSLICE_MONITOR_PROC_ROOT",
+     .type = GS_OPT_STRING,
+     .def = "/proc",
+     .metavar = "DIR",
+     .offset = OFF(proc_root),
+     .help = "where the auditor reads each GPU process's cgroup, NSpid and pid namespace "
+             "(<DIR>/<pid>/cgroup, status, ns/pid): the host's /proc (the monitor runs with "
+             "hostPID)"},
+    {.name = "cgroup-root",
+     .env = "GPUSLICE_MONITOR_CGROUP_ROOT",
+     .type = GS_OPT_STRING,
+     .metavar = "DIR",
+     .offset = OFF(cgroup_root),
+     .help = "mount point of the cgroup v2 hierarchy under which `gpuslice run` records a "
+             "slice's cgroup (the standalone auditor's identity of a slice's processes); unset = "
+             "the cgroup2 mount of /proc/self/mountinfo, else /sys/fs/cgroup"},
     {.name = "legacy-metrics",
      .env = "GPUSLICE_MONITOR_LEGACY_METRICS",
      .type = GS_OPT_BOOL,
@@ -218,8 +235,10 @@ int mon_options_parse(struct mon_options *o, int argc, char *const *argv, FILE *
                             argv[first]);
     const struct {
         const char *flag, *value;
-    } names[] = {
-        {"--listen", o->listen}, {"--driver-name", o->driver_name}, {"--host-dir", o->host_dir}};
+    } names[] = {{"--listen", o->listen},
+                 {"--driver-name", o->driver_name},
+                 {"--host-dir", o->host_dir},
+                 {"--proc-root", o->proc_root}};
     for (size_t i = 0; i < GS_ARRAY_SIZE(names); i++)
         if (!names[i].value || !names[i].value[0])
             return gs_error_set(err, -EINVAL, "%s: must not be empty", names[i].flag);

@@ -28,6 +28,8 @@ struct mon_options {
     char *tls_cert_file;
     char *tls_key_file;
     char *probe_listen;
+    char *proc_root;   /* the auditor's /proc */
+    char *cgroup_root; /* the auditor's cgroup v2 mount point (standalone slices) */
     bool legacy_metrics;
     bool kubernetes;
     bool list_metrics;

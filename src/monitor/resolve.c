@@ -8,6 +8,7 @@
 
 #include "kube/k8s.h"
 #include "base/macros.h"
+#include "monitor/ident.h"
 
 #define MAX_PODS       64 /* reservedFor holds at most 256; a claim on one node far fewer */
 #define MAX_CONTAINERS 64
@@ -39,6 +40,23 @@ static bool entry_is_claim(const json_t *pod, const char *entry_name, const char
     return false;
 }
 
+/* The runtime's ID of container `name` from the pod's status (the kubelet writes it): "" until
+ * the container started. */
+static void status_container_id(const json_t *pod, const char *list, const char *name, char *buf,
+                                size_t len)
+{
+    buf[0] = '\0';
+    size_t i;
+    json_t *st;
+    json_array_foreach(json_object_get(json_object_get(pod, "status"), list), i, st)
+    {
+        if (str_eq(json_object_get(st, "name"), name)) {
+            mon_container_id(json_string_value(json_object_get(st, "containerID")), buf, len);
+            return;
+        }
+    }
+}
+
 static int append(struct mon_consumer **out, size_t *n, const char *ns, const char *pod,
                   const char *container)
 {
@@ -47,6 +65,7 @@ static int append(struct mon_consumer **out, size_t *n, const char *ns, const ch
         return -ENOMEM;
     *out = nc;
     struct mon_consumer *c = &nc[(*n)++];
+    memset(c, 0, sizeof(*c));
     snprintf(c->ns, sizeof(c->ns), "%s", ns ? ns : "");
     snprintf(c->pod, sizeof(c->pod), "%s", pod ? pod : "");
     snprintf(c->container, sizeof(c->container), "%s", container ? container : "");
@@ -59,7 +78,9 @@ int mon_pod_consumers(const json_t *pod, const char *claim_name, struct mon_cons
     const json_t *md = json_object_get(pod, "metadata"), *spec = json_object_get(pod, "spec");
     const char *ns = json_string_value(json_object_get(md, "namespace"));
     const char *pname = json_string_value(json_object_get(md, "name"));
+    const char *puid = json_string_value(json_object_get(md, "uid"));
     static const char *const lists[] = {"initContainers", "containers"};
+    static const char *const statuses[] = {"initContainerStatuses", "containerStatuses"};
     int added = 0;
     for (size_t l = 0; l < GS_ARRAY_SIZE(lists); l++) {
         size_t i;
@@ -79,14 +100,21 @@ int mon_pod_consumers(const json_t *pod, const char *claim_name, struct mon_cons
             }
             if (!uses)
                 continue;
-            if (append(out, n, ns, pname, json_string_value(json_object_get(c, "name"))) < 0)
+            const char *cname = json_string_value(json_object_get(c, "name"));
+            if (append(out, n, ns, pname, cname) < 0)
                 return -ENOMEM;
+            struct mon_consumer *last = &(*out)[*n - 1];
+            snprintf(last->pod_uid, sizeof(last->pod_uid), "%s", puid ? puid : "");
+            if (cname)
+                status_container_id(pod, statuses[l], cname, last->container_id,
+                                    sizeof(last->container_id));
             added++;
         }
     }
     if (added == 0) {
         if (append(out, n, ns, pname, "") < 0)
             return -ENOMEM;
+        snprintf((*out)[*n - 1].pod_uid, sizeof((*out)[*n - 1].pod_uid), "%s", puid ? puid : "");
         added = 1;
     }
     return added;

@@ -5,6 +5,8 @@
  *   'P'  the rest is a Pod from the API server (mon_pod_consumers for claim "c")
  *   'R'  the rest is a shared-region file (mon_region_read): any size, any header
  *   'L'  the rest is a label value: rendered, it must stay one sample line
+ *   'C'  the rest is a /proc/<pid>/cgroup file (mon_cgroup_parse: cgroup names below a
+ *        delegated subtree are chosen by the tenant)
  * Anything else is ignored.
  */
 #include <jansson.h>
@@ -16,6 +18,7 @@
 #include <unistd.h>
 
 #include "monitor/expo.h"
+#include "monitor/ident.h"
 #include "monitor/region.h"
 #include "monitor/resolve.h"
 
@@ -110,6 +113,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         mon_expo_free(e);
         free(s);
+        break;
+    }
+    case 'C': {
+        struct mon_cgroup_ident id;
+        mon_cgroup_parse((const char *)p, n, &id);
+        size_t u = strnlen(id.pod_uid, sizeof(id.pod_uid));
+        if ((u != 0 && u != 36) ||
+            strnlen(id.container_id, sizeof(id.container_id)) >= sizeof(id.container_id) ||
+            strnlen(id.v2_path, sizeof(id.v2_path)) >= sizeof(id.v2_path) ||
+            (!u && id.container_id[0]))
+            abort();
         break;
     }
     default:

@@ -16,7 +16,12 @@ static const char pod_text[] =
     "                  {\"name\":\"sidecar\"},"
     "                  {\"name\":\"reader\",\"resources\":{\"claims\":[{\"name\":\"direct\"}]}}]},"
     " \"status\":{\"resourceClaimStatuses\":[{\"name\":\"gpu\","
-    "            \"resourceClaimName\":\"trainer-gpu-x7k2\"}]}}";
+    "            \"resourceClaimName\":\"trainer-gpu-x7k2\"}],"
+    "  \"initContainerStatuses\":[{\"name\":\"warmup\",\"containerID\":\"containerd://"
+    "aaaaaaaaaaaaaaaa\"}],"
+    "  \"containerStatuses\":[{\"name\":\"sidecar\",\"containerID\":\"containerd://"
+    "bbbbbbbbbbbbbbbb\"},{\"name\":\"main\",\"containerID\":\"containerd://"
+    "cccccccccccccccc\"}]}}";
 
 int main(void)
 {
@@ -30,12 +35,19 @@ int main(void)
     ok(n == 2 && strcmp(c[0].container, "warmup") == 0 && strcmp(c[1].container, "main") == 0 &&
            strcmp(c[1].ns, "ml") == 0 && strcmp(c[1].pod, "trainer") == 0,
        "namespace, pod and container names");
+    ok(n == 2 && strcmp(c[0].pod_uid, "u1") == 0 && strcmp(c[1].pod_uid, "u1") == 0,
+       "the pod's UID (metadata.uid) on every consumer");
+    ok(n == 2 && strcmp(c[0].container_id, "aaaaaaaaaaaaaaaa") == 0 &&
+           strcmp(c[1].container_id, "cccccccccccccccc") == 0,
+       "each container's runtime ID from initContainerStatuses / containerStatuses, by name");
     free(c);
     c = NULL;
     n = 0;
     r = mon_pod_consumers(pod, "shared-claim", &c, &n);
     ok(r == 1 && strcmp(c[0].container, "reader") == 0,
        "claim named directly (resourceClaimName): its container");
+    ok(r == 1 && c[0].container_id[0] == '\0' && strcmp(c[0].pod_uid, "u1") == 0,
+       "a container the kubelet has not reported yet: no container ID");
     free(c);
     c = NULL;
     n = 0;
