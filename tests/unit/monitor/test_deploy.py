@@ -55,8 +55,9 @@ def one(docs, kind, name):
 def check_daemonset(ds):
     spec = ds['spec']['template']['spec']
     t.ok(ds['metadata'].get('namespace') == NS, 'DaemonSet in %s' % NS)
-    t.ok(not spec.get('hostNetwork') and not spec.get('hostPID') and not spec.get('hostIPC'),
-         'no host network, PID or IPC namespace')
+    t.ok(not spec.get('hostNetwork') and not spec.get('hostIPC'), 'no host network or IPC namespace')
+    t.ok(spec.get('hostPID') is True,
+         "the host's PID namespace: the auditor reads NVML's host pids' cgroups under /proc")
     t.is_eq(spec.get('serviceAccountName'), 'gpuslice-monitor', 'its own service account')
     t.is_eq(spec.get('securityContext', {}).get('seccompProfile'), {'type': 'RuntimeDefault'},
             'seccomp RuntimeDefault')
@@ -66,8 +67,10 @@ def check_daemonset(ds):
     sc = c.get('securityContext', {})
     t.ok(not sc.get('privileged') and sc.get('allowPrivilegeEscalation') is False and
          sc.get('capabilities', {}).get('drop') == ['ALL'] and
-         not sc.get('capabilities', {}).get('add') and sc.get('readOnlyRootFilesystem') is True,
-         'not privileged, no escalation, every capability dropped, read-only root')
+         sc.get('capabilities', {}).get('add') == ['KILL'] and
+         sc.get('readOnlyRootFilesystem') is True,
+         'not privileged, no escalation, every capability dropped but KILL (--audit-kill), '
+         'read-only root')
     args = c.get('args', [])
     t.ok('--listen=:31995' in args, 'listens on :31995')
     t.ok('--host-dir=/usr/local/vgpu' in args and
@@ -105,9 +108,9 @@ def check_rbac(docs):
     role = one(docs, 'ClusterRole', 'gpuslice-monitor')
     rules = sorted((tuple(r['apiGroups']), tuple(r['resources']), tuple(r['verbs']))
                    for r in role.get('rules', []))
-    t.is_eq(rules, [(('',), ('pods',), ('get',)),
+    t.is_eq(rules, [(('',), ('events',), ('create', 'patch')), (('',), ('pods',), ('get',)),
                     (('resource.k8s.io',), ('resourceclaims',), ('get',))],
-            'ClusterRole: get resourceclaims and pods, nothing else')
+            'ClusterRole: get resourceclaims and pods, create Events, nothing else')
     b = one(docs, 'ClusterRoleBinding', 'gpuslice-monitor')
     t.ok(b.get('roleRef', {}).get('name') == 'gpuslice-monitor' and
          b.get('subjects') == [{'kind': 'ServiceAccount', 'name': 'gpuslice-monitor',
