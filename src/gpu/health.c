@@ -2,11 +2,11 @@
 /* GPU health: policy, table and watcher (see health.h and docs/internals/gpu.md "Health"). */
 #include "gpu/health.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -297,6 +297,8 @@ struct gpu_health_watcher {
     struct gpu_inventory *inv;
     const struct gs_device_backend *backend;
     char clear_dir[1024];
+    int64_t clear_mtime[GPU_MAX_DEVICES + 1][2]; /* by name, by UUID; [n][0] = "all" */
+    bool scanned;
     unsigned poll_ms;
     void (*on_change)(void *user);
     void *user;
@@ -328,31 +330,37 @@ static bool apply_all(struct gpu_health_watcher *w, const struct gpu_health_even
     return changed;
 }
 
-/* Operator clears: each file of clear_dir names a GPU or "all"; it is removed once applied. */
-static bool consume_clears(struct gpu_health_watcher *w)
+/* Operator clears: touching <clear_dir>/<GPU> (its name "hami-gpu-1", its UUID, or "all")
+ * clears it. The files stay (every daemon's watcher reads them); a clear is a change of the
+ * file's mtime since the last scan, and the first scan only records what is there. */
+static bool scan_clears(struct gpu_health_watcher *w)
 {
     if (!w->clear_dir[0])
         return false;
-    DIR *dir = opendir(w->clear_dir);
-    if (!dir)
-        return false;
     bool changed = false;
-    struct dirent *de;
-    while ((de = readdir(dir)) != NULL) {
-        if (de->d_name[0] == '.')
-            continue;
-        char path[2048];
-        snprintf(path, sizeof(path), "%s/%s", w->clear_dir, de->d_name);
-        int r = gpu_health_clear(w->t, de->d_name, now_s());
-        if (r < 0)
-            gs_warn("health clear names no GPU of this node", "file=%s", GS_LOGQ(path));
-        else if (r > 0)
-            changed = true;
-        if (unlink(path) < 0)
-            gs_warn("cannot remove the health clear file", "file=%s error=%s", GS_LOGQ(path),
-                    strerror(errno));
+    for (size_t i = 0; i <= w->t->n; i++) {
+        const char *names[2] = {"all", NULL};
+        if (i < w->t->n) {
+            names[0] = w->t->dev[i].name; /* immutable after init */
+            names[1] = w->t->dev[i].uuid;
+        }
+        for (size_t k = 0; k < 2 && names[k]; k++) {
+            char path[2048];
+            snprintf(path, sizeof(path), "%s/%s", w->clear_dir, names[k]);
+            struct stat st;
+            int64_t m = 0;
+            if (stat(path, &st) == 0)
+                m = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+            int64_t *seen = &w->clear_mtime[i][k];
+            if (m && m != *seen && w->scanned) {
+                gs_info("health clear file touched", "file=%s", GS_LOGQ(path));
+                if (gpu_health_clear(w->t, i < w->t->n ? names[0] : "all", now_s()) > 0)
+                    changed = true;
+            }
+            *seen = m;
+        }
     }
-    closedir(dir);
+    w->scanned = true;
     return changed;
 }
 
@@ -386,7 +394,7 @@ static void *watcher_main(void *arg)
         } else {
             gs_sleep_ms(w->poll_ms);
         }
-        changed |= consume_clears(w);
+        changed |= scan_clears(w);
         if (changed && w->on_change)
             w->on_change(w->user);
     }

@@ -127,9 +127,10 @@ void gpu_health_table_stop(struct gpu_health_table *t);
 
 /*
  * The watcher: a thread that opens the device backend's health source for the table's GPUs,
- * applies what it reports, probes lost GPUs, and consumes operator clears from `clear_dir`
- * (a file named after a GPU -- "hami-gpu-1", its UUID, or "all" -- is removed and the GPU
- * cleared). `on_change` (may be NULL) is called from the watcher thread after each change.
+ * applies what it reports, probes lost GPUs, and takes operator clears from `clear_dir`:
+ * touching a file named after a GPU -- "hami-gpu-1", its UUID, or "all" -- clears it (every
+ * daemon's watcher sees it; the file stays). `on_change` (may be NULL) is called from the watcher
+ * thread after each change.
  */
 struct gpu_health_watcher_config {
     const char *backend;   /* gpu/device.h registration name; NULL = "nvidia" */

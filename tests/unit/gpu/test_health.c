@@ -209,7 +209,17 @@ static void test_watcher_on_gpusim(void)
     if (fp)
         fclose(fp);
     ok(wait_for(&t, "hami-gpu-1", true, &secs), "operator clear: healthy after %.3f s", secs);
-    ok(access(f, F_OK) != 0, "the clear file is consumed");
+    ok(access(f, F_OK) == 0, "the clear file stays (every daemon reads it)");
+    is_int(run_smi("inject-xid 1 48"), 0, "fatal XID 48 on GPU 1 again");
+    ok(wait_for(&t, "hami-gpu-1", false, &secs), "the old clear file does not hide a new fault");
+    gs_sleep_ms(300);
+    gpu_health_get(&t, "hami-gpu-1", &d);
+    ok(!d.healthy, "still unhealthy while the file is untouched");
+    fp = fopen(f, "w");
+    if (fp)
+        fclose(fp);
+    ok(wait_for(&t, "hami-gpu-1", true, &secs), "touched again: healthy after %.3f s", secs);
+    unlink(f);
 
     is_int(run_smi("lose 0"), 0, "lose GPU 0");
     ok(wait_for(&t, "hami-gpu-0", false, &secs), "GPU 0 lost after %.3f s", secs);
