@@ -237,6 +237,22 @@ int main(int argc, char **argv)
         }
     }
 
+    struct plugin_health_config hc = {
+        .node = o->node_name,
+        .driver = o->driver_name,
+        .enabled = o->health,
+        .nonfatal_xids = o->health_nonfatal_xids,
+        .ignore_xids = o->health_ignore_xids,
+        .clear_dir = o->health_clear_dir,
+    };
+    health = plugin_health_start(&hc, inv, k8s, &err);
+    if (!health) {
+        gs_error_log("cannot watch GPU health", "error=%s", GS_LOGQ(err.msg));
+        fprintf(stderr, "gpuslice-kubelet-plugin: %s\n", err.msg);
+        goto out;
+    }
+    drv->health = plugin_health_table(health);
+
     rpc_global_init();
     if (gs_mkdir_p(o->plugin_dir, 0750, &err) < 0 || gs_mkdir_p(o->registrar_dir, 0750, &err) < 0) {
         gs_error_log("cannot create the socket directories", "error=%s", GS_LOGQ(err.msg));
@@ -263,20 +279,6 @@ int main(int argc, char **argv)
     atomic_store(&m->serving, 1);
     gs_info("serving", "registration=%s dra=%s", GS_LOGQ(reg_sock), GS_LOGQ(dra_sock));
 
-    struct plugin_health_config hc = {
-        .node = o->node_name,
-        .driver = o->driver_name,
-        .enabled = o->health,
-        .nonfatal_xids = o->health_nonfatal_xids,
-        .ignore_xids = o->health_ignore_xids,
-        .clear_dir = o->health_clear_dir,
-    };
-    health = plugin_health_start(&hc, inv, k8s, &err);
-    if (!health) {
-        gs_error_log("cannot watch GPU health", "error=%s", GS_LOGQ(err.msg));
-        fprintf(stderr, "gpuslice-kubelet-plugin: %s\n", err.msg);
-        goto out_grpc;
-    }
     struct publisher_config pc = {
         .driver = o->driver_name,
         .node = o->node_name,
@@ -303,10 +305,10 @@ out_grpc:
     rpc_server_free(reg); /* kubelet sees the socket vanish and unregisters the plugin */
     plugin_health_set_publisher(health, NULL);
     publisher_stop(pub);
-    rpc_server_free(dra);
-    plugin_health_stop(health);
+    rpc_server_free(dra); /* waits for the health stream's handlers */
     rpc_global_fini();
 out:
+    plugin_health_stop(health);
     metrics_http_stop(hhttp);
     metrics_http_stop(mhttp);
     if (drv_ok)

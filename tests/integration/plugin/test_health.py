@@ -7,9 +7,11 @@ claim that tolerates the taint may still land there. A non-fatal XID gives an in
 (effect None) taint only. Random XIDs and losses never crash the plugin."""
 import json
 import os
+import queue
 import random
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -74,6 +76,47 @@ def new_claim(name, tolerate=None):
             'spec': {'devices': {'requests': [{'name': 'gpu', 'exactly': req}]}}}
 
 
+class HealthStream:
+    """The kubelet's side of /v1alpha1.DRAResourceHealth/NodeWatchResources on dra.sock: every
+    list received, as {device: (health name, message)}."""
+
+    def __init__(self, env):
+        pl.protos()
+        import dra_health_v1alpha1_pb2 as hpb  # noqa: PLC0415 - compiled by pl.protos()
+        import dra_health_v1alpha1_pb2_grpc as hpbg  # noqa: PLC0415
+        self.hpb = hpb
+        self.ch = env.kubelet.channel(os.path.join(env.dirs['plugin'], 'dra.sock'))
+        self.call = hpbg.DRAResourceHealthStub(self.ch).NodeWatchResources(
+            hpb.NodeWatchResourcesRequest(), timeout=120)
+        self.q = queue.Queue()
+        self.pools = set()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        try:
+            for m in self.call:
+                self.pools |= {d.device.pool_name for d in m.devices}
+                self.q.put({d.device.device_name: (self.hpb.HealthStatus.Name(d.health), d.message)
+                            for d in m.devices})
+        except Exception:  # noqa: BLE001 - cancelled at the end
+            self.q.put(None)
+
+    def wait(self, pred, timeout=10.0):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            try:
+                m = self.q.get(timeout=max(0.01, end - time.monotonic()))
+            except queue.Empty:
+                break
+            if m is None or pred(m):
+                return m
+        return None
+
+    def close(self):
+        self.call.cancel()
+        self.ch.close()
+
+
 def main():
     t = Tap()
     if not pl.gpusim_available() or not os.path.exists(P['GS_GPUSIM_SMI']):
@@ -86,6 +129,12 @@ def main():
         env.start(extra=['--health-clear-dir', clear_dir])
         tt, _ = wait_taints(env, lambda x: len(x) == 2)
         t.is_eq(tt, {'hami-gpu-0': [], 'hami-gpu-1': []}, 'two healthy GPUs, no taints')
+        hs = HealthStream(env)
+        m = hs.wait(lambda m: True)
+        t.is_eq({k: v[0] for k, v in (m or {}).items()},
+                {'hami-gpu-0': 'HEALTHY', 'hami-gpu-1': 'HEALTHY'},
+                'health stream (NodeWatchResources): both devices HEALTHY')
+        t.is_eq(hs.pools, {pl.NODE}, 'devices identified in the pool named after the node')
         dev, _ = schedule(env, new_claim('before'))
         t.is_eq(dev, 'hami-gpu-0', 'healthy node: first fit is hami-gpu-0')
 
@@ -118,6 +167,9 @@ def main():
              and 'hami-gpu-1' in ev[0]['message'],
              'a Warning Event on the Node names the GPU and the XID',
              ev[0]['message'] if ev else node_events(env))
+        m = hs.wait(lambda m: m.get('hami-gpu-1', ('',))[0] == 'UNHEALTHY')
+        t.ok(m and 'XID 48' in m['hami-gpu-1'][1] and m['hami-gpu-0'][0] == 'HEALTHY',
+             'health stream: hami-gpu-1 UNHEALTHY with the reason, hami-gpu-0 HEALTHY', m)
         dev, err = schedule(env, new_claim('after-xid'))
         t.ok(dev == 'hami-gpu-0', 'a new claim lands on GPU 0', f'{dev} {err}')
 
@@ -130,6 +182,8 @@ def main():
         t.ok(not any(y['effect'] == 'NoSchedule' for y in tt.get('hami-gpu-1', [])),
              f'operator clear: the NoSchedule taint is gone after {secs:.2f} s')
         t.is_eq(env.proc.pid, pid, 'same plugin process (no restart)')
+        m = hs.wait(lambda m: m.get('hami-gpu-1', ('',))[0] == 'HEALTHY')
+        t.ok(m is not None, 'health stream: hami-gpu-1 HEALTHY again on the same stream')
         ev = pl.wait_for(lambda: [e for e in node_events(env) if e['reason'] == 'GPUHealthy'])
         t.ok(ev and ev[0]['type'] == 'Normal', 'a Normal Event says it is healthy again')
 
@@ -168,6 +222,7 @@ def main():
         tt, _ = wait_taints(env, lambda x: len(x) == 2 and not any(
             y['effect'] == 'NoSchedule' for d in x.values() for y in d))
         t.ok(env.proc.poll() is None, 'the plugin survived 40 random faults')
+        hs.close()
         t.ok(not any(y['effect'] == 'NoSchedule' for d in tt.values() for y in d),
              'after recover + clear all: no NoSchedule taint left', tt)
     return t.done()
