@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config/config.h"
@@ -17,6 +18,7 @@
 #include "base/log.h"
 #include "base/macros.h"
 #include "base/version.h"
+#include "gpu/health.h"
 #include "gpu/nvml.h"
 #include "monitor/catalog.h"
 #include "monitor/collect.h"
@@ -111,6 +113,30 @@ static int serve(const struct mon_options *o)
         }
     }
 
+    /* GPU health: the one watcher (gpu/health.h), read by the scrape. */
+    struct gpu_health_policy policy;
+    if (gpu_health_policy_init(&policy, o->health, o->health_nonfatal_xids, o->health_ignore_xids,
+                               &err) < 0) {
+        gs_tls_free(tls);
+        gs_k8s_client_free(k8s);
+        return fail("bad health option", &err);
+    }
+    struct gpu_inventory *inv = calloc(1, sizeof(*inv));
+    struct gpu_health_table *htable = calloc(1, sizeof(*htable));
+    struct gpu_health_watcher *watcher = NULL;
+    bool htable_ok = false;
+    if (inv && htable && gpu_discover("/sys", inv, &err) == 0) {
+        gpu_health_table_init(htable, inv, &policy, (int64_t)time(NULL));
+        htable_ok = true;
+        struct gpu_health_watcher_config wc = {.clear_dir = o->health_clear_dir};
+        watcher = gpu_health_watcher_start(htable, inv, &wc, &err);
+        if (!watcher)
+            gs_warn("GPU health not watched", "error=%s", GS_LOGQ(err.msg));
+    } else {
+        gs_warn("GPU health not watched: no GPU inventory", "error=%s", GS_LOGQ(err.msg));
+    }
+    gs_error_clear(&err);
+
     struct mon_catalog cat;
     struct mon_catalog_config cc = {
         .node = node,
@@ -125,9 +151,8 @@ static int serve(const struct mon_options *o)
     };
     int rc = 0;
     if (mon_catalog_init(&cat, &cc, &err) < 0) {
-        gs_tls_free(tls);
-        gs_k8s_client_free(k8s);
-        return fail("cannot start", &err);
+        rc = fail("cannot start", &err);
+        goto out_health;
     }
     struct mon_server_config sc = {
         .listen = o->listen,
@@ -137,7 +162,10 @@ static int serve(const struct mon_options *o)
         .probe_listen = o->probe_listen,
         .tls = tls,
         .catalog = &cat,
-        .collect = {.node = node, .version = gs_version(), .legacy = o->legacy_metrics},
+        .collect = {.node = node,
+                    .version = gs_version(),
+                    .legacy = o->legacy_metrics,
+                    .health = htable_ok ? htable : NULL},
     };
     struct mon_server *server = mon_server_start(&sc, &err);
     if (!server) {
@@ -166,6 +194,14 @@ out:
     mon_catalog_stop(&cat);
     mon_server_stop(server);
     mon_catalog_fini(&cat);
+out_health:
+    gpu_health_watcher_stop(watcher);
+    if (htable_ok) {
+        gpu_health_table_stop(htable);
+        gpu_health_table_fini(htable);
+    }
+    free(htable);
+    free(inv);
     gs_tls_free(tls);
     gs_k8s_client_free(k8s);
     return rc;

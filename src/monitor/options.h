@@ -29,6 +29,8 @@ struct mon_options {
     char *tls_key_file;
     char *probe_listen;
     bool legacy_metrics;
+    bool health; /* gpu/health-options.h */
+    char *health_nonfatal_xids, *health_ignore_xids, *health_clear_dir;
     bool kubernetes;
     bool list_metrics;
     bool audit_kill;
