@@ -32,6 +32,10 @@ struct gs_device_backend {
     /* Probe every GPU once: LOST for those that do not answer, ANSWERS for those that do. */
     size_t (*health_probe)(void *h, struct gpu_health_event *out, size_t max);
     void (*health_close)(void *h);
+    /* One look without a watcher (standalone tools): the indexes of the GPUs the vendor library
+     * counts but cannot reach now (lost), at most `max`; how many. Discovery skips such GPUs, so
+     * this is how a tool learns they exist. 0 when the library cannot be opened. */
+    size_t (*lost_now)(unsigned *index, size_t max);
 };
 
 /* The backend registered under `name` (NULL = the default, "nvidia"); NULL when unknown. */

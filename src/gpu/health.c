@@ -280,6 +280,12 @@ void gpu_health_table_stop(struct gpu_health_table *t)
     pthread_mutex_unlock(&t->lock);
 }
 
+size_t gpu_health_lost_now(unsigned *index, size_t max)
+{
+    const struct gs_device_backend *b = gs_device_backend_find(NULL);
+    return b && b->lost_now ? b->lost_now(index, max) : 0;
+}
+
 void gpu_health_rfc3339(int64_t s, char *buf, size_t len)
 {
     time_t tt = (time_t)s;

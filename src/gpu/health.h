@@ -151,6 +151,11 @@ struct gpu_health_watcher *gpu_health_watcher_start(struct gpu_health_table *t,
                                                     struct gs_error *err);
 void gpu_health_watcher_stop(struct gpu_health_watcher *w);
 
+/* For standalone tools (`gpuslice ls/run`), which run no watcher: the NVML indexes of the GPUs
+ * that are lost right now (discovery leaves them out), at most `max`; how many. XIDs are seen
+ * only by a running watcher (the monitor, the plugins). */
+size_t gpu_health_lost_now(unsigned *index, size_t max);
+
 /* The RFC 3339 form of unix seconds ("2026-12-06T20:22:29Z") into buf (at least 32 bytes). */
 void gpu_health_rfc3339(int64_t s, char *buf, size_t len);
 

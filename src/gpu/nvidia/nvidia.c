@@ -152,6 +152,25 @@ static size_t nv_health_wait(void *p, unsigned timeout_ms, struct gpu_health_eve
     return 0;
 }
 
+static size_t nv_lost_now(unsigned *index, size_t max)
+{
+    struct gpu_nvml nv;
+    struct gs_error err = {0};
+    if (gpu_nvml_open(&nv, GPU_NVML_USE_HEALTH, 0, &err) < 0)
+        return 0;
+    unsigned count = 0;
+    size_t k = 0;
+    if (nv.nvmlDeviceGetCount_v2(&count) == NVML_SUCCESS) {
+        for (unsigned i = 0; i < count && k < max; i++) {
+            nvmlDevice_t d = NULL;
+            if (nv.nvmlDeviceGetHandleByIndex_v2(i, &d) == NVML_ERROR_GPU_IS_LOST)
+                index[k++] = i;
+        }
+    }
+    gpu_nvml_close(&nv);
+    return k;
+}
+
 const struct gs_device_backend gpu_nvidia_backend = {
     .name = "nvidia",
     .discover = nv_discover,
@@ -159,4 +178,5 @@ const struct gs_device_backend gpu_nvidia_backend = {
     .health_wait = nv_health_wait,
     .health_probe = nv_health_probe,
     .health_close = nv_health_close,
+    .lost_now = nv_lost_now,
 };
