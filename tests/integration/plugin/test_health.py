@@ -16,6 +16,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import grpc  # noqa: E402
 import pluginlib as pl  # noqa: E402
 from gstest import Tap, env_paths, skip_unbuilt  # noqa: E402
 
@@ -80,12 +81,16 @@ class HealthStream:
     """The kubelet's side of /v1alpha1.DRAResourceHealth/NodeWatchResources on dra.sock: every
     list received, as {device: (health name, message)}."""
 
-    def __init__(self, env):
+    def __init__(self, env, own_channel=False):
         pl.protos()
         import dra_health_v1alpha1_pb2 as hpb  # noqa: PLC0415 - compiled by pl.protos()
         import dra_health_v1alpha1_pb2_grpc as hpbg  # noqa: PLC0415
         self.hpb = hpb
-        self.ch = env.kubelet.channel(os.path.join(env.dirs['plugin'], 'dra.sock'))
+        sock = os.path.join(env.dirs['plugin'], 'dra.sock')
+        # own_channel: not closed by the kubelet emulator at teardown, so the plugin stops with
+        # the stream still open.
+        self.ch = (grpc.insecure_channel('unix:' + sock) if own_channel
+                   else env.kubelet.channel(sock))
         self.call = hpbg.DRAResourceHealthStub(self.ch).NodeWatchResources(
             hpb.NodeWatchResourcesRequest(), timeout=120)
         self.q = queue.Queue()
@@ -223,8 +228,13 @@ def main():
             y['effect'] == 'NoSchedule' for d in x.values() for y in d))
         t.ok(env.proc.poll() is None, 'the plugin survived 40 random faults')
         hs.close()
+        open_stream = HealthStream(env, own_channel=True)
+        t.ok(open_stream.wait(lambda m: True) is not None,
+             'a health stream is open while the plugin stops (teardown: exit 0)')
         t.ok(not any(y['effect'] == 'NoSchedule' for d in tt.values() for y in d),
              'after recover + clear all: no NoSchedule taint left', tt)
+        # leaving the block stops the plugin with `open_stream` still open
+    open_stream.ch.close()
     return t.done()
 
 
