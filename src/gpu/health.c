@@ -309,6 +309,9 @@ struct gpu_health_watcher {
     void (*on_change)(void *user);
     void *user;
     pthread_mutex_t lock;
+    pthread_cond_t cond;  /* suspend/resume handshake */
+    unsigned suspend_req; /* gpu_health_watcher_suspend calls not yet resumed */
+    bool suspended;       /* the source is closed for them */
     bool stop;
     bool started;
     pthread_t thread;
@@ -387,6 +390,27 @@ static void *watcher_main(void *arg)
     }
     uint64_t last_probe = 0;
     while (!watcher_stopping(w)) {
+        pthread_mutex_lock(&w->lock);
+        if (w->suspend_req && !w->stop) {
+            /* Someone re-discovers the GPUs: NVML must be shut down (refcount 0) for a fresh
+             * enumeration, so the source is closed meanwhile and opened again after. */
+            pthread_mutex_unlock(&w->lock);
+            if (h)
+                w->backend->health_close(h);
+            h = NULL;
+            pthread_mutex_lock(&w->lock);
+            w->suspended = true;
+            pthread_cond_broadcast(&w->cond);
+            while (w->suspend_req && !w->stop)
+                pthread_cond_wait(&w->cond, &w->lock);
+            w->suspended = false;
+            pthread_mutex_unlock(&w->lock);
+            gs_error_clear(&err);
+            if (!(h = w->backend->health_open(w->inv, &err)))
+                gs_warn("GPU health cannot be watched again", "error=%s", GS_LOGQ(err.msg));
+            continue;
+        }
+        pthread_mutex_unlock(&w->lock);
         bool changed = false;
         if (h) {
             size_t n = w->backend->health_wait(h, w->poll_ms, ev, EVENTS_MAX);
@@ -423,6 +447,7 @@ struct gpu_health_watcher *gpu_health_watcher_start(struct gpu_health_table *t,
     memcpy(w->inv, inv, sizeof(*inv));
     w->t = t;
     pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->cond, NULL);
     if (!t->policy.enabled)
         return w;
     const char *bname = cfg && cfg->backend ? cfg->backend : "nvidia";
@@ -446,15 +471,39 @@ struct gpu_health_watcher *gpu_health_watcher_start(struct gpu_health_table *t,
     return w;
 }
 
+void gpu_health_watcher_suspend(struct gpu_health_watcher *w)
+{
+    if (!w || !w->started)
+        return;
+    pthread_mutex_lock(&w->lock);
+    w->suspend_req++;
+    while (!w->suspended && !w->stop)
+        pthread_cond_wait(&w->cond, &w->lock);
+    pthread_mutex_unlock(&w->lock);
+}
+
+void gpu_health_watcher_resume(struct gpu_health_watcher *w)
+{
+    if (!w || !w->started)
+        return;
+    pthread_mutex_lock(&w->lock);
+    if (w->suspend_req)
+        w->suspend_req--;
+    pthread_cond_broadcast(&w->cond);
+    pthread_mutex_unlock(&w->lock);
+}
+
 void gpu_health_watcher_stop(struct gpu_health_watcher *w)
 {
     if (!w)
         return;
     pthread_mutex_lock(&w->lock);
     w->stop = true;
+    pthread_cond_broadcast(&w->cond);
     pthread_mutex_unlock(&w->lock);
     if (w->started)
         pthread_join(w->thread, NULL);
+    pthread_cond_destroy(&w->cond);
     pthread_mutex_destroy(&w->lock);
     free(w->inv);
     free(w);

@@ -150,6 +150,12 @@ struct gpu_health_watcher *gpu_health_watcher_start(struct gpu_health_table *t,
                                                     const struct gpu_health_watcher_config *cfg,
                                                     struct gs_error *err);
 void gpu_health_watcher_stop(struct gpu_health_watcher *w);
+/* Around a re-discovery in the same process: NVML enumerates GPUs at its first nvmlInit, and the
+ * watcher holds it initialised, so `suspend` closes the watcher's source (waits up to one poll),
+ * and `resume` opens it again (events are registered anew; an XID delivered in between is missed,
+ * a loss is seen by the next probe). NULL or a watcher without a thread: no-op. */
+void gpu_health_watcher_suspend(struct gpu_health_watcher *w);
+void gpu_health_watcher_resume(struct gpu_health_watcher *w);
 
 /* For standalone tools (`gpuslice ls/run`), which run no watcher: the NVML indexes of the GPUs
  * that are lost right now (discovery leaves them out), at most `max`; how many. XIDs are seen

@@ -127,6 +127,11 @@ struct gpu_health_table *plugin_health_table(struct plugin_health *h)
     return h ? &h->table : NULL;
 }
 
+struct gpu_health_watcher *plugin_health_watcher(struct plugin_health *h)
+{
+    return h ? h->watcher : NULL;
+}
+
 void plugin_health_set_publisher(struct plugin_health *h, struct publisher *pub)
 {
     if (!h)

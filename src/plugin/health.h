@@ -33,6 +33,8 @@ struct plugin_health *plugin_health_start(const struct plugin_health_config *cfg
                                           struct gs_k8s_client *k8s, struct gs_error *err);
 /* The table (for the publisher and the health stream). */
 struct gpu_health_table *plugin_health_table(struct plugin_health *h);
+/* The watcher (for gpu_health_watcher_suspend around re-discovery). */
+struct gpu_health_watcher *plugin_health_watcher(struct plugin_health *h);
 /* From now on, kick `pub` at every change (NULL = stop kicking). */
 void plugin_health_set_publisher(struct plugin_health *h, struct publisher *pub);
 /* The pool name (the node) the health stream reports devices in. */

@@ -287,6 +287,7 @@ int main(int argc, char **argv)
         .resync_interval_s = interval_s(o->resync_interval_ns),
         .reconcile_interval_s = interval_s(o->reconcile_interval_ns),
         .health = plugin_health_table(health),
+        .watcher = plugin_health_watcher(health),
     };
     pub = publisher_start(&pc, k8s, drv, m, inv, &err);
     if (!pub) {

@@ -257,7 +257,10 @@ static void *publisher_main(void *arg)
             now - last_discovery >= p->cfg.discovery_interval_s) {
             struct gs_error err = {0};
             last_discovery = now;
-            if (gpu_discover(p->sysfs_root, fresh, &err) == 0) {
+            gpu_health_watcher_suspend(p->cfg.watcher); /* NVML must re-enumerate */
+            int dr = gpu_discover(p->sysfs_root, fresh, &err);
+            gpu_health_watcher_resume(p->cfg.watcher);
+            if (dr == 0) {
                 if (!inventory_equal(fresh, p->inv)) {
                     gs_info("GPU inventory changed", "devices=%zu", fresh->n);
                     memcpy(p->inv, fresh, sizeof(*fresh));

@@ -228,8 +228,15 @@ static void test_watcher_on_gpusim(void)
     is_int(run_smi("recover 0"), 0, "recover GPU 0");
     ok(wait_for(&t, "hami-gpu-0", true, &secs), "GPU 0 healthy again after %.3f s, no restart",
        secs);
+    gpu_health_watcher_suspend(w); /* a re-discovery in between (NVML shut down and up) */
+    static struct gpu_inventory again;
+    ok(gpu_discover("/nonexistent-sysfs", &again, &err) == 0 && again.n == 2,
+       "discovery while the watcher is suspended");
+    gpu_health_watcher_resume(w);
+    gs_sleep_ms(300);
     is_int(run_smi("inject-xid 0 48"), 0, "inject fatal XID 48 on the recovered GPU 0");
-    ok(wait_for(&t, "hami-gpu-0", false, &secs), "events still delivered after recovery");
+    ok(wait_for(&t, "hami-gpu-0", false, &secs),
+       "events still delivered after recovery and a suspend/resume");
 
     gpu_health_watcher_stop(w);
     gpu_health_table_fini(&t);
