@@ -180,8 +180,13 @@ def main():
 
         # The operator clears it: no restart.
         pid = env.proc.pid
-        with open(os.path.join(clear_dir, 'hami-gpu-1'), 'w'):
-            pass
+        bad = subprocess.run([P['GS_GPUSLICE'], 'health-clear', '--health-clear-dir', clear_dir,
+                              '../etc/passwd'], capture_output=True, text=True)
+        t.ok(bad.returncode == 2 and 'is not hami-gpu-<minor>' in bad.stderr,
+             'gpuslice health-clear refuses a name that is not a GPU', bad.stderr)
+        r = subprocess.run([P['GS_GPUSLICE'], 'health-clear', '--health-clear-dir', clear_dir,
+                            'hami-gpu-1'], capture_output=True, text=True)
+        t.is_eq(r.returncode, 0, 'gpuslice health-clear hami-gpu-1 (the operator\'s clear)')
         tt, secs = wait_taints(env, lambda x: not any(y['effect'] == 'NoSchedule'
                                                       for y in x.get('hami-gpu-1', [])))
         t.ok(not any(y['effect'] == 'NoSchedule' for y in tt.get('hami-gpu-1', [])),
