@@ -45,8 +45,10 @@ static void node_event(struct plugin_health *h, const struct gpu_health_dev *d)
         snprintf(msg, sizeof(msg), "GPU %s (%s) is healthy again; its taints are removed", d->name,
                  d->uuid);
     else
-        snprintf(msg, sizeof(msg), "%s; device %s is tainted in the ResourceSlice", d->reason,
-                 d->name);
+        snprintf(msg, sizeof(msg),
+                 "%s; device %s is tainted NoSchedule in the ResourceSlice (claims already "
+                 "prepared on it are left running: eviction is for a NoExecute taint)",
+                 d->reason, d->name);
     _cleanup_(gs_json_decrefp) json_t *ev = json_pack(
         "{s:s,s:s,s:{s:s,s:s},s:{s:s,s:s,s:s},s:s,s:s,s:s,s:s,s:s,s:i,s:{s:s,s:s}}", "apiVersion",
         "v1", "kind", "Event", "metadata", "name", name, "namespace", "default", "involvedObject",
