@@ -283,7 +283,7 @@ int cmd_ls(int argc, char **argv)
     }
     struct gs_error err = {0};
     json_t *snap = NULL;
-    json_t *unhealthy = cli_unhealthy_gpus();
+    json_t *unhealthy = cli_unhealthy_gpus(env.state_dir);
     status = 0;
     if (cfg.output == 2) {
         if (!slice) {

@@ -213,9 +213,9 @@ static json_t *usable_slice(const json_t *slice, const json_t *live)
 }
 
 /* A slice that does not fit may be for want of a GPU that is lost: name it (cli/health.h). */
-static void print_unhealthy(void)
+static void print_unhealthy(const char *state_dir)
 {
-    json_t *u = cli_unhealthy_gpus();
+    json_t *u = cli_unhealthy_gpus(state_dir);
     cli_print_unhealthy(stderr, u, "gpuslice run: ");
     json_decref(u);
 }
@@ -494,9 +494,12 @@ int cmd_run(int argc, char **argv)
     }
     if (sa_discover(&env, inv, &slice, &cls, &err) < 0) {
         fprintf(stderr, "gpuslice run: %s\n", err.msg);
-        print_unhealthy();
+        print_unhealthy(env.state_dir);
         goto out;
     }
+    /* GPUs the monitor's watcher calls unhealthy get the plugin's NoSchedule taint: the
+     * allocator places nothing on them (cli/health.h). */
+    cli_taint_unhealthy(slice, env.state_dir, SA_DRIVER);
     if (sa_build_claim(&req, &claim, &err) < 0 || ledger_open(env.state_dir, &ledger, &err) < 0) {
         fprintf(stderr, "gpuslice run: %s\n", err.msg);
         goto out;
@@ -533,7 +536,7 @@ int cmd_run(int argc, char **argv)
                 fprintf(stderr, "gpuslice run: slice %s does not fit:\n%s", name, dc.why);
             else
                 fprintf(stderr, "gpuslice run: slice %s does not fit: %s\n", name, err.msg);
-            print_unhealthy();
+            print_unhealthy(env.state_dir);
             status = EXIT_NOFIT;
             goto out;
         }
@@ -542,7 +545,7 @@ int cmd_run(int argc, char **argv)
                     (double)(gs_now_ns() - start) / 1e9, err.msg);
             if (dc.why)
                 fputs(dc.why, stderr);
-            print_unhealthy();
+            print_unhealthy(env.state_dir);
             status = EXIT_NOFIT;
             goto out;
         }

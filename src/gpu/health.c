@@ -3,6 +3,8 @@
 #include "gpu/health.h"
 
 #include <errno.h>
+#include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/fs.h"
 #include "base/log.h"
 #include "base/macros.h"
 #include "gpu/device.h"
@@ -284,6 +287,83 @@ size_t gpu_health_lost_now(unsigned *index, size_t max)
 {
     const struct gs_device_backend *b = gs_device_backend_find(NULL);
     return b && b->lost_now ? b->lost_now(index, max) : 0;
+}
+
+int gpu_health_save_file(struct gpu_health_table *t, const char *path, struct gs_error *err)
+{
+    struct gpu_health_dev *d = calloc(GPU_MAX_DEVICES, sizeof(*d));
+    if (!d)
+        return gs_error_set(err, -ENOMEM, "out of memory");
+    size_t n = 0;
+    uint64_t gen = gpu_health_snapshot(t, d, GPU_MAX_DEVICES, &n);
+    json_t *devs = json_array();
+    for (size_t i = 0; devs && i < n; i++) {
+        json_t *o = json_pack("{s:s, s:s, s:b, s:b, s:b, s:I, s:s, s:I}", "name", d[i].name, "uuid",
+                              d[i].uuid, "healthy", d[i].healthy, "lost", d[i].lost, "fatal",
+                              d[i].fatal, "fatalXid", (json_int_t)d[i].fatal_xid, "reason",
+                              d[i].reason, "since", (json_int_t)d[i].since_s);
+        if (o && d[i].has_xid)
+            json_object_set_new(o, "lastXid", json_integer((json_int_t)d[i].last_xid));
+        json_array_append_new(devs, o);
+    }
+    free(d);
+    json_t *root = json_pack("{s:I, s:I, s:o}", "pid", (json_int_t)getpid(), "generation",
+                             (json_int_t)gen, "devices", devs);
+    char *text = root ? json_dumps(root, JSON_COMPACT) : NULL;
+    json_decref(root);
+    if (!text)
+        return gs_error_set(err, -ENOMEM, "out of memory");
+    int r = gs_write_file_atomic_ex(path, text, strlen(text), 0644, 0, err);
+    free(text);
+    return r;
+}
+
+size_t gpu_health_load_file(const char *path, struct gpu_health_dev *out, size_t max)
+{
+    char *data = NULL;
+    size_t len = 0;
+    if (gs_read_file(path, GPU_HEALTH_FILE_MAX, &data, &len, NULL) < 0)
+        return 0;
+    json_t *root = json_loadb(data, len, 0, NULL);
+    free(data);
+    json_int_t pid = json_integer_value(json_object_get(root, "pid"));
+    size_t k = 0;
+    if (pid > 0 && pid <= INT32_MAX && (kill((pid_t)pid, 0) == 0 || errno == EPERM)) {
+        size_t i;
+        const json_t *o;
+        json_array_foreach(json_object_get(root, "devices"), i, o)
+        {
+            if (k >= max)
+                break;
+            const char *name = json_string_value(json_object_get(o, "name"));
+            const char *uuid = json_string_value(json_object_get(o, "uuid"));
+            const char *reason = json_string_value(json_object_get(o, "reason"));
+            if (!name || !uuid || !json_is_boolean(json_object_get(o, "healthy")))
+                continue;
+            struct gpu_health_dev *d = &out[k++];
+            memset(d, 0, sizeof(*d));
+            snprintf(d->name, sizeof(d->name), "%s", name);
+            snprintf(d->uuid, sizeof(d->uuid), "%s", uuid);
+            snprintf(d->reason, sizeof(d->reason), "%s", reason ? reason : "");
+            d->healthy = json_is_true(json_object_get(o, "healthy"));
+            d->lost = json_is_true(json_object_get(o, "lost"));
+            d->fatal = json_is_true(json_object_get(o, "fatal"));
+            json_int_t fx = json_integer_value(json_object_get(o, "fatalXid"));
+            d->fatal_xid = fx > 0 ? (uint64_t)fx : 0;
+            const json_t *lx = json_object_get(o, "lastXid");
+            d->has_xid = json_is_integer(lx) && json_integer_value(lx) >= 0;
+            d->last_xid = d->has_xid ? (uint64_t)json_integer_value(lx) : 0;
+            d->last_xid_fatal = d->fatal && d->fatal_xid == d->last_xid;
+            json_int_t since = json_integer_value(json_object_get(o, "since"));
+            d->since_s = since > 0 ? since : 0;
+            if (!d->healthy && !d->lost && !d->fatal)
+                d->fatal = true; /* keep the invariant healthy == !lost && !fatal */
+            if (d->healthy)
+                d->lost = d->fatal = false;
+        }
+    }
+    json_decref(root);
+    return k;
 }
 
 void gpu_health_rfc3339(int64_t s, char *buf, size_t len)

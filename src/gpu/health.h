@@ -162,6 +162,18 @@ void gpu_health_watcher_resume(struct gpu_health_watcher *w);
  * only by a running watcher (the monitor, the plugins). */
 size_t gpu_health_lost_now(unsigned *index, size_t max);
 
+/*
+ * The table as a file, for readers in other processes that run no watcher (`gpuslice ls/run` on
+ * a standalone machine read what the monitor watches): JSON {"pid", "generation", "devices":
+ * [{"name", "uuid", "healthy", "lost", "fatal", "fatalXid", "lastXid", "reason", "since"}]},
+ * replaced atomically. gpu_health_load_file() fills `out` (at most `max`) and returns how many,
+ * 0 when the file is absent, unreadable, or its writer (pid) is gone (a stale file says nothing).
+ */
+#define GPU_HEALTH_FILE     "health.json"
+#define GPU_HEALTH_FILE_MAX (1u << 20)
+int gpu_health_save_file(struct gpu_health_table *t, const char *path, struct gs_error *err);
+size_t gpu_health_load_file(const char *path, struct gpu_health_dev *out, size_t max);
+
 /* The RFC 3339 form of unix seconds ("2026-12-06T20:22:29Z") into buf (at least 32 bytes). */
 void gpu_health_rfc3339(int64_t s, char *buf, size_t len);
 

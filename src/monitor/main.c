@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -74,6 +75,23 @@ static int make_client(const struct mon_options *o, struct gs_k8s_client **out,
     return *out ? 0 : (err->code ? err->code : -EINVAL);
 }
 
+/* The health table as <standalone-state-dir>/health.json for `gpuslice ls/run`, which run no
+ * watcher (gpu/health.h gpu_health_save_file); written only where that folder exists. Runs on
+ * the watcher thread at every change. */
+struct health_export {
+    struct gpu_health_table *table;
+    char path[PATH_MAX];
+};
+
+static void export_health(void *user)
+{
+    struct health_export *x = user;
+    struct gs_error err = {0};
+    if (x->path[0] && gpu_health_save_file(x->table, x->path, &err) < 0)
+        gs_warn("GPU health file not written", "path=%s error=%s", GS_LOGQ(x->path),
+                GS_LOGQ(err.msg));
+}
+
 static int serve(const struct mon_options *o)
 {
     struct gs_error err = {0};
@@ -128,7 +146,15 @@ static int serve(const struct mon_options *o)
     if (inv && htable && gpu_discover("/sys", inv, &err) == 0) {
         gpu_health_table_init(htable, inv, &policy, (int64_t)time(NULL));
         htable_ok = true;
-        struct gpu_health_watcher_config wc = {.clear_dir = o->health_clear_dir};
+        static struct health_export hx;
+        hx.table = htable;
+        struct stat st;
+        if (stat(standalone_state, &st) == 0 && S_ISDIR(st.st_mode) &&
+            strlen(standalone_state) + sizeof("/" GPU_HEALTH_FILE) <= sizeof(hx.path))
+            snprintf(hx.path, sizeof(hx.path), "%s/" GPU_HEALTH_FILE, standalone_state);
+        export_health(&hx);
+        struct gpu_health_watcher_config wc = {
+            .clear_dir = o->health_clear_dir, .on_change = export_health, .user = &hx};
         watcher = gpu_health_watcher_start(htable, inv, &wc, &err);
         if (!watcher)
             gs_warn("GPU health not watched", "error=%s", GS_LOGQ(err.msg));

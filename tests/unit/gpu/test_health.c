@@ -120,6 +120,37 @@ static void test_table(void)
     ok(gpu_health_wait_change(&t, gen, 10) != gen, "a change moves the generation");
     gpu_health_table_fini(&t);
 
+    /* The exported file: round trip while the writer lives; ignored once it is gone. */
+    apply(&t, GPU_HEALTH_EV_XID, 1, 48, 190);
+    char path[] = "/tmp/gs-health-file-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd >= 0)
+        close(fd);
+    struct gs_error err = {0};
+    is_int(gpu_health_save_file(&t, path, &err), 0, "save the table: %s", err.msg);
+    struct gpu_health_dev back[4];
+    is_int((int)gpu_health_load_file(path, back, 4), 2, "load it back: two GPUs");
+    ok(back[0].healthy && back[0].has_xid && back[0].last_xid == 31, "GPU 0 healthy, last XID 31");
+    ok(!back[1].healthy && back[1].fatal && back[1].fatal_xid == 48 &&
+           strstr(back[1].reason, "fatal XID 48"),
+       "GPU 1 unhealthy, fatal XID 48, with its reason");
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs("{\"pid\": 2147483647, \"devices\": [{\"name\": \"hami-gpu-0\", \"uuid\": \"GPU-0\","
+              " \"healthy\": false}]}",
+              f);
+        fclose(f);
+    }
+    is_int((int)gpu_health_load_file(path, back, 4), 0, "a file whose writer is gone says nothing");
+    f = fopen(path, "w");
+    if (f) {
+        fputs("{\"pid\": \"x\", \"devices\": 7", f);
+        fclose(f);
+    }
+    is_int((int)gpu_health_load_file(path, back, 4), 0, "a malformed file says nothing");
+    unlink(path);
+    is_int((int)gpu_health_load_file(path, back, 4), 0, "an absent file says nothing");
+
     char ts[32];
     gpu_health_rfc3339(0, ts, sizeof(ts));
     is_str(ts, "1970-01-01T00:00:00Z", "RFC 3339");
