@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/health.h"
 #include "cli/ledger.h"
 #include "cli/standalone.h"
 #include "base/clock.h"
@@ -282,6 +283,7 @@ int cmd_ls(int argc, char **argv)
     }
     struct gs_error err = {0};
     json_t *snap = NULL;
+    json_t *unhealthy = cli_unhealthy_gpus(env.state_dir);
     status = 0;
     if (cfg.output == 2) {
         if (!slice) {
@@ -295,11 +297,18 @@ int cmd_ls(int argc, char **argv)
         fprintf(stderr, "gpuslice ls: %s\n", err.msg);
         status = 4;
     } else if (cfg.output == 1) {
+        if (json_array_size(unhealthy))
+            json_object_set(snap, "unhealthy", unhealthy);
         json_dumpf(snap, stdout, JSON_INDENT(2) | JSON_SORT_KEYS);
         fputc('\n', stdout);
     } else {
         print_table(stdout, snap, NULL, 0, false);
+        if (json_array_size(unhealthy)) {
+            fputc('\n', stdout);
+            cli_print_unhealthy(stdout, unhealthy, "");
+        }
     }
+    json_decref(unhealthy);
     json_decref(snap);
     json_decref(slice);
     ledger_close(l);

@@ -27,6 +27,7 @@
 
 #include "alloc/alloc.h"
 #include "cli/commands.h"
+#include "cli/health.h"
 #include "cli/ledger.h"
 #include "cli/members.h"
 #include "cli/standalone.h"
@@ -211,6 +212,14 @@ static json_t *usable_slice(const json_t *slice, const json_t *live)
         }
     }
     return copy;
+}
+
+/* A slice that does not fit may be for want of a GPU that is lost: name it (cli/health.h). */
+static void print_unhealthy(const char *state_dir)
+{
+    json_t *u = cli_unhealthy_gpus(state_dir);
+    cli_print_unhealthy(stderr, u, "gpuslice run: ");
+    json_decref(u);
 }
 
 static int decide(void *ud, json_t *live, json_t **allocation, struct gs_error *err)
@@ -529,8 +538,12 @@ int cmd_run(int argc, char **argv)
     }
     if (sa_discover(&env, inv, &slice, &cls, &err) < 0) {
         fprintf(stderr, "gpuslice run: %s\n", err.msg);
+        print_unhealthy(env.state_dir);
         goto out;
     }
+    /* GPUs the monitor's watcher calls unhealthy get the plugin's NoSchedule taint: the
+     * allocator places nothing on them (cli/health.h). */
+    cli_taint_unhealthy(slice, env.state_dir, SA_DRIVER);
     if (sa_build_claim(&req, &claim, &err) < 0 || ledger_open(env.state_dir, &ledger, &err) < 0) {
         fprintf(stderr, "gpuslice run: %s\n", err.msg);
         goto out;
@@ -567,6 +580,7 @@ int cmd_run(int argc, char **argv)
                 fprintf(stderr, "gpuslice run: slice %s does not fit:\n%s", name, dc.why);
             else
                 fprintf(stderr, "gpuslice run: slice %s does not fit: %s\n", name, err.msg);
+            print_unhealthy(env.state_dir);
             status = EXIT_NOFIT;
             goto out;
         }
@@ -575,6 +589,7 @@ int cmd_run(int argc, char **argv)
                     (double)(gs_now_ns() - start) / 1e9, err.msg);
             if (dc.why)
                 fputs(dc.why, stderr);
+            print_unhealthy(env.state_dir);
             status = EXIT_NOFIT;
             goto out;
         }

@@ -18,5 +18,6 @@ int cmd_ls(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_smi(int argc, char **argv);
+int cmd_health_clear(int argc, char **argv);
 
 #endif /* GS_CLI_COMMANDS_H */

@@ -13,6 +13,8 @@ static const struct gs_command commands[] = {
     {"probe", "check a GPU or slice through the CUDA driver API (memory, kernels)", cmd_probe},
     {"smi", "GPU table through NVML only (inside a slice: the slice)", cmd_smi},
     {"schedule", "allocate claims as kube-scheduler does, or say why not", cmd_schedule},
+    {"health-clear", "mark a GPU healthy again after a repaired fatal XID (all daemons)",
+     cmd_health_clear},
 };
 
 static void usage(FILE *out)

@@ -23,6 +23,7 @@
 #include "deviceplugin/dp-grpc.h"
 #include "deviceplugin/plugin.h"
 #include "gpu/discovery.h"
+#include "gpu/health-options.h"
 #include "net/httpd.h"
 #include "net/listen.h"
 #include "net/server.h"
@@ -44,6 +45,8 @@ struct dp_options {
     int64_t gc_interval;
     char *mem_scaling, *core_scaling, *cuda_log_level;
     bool disable_core_limit;
+    bool health;
+    char *health_nonfatal_xids, *health_ignore_xids, *health_clear_dir;
     int log_level;
 };
 
@@ -200,6 +203,8 @@ static const struct gs_option options[] = {
      .def = "false",
      .offset = OFF(disable_core_limit),
      .help = "give containers GPU_CORE_UTILIZATION_POLICY=disable (HAMi disableCoreLimit)"},
+    GPU_HEALTH_OPTIONS(OFF(health), OFF(health_nonfatal_xids), OFF(health_ignore_xids),
+                       OFF(health_clear_dir)),
     {.name = "log-level",
      .env = "GPUSLICE_LOG_LEVEL",
      .type = GS_OPT_ENUM,
@@ -333,8 +338,11 @@ int main(int argc, char **argv)
     struct dp_plugin *p = NULL;
     struct gs_net_server *metrics = NULL, *health = NULL;
     struct gpu_inventory *inv = calloc(1, sizeof(*inv));
+    struct gpu_health_table *htable = calloc(1, sizeof(*htable));
+    struct gpu_health_watcher *watcher = NULL;
+    bool htable_ok = false;
     dp_grpc_init();
-    if (!inv)
+    if (!inv || !htable)
         goto out;
     if (install_host_files(&o, &err) < 0) {
         fprintf(stderr, "gpuslice-device-plugin: %s\n", err.msg);
@@ -346,6 +354,19 @@ int main(int argc, char **argv)
     }
     if (gs_kube_config_load(o.kubeconfig, &kc, &err) < 0 || !(k8s = gs_k8s_client_new(&kc, &err))) {
         fprintf(stderr, "gpuslice-device-plugin: API server: %s\n", err.msg);
+        goto out;
+    }
+    struct gpu_health_policy policy;
+    if (gpu_health_policy_init(&policy, o.health, o.health_nonfatal_xids, o.health_ignore_xids,
+                               &err) < 0) {
+        fprintf(stderr, "gpuslice-device-plugin: %s\n", err.msg);
+        goto out;
+    }
+    gpu_health_table_init(htable, inv, &policy, (int64_t)time(NULL));
+    htable_ok = true;
+    struct gpu_health_watcher_config wc = {.clear_dir = o.health_clear_dir};
+    if (!(watcher = gpu_health_watcher_start(htable, inv, &wc, &err))) {
+        fprintf(stderr, "gpuslice-device-plugin: GPU health: %s\n", err.msg);
         goto out;
     }
     double mem_scaling = 1, core_scaling = 1;
@@ -363,7 +384,8 @@ int main(int argc, char **argv)
                             .host_dir = o.host_dir,
                             .state_dir = o.state_dir,
                             .k8s = k8s,
-                            .inv = inv};
+                            .inv = inv,
+                            .health = htable};
     if (!(p = dp_plugin_new(&cfg, &err)))
         goto out;
     if (o.metrics_addr && *o.metrics_addr) {
@@ -394,12 +416,14 @@ int main(int argc, char **argv)
     }
     gs_log(GS_LOG_INFO, "starting", "node=%s gpus=%zu split=%" PRId64 " dir=%s", o.node_name,
            inv->n, o.split_count, o.plugin_dir);
-    uint64_t next_publish = 0, next_gc = 0;
+    uint64_t next_publish = 0, next_gc = 0, health_gen = 0;
     for (;;) {
         struct gs_error e = {0};
         char q[400];
         uint64_t now = (uint64_t)time(NULL);
-        if (now >= next_publish) {
+        uint64_t hg = gpu_health_wait_change(htable, health_gen, 0);
+        if (now >= next_publish || hg != health_gen) { /* a health change is published at once */
+            health_gen = hg;
             if (dp_plugin_publish(p, &e) < 0)
                 gs_log(GS_LOG_WARN, "node annotation not written", "error=%s",
                        gs_log_quote(q, sizeof(q), e.msg));
@@ -428,6 +452,12 @@ out:
     gs_net_server_stop(metrics);
     gs_net_server_stop(health);
     dp_plugin_free(p);
+    gpu_health_watcher_stop(watcher);
+    if (htable_ok) {
+        gpu_health_table_stop(htable);
+        gpu_health_table_fini(htable);
+    }
+    free(htable);
     gs_k8s_client_free(k8s);
     gs_kube_config_fini(&kc);
     free(inv);

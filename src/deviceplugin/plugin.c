@@ -133,12 +133,23 @@ static void preferred(void *user, const uint8_t *req, size_t len, struct dp_repl
     v1beta1__preferred_allocation_request__free_unpacked(in, NULL);
 }
 
-static void list_and_watch(void *user, struct dp_stream *st)
+/* Is GPU g healthy by the table (healthy when there is no table or it does not know it)? */
+static bool gpu_healthy(const struct dp_plugin *p, const struct gpu_health_dev *h, size_t nh,
+                        size_t g)
 {
-    struct dp_plugin *p = user;
-    count(p, &p->stats.list_and_watch);
+    for (size_t i = 0; i < nh; i++)
+        if (strcmp(h[i].name, p->cfg.inv->dev[g].name) == 0)
+            return h[i].healthy;
+    return true;
+}
+
+/* One ListAndWatchResponse with every device, health from the table's snapshot `h`. */
+static int send_devices(struct dp_plugin *p, struct dp_stream *st, const struct gpu_health_dev *h,
+                        size_t nh)
+{
     const struct gpu_inventory *inv = p->cfg.inv;
     size_t n = inv->n * p->cfg.split_count;
+    int r = -ENOMEM;
     V1beta1__Device *devs = calloc(n + 1, sizeof(*devs));
     V1beta1__Device **dp = calloc(n + 1, sizeof(V1beta1__Device *));
     V1beta1__TopologyInfo *topo = calloc(inv->n + 1, sizeof(*topo));
@@ -146,7 +157,7 @@ static void list_and_watch(void *user, struct dp_stream *st)
     V1beta1__NUMANode **numap = calloc(inv->n + 1, sizeof(V1beta1__NUMANode *));
     char(*ids)[GPU_STR_MAX + 16] = calloc(n + 1, sizeof(*ids));
     if (devs && dp && topo && numa && numap && ids) {
-        size_t k = 0;
+        size_t k = 0, unhealthy = 0;
         for (size_t g = 0; g < inv->n; g++) {
             v1beta1__topology_info__init(&topo[g]);
             v1beta1__numanode__init(&numa[g]);
@@ -154,11 +165,14 @@ static void list_and_watch(void *user, struct dp_stream *st)
             numap[g] = &numa[g];
             topo[g].n_nodes = 1;
             topo[g].nodes = &numap[g];
+            bool ok = gpu_healthy(p, h, nh, g);
+            unhealthy += ok ? 0 : 1;
             for (unsigned j = 0; j < p->cfg.split_count; j++, k++) {
                 v1beta1__device__init(&devs[k]);
                 snprintf(ids[k], sizeof(ids[k]), "%s-%u", inv->dev[g].uuid, j);
                 devs[k].id = ids[k];
-                devs[k].health = "Healthy";
+                /* kubelet's pluginapi.Healthy / pluginapi.Unhealthy */
+                devs[k].health = ok ? "Healthy" : "Unhealthy";
                 devs[k].topology = inv->dev[g].numa_node >= 0 ? &topo[g] : NULL;
                 dp[k] = &devs[k];
             }
@@ -170,21 +184,43 @@ static void list_and_watch(void *user, struct dp_stream *st)
         uint8_t *buf = malloc(len ? len : 1);
         if (buf) {
             protobuf_c_message_pack(&resp.base, buf);
-            if (dp_stream_send(st, buf, len) == 0)
-                gs_log(GS_LOG_INFO, "ListAndWatch", "devices=%zu", n);
+            r = dp_stream_send(st, buf, len);
+            if (r == 0)
+                gs_log(GS_LOG_INFO, "ListAndWatch", "devices=%zu unhealthy_gpus=%zu", n, unhealthy);
             free(buf);
         }
     }
-    /* The inventory does not change while we run (a GPU change restarts the plugin): hold the
-     * stream open until the kubelet goes away or we stop. */
-    while (!dp_stream_closed(st, 1000))
-        ;
     free(devs);
     free(dp);
     free(topo);
     free(numa);
     free(numap);
     free(ids);
+    return r;
+}
+
+static void list_and_watch(void *user, struct dp_stream *st)
+{
+    struct dp_plugin *p = user;
+    count(p, &p->stats.list_and_watch);
+    struct gpu_health_dev *h = calloc(GPU_MAX_DEVICES, sizeof(*h));
+    size_t nh = 0;
+    uint64_t gen = 0;
+    if (h && p->cfg.health)
+        gen = gpu_health_snapshot(p->cfg.health, h, GPU_MAX_DEVICES, &nh);
+    int r = send_devices(p, st, h, nh);
+    /* The inventory does not change while we run (a GPU change restarts the plugin); health
+     * does: send the list again at every change, until the kubelet goes away or we stop. */
+    while (r != -EPIPE && !dp_stream_closed(st, p->cfg.health ? 100 : 1000)) {
+        if (!h || !p->cfg.health)
+            continue;
+        uint64_t g = gpu_health_wait_change(p->cfg.health, gen, 400);
+        if (g == gen)
+            continue;
+        gen = gpu_health_snapshot(p->cfg.health, h, GPU_MAX_DEVICES, &nh);
+        r = send_devices(p, st, h, nh);
+    }
+    free(h);
 }
 
 /* A pod the extender placed on this node, as its Node record says (extender/assign.h), matched
@@ -849,7 +885,9 @@ int dp_plugin_publish(struct dp_plugin *p, struct gs_error *err)
         d->devmem = mem > INT32_MAX ? INT32_MAX : (int32_t)mem;
         d->devcore = (int32_t)(100 * p->cfg.core_scaling);
         d->numa = g->numa_node < 0 ? 0 : g->numa_node;
-        d->health = true;
+        struct gpu_health_dev hd;
+        /* HAMi's DeviceInfo.Health: the extender places nothing on an unhealthy GPU. */
+        d->health = !p->cfg.health || !gpu_health_get(p->cfg.health, g->name, &hd) || hd.healthy;
     }
     /* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): devs is _cleanup_ (layers.md Lint) */
     _cleanup_free_ char *reg = hami_node_devices_encode(devs, inv->n);

@@ -16,6 +16,7 @@
 #include "base/error.h"
 #include "kube/k8s.h"
 #include "gpu/discovery.h"
+#include "gpu/health.h"
 
 #define DP_API_VERSION     "v1beta1"
 #define DP_KUBELET_SOCKET  "kubelet.sock"
@@ -38,6 +39,9 @@ struct dp_config {
     bool disable_core_limit;    /* GPU_CORE_UTILIZATION_POLICY=disable */
     struct gs_k8s_client *k8s;
     const struct gpu_inventory *inv;
+    /* GPU health (gpu/health.h; NULL = every GPU healthy): ListAndWatch sends a GPU's devices
+     * "Unhealthy" while it is, again at every change; the node annotation's `health` follows. */
+    struct gpu_health_table *health;
 };
 
 struct dp_stats {

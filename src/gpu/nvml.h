@@ -22,6 +22,7 @@
 #define GPU_NVML_USE_DISCOVERY 0x1u /* gpu_discover: the published device model */
 #define GPU_NVML_USE_SMI       0x2u /* gpu_smi_print / gpu_smi_query */
 #define GPU_NVML_USE_USAGE     0x4u /* memory use and processes per device (monitor) */
+#define GPU_NVML_USE_HEALTH    0x8u /* the health watcher: event sets, GPU-lost probes */
 
 /* gpu_nvml_open flags. */
 /* After the dynamic loader's search, also try $GPUSIM_SMI_NVML (a path) and the executable's own

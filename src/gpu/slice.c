@@ -122,3 +122,65 @@ bool gpu_slice_gate_dropped(const json_t *sent, const json_t *returned)
     }
     return false;
 }
+
+/* Device taints from the health table (KEP-5055, resource.k8s.io/v1 devices[].taints), after
+ * NVIDIA's DRA driver (k8s-dra-driver-gpu cmd/gpu-kubelet-plugin/device_health.go,
+ * healthEventToTaint: one key per health dimension, gpu.nvidia.com/xid with the XID as value,
+ * gpu.nvidia.com/gpu-lost, gpu.nvidia.com/unmonitored). Our keys are under the driver's name. */
+static json_t *taint(const char *driver, const char *dim, const char *value, const char *effect,
+                     int64_t since_s)
+{
+    char key[320], ts[32];
+    snprintf(key, sizeof(key), "%s/%s", driver, dim);
+    gpu_health_rfc3339(since_s, ts, sizeof(ts));
+    json_t *t = json_pack("{s:s, s:s, s:s}", "key", key, "effect", effect, "timeAdded", ts);
+    if (value && t)
+        json_object_set_new(t, "value", json_string(value));
+    return t;
+}
+
+json_t *gpu_slice_health_taints(const struct gpu_health_dev *h, const char *driver)
+{
+    json_t *taints = json_array();
+    char xid[32];
+    if (h->lost)
+        json_array_append_new(taints, taint(driver, GPU_TAINT_GPU_LOST, NULL,
+                                            GPU_TAINT_EFFECT_NO_SCHEDULE, h->since_s));
+    if (h->fatal) {
+        snprintf(xid, sizeof(xid), "%llu", (unsigned long long)h->fatal_xid);
+        json_array_append_new(
+            taints,
+            h->fatal_xid
+                ? taint(driver, GPU_TAINT_XID, xid, GPU_TAINT_EFFECT_NO_SCHEDULE, h->since_s)
+                : taint(driver, GPU_TAINT_ECC_DBE, NULL, GPU_TAINT_EFFECT_NO_SCHEDULE, h->since_s));
+    } else if (h->has_xid && !h->last_xid_fatal) {
+        snprintf(xid, sizeof(xid), "%llu", (unsigned long long)h->last_xid);
+        json_array_append_new(
+            taints, taint(driver, GPU_TAINT_XID, xid, GPU_TAINT_EFFECT_NONE, h->xid_time_s));
+    }
+    if (h->unmonitored)
+        json_array_append_new(
+            taints, taint(driver, GPU_TAINT_UNMONITORED, NULL, GPU_TAINT_EFFECT_NONE, h->since_s));
+    return taints;
+}
+
+void gpu_slice_apply_health(json_t *slice, const struct gpu_health_dev *h, size_t n,
+                            const char *driver)
+{
+    json_t *devices = json_object_get(json_object_get(slice, "spec"), "devices");
+    size_t i;
+    json_t *dev;
+    json_array_foreach(devices, i, dev)
+    {
+        const char *name = json_string_value(json_object_get(dev, "name"));
+        for (size_t k = 0; name && k < n; k++) {
+            if (strcmp(h[k].name, name) != 0)
+                continue;
+            json_t *taints = gpu_slice_health_taints(&h[k], driver);
+            if (json_array_size(taints) && json_array_size(devices) <= GPU_SLICE_MAX_TAINTED)
+                json_object_set_new(dev, "taints", taints);
+            else
+                json_decref(taints);
+        }
+    }
+}

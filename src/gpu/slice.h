@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "gpu/discovery.h"
+#include "gpu/health.h"
 
 #define GPU_SLICE_MAX_DEVICES 128
 
@@ -33,6 +34,30 @@ json_t *gpu_slice_build(const struct gpu_inventory *inv, const char *driver, con
 
 /* The device entry of one GPU (new reference). */
 json_t *gpu_slice_device(const struct gpu_device *d, const char *driver);
+
+/*
+ * Device health as taints (KEP-5055; docs/internals/plugin.md "Device health"). Keys under the
+ * driver's name, beside NVIDIA's gpu.nvidia.com/{xid,gpu-lost,unmonitored}:
+ *   <driver>/gpu-lost     NoSchedule  the GPU does not answer (until it does)
+ *   <driver>/xid=<XID>    NoSchedule  a fatal XID (until the operator clears it)
+ *   <driver>/ecc-dbe      NoSchedule  a double-bit ECC error (until cleared)
+ *   <driver>/xid=<XID>    None        the last non-fatal XID (informational)
+ *   <driver>/unmonitored  None        events cannot be registered for the GPU
+ * timeAdded is the time of the change (stable, so an unchanged state is not rewritten). A slice
+ * with taints holds at most GPU_SLICE_MAX_TAINTED devices (the API's rule); a larger one is
+ * published without them.
+ */
+#define GPU_TAINT_GPU_LOST           "gpu-lost"
+#define GPU_TAINT_XID                "xid"
+#define GPU_TAINT_ECC_DBE            "ecc-dbe"
+#define GPU_TAINT_UNMONITORED        "unmonitored"
+#define GPU_TAINT_EFFECT_NO_SCHEDULE "NoSchedule"
+#define GPU_TAINT_EFFECT_NONE        "None"
+#define GPU_SLICE_MAX_TAINTED        64
+json_t *gpu_slice_health_taints(const struct gpu_health_dev *h, const char *driver);
+/* Set devices[].taints of a built slice from the health of its GPUs (matched by name). */
+void gpu_slice_apply_health(json_t *slice, const struct gpu_health_dev *h, size_t n,
+                            const char *driver);
 
 /* True if `returned` (what the server stored) lacks consumable-capacity fields `sent` had: the
  * DRAConsumableCapacity feature gate is off on the API server. */

@@ -45,6 +45,8 @@ enum fam {
     F_DRA_VMEM,
     /* ours */
     F_GPU_MEM_TOTAL,
+    F_GPU_HEALTHY,
+    F_GPU_LAST_XID,
     F_CLAIM_USED,
     F_CLAIM_LIMIT,
     F_CLAIM_CORES,
@@ -147,6 +149,12 @@ static const struct mon_family_def defs[F_N] = {
                     "vGPU Device memory allocated for a container"},
     [F_GPU_MEM_TOTAL] = {"gpuslice_gpu_memory_total_bytes", MON_GAUGE, MON_MERGE_NONE,
                          "Device memory of the GPU as NVML reports it"},
+    /* HAMi exports no device health family (cmd/vGPUmonitor/metrics.go, cmd/scheduler/
+     * metrics.go at 4707fb0): ours. */
+    [F_GPU_HEALTHY] = {"gpuslice_gpu_healthy", MON_GAUGE, MON_MERGE_NONE,
+                       "1 when the GPU is healthy (no fatal XID, ECC error or loss), else 0"},
+    [F_GPU_LAST_XID] = {"gpuslice_gpu_last_xid", MON_GAUGE, MON_MERGE_NONE,
+                        "The last XID the GPU reported (absent before the first one)"},
     [F_CLAIM_USED] = {"gpuslice_claim_memory_used_bytes", MON_GAUGE, MON_MERGE_NONE,
                       "Device memory the claim's processes hold, from its shared region"},
     [F_CLAIM_LIMIT] = {"gpuslice_claim_memory_limit_bytes", MON_GAUGE, MON_MERGE_NONE,
@@ -259,6 +267,8 @@ const char *const mon_exported_names[] = {
     "hami_dra_vgpu_core_allocated_ratio",
     "hami_dra_vgpu_memory_allocated_bytes",
     "gpuslice_gpu_memory_total_bytes",
+    "gpuslice_gpu_healthy",
+    "gpuslice_gpu_last_xid",
     "gpuslice_claim_memory_used_bytes",
     "gpuslice_claim_memory_limit_bytes",
     "gpuslice_claim_cores_limit_ratio",
@@ -439,6 +449,12 @@ static void collect_gpus(struct scrape *s)
         const struct mon_gpu *g = &s->gpus->gpu[i];
         host_labels(&l, s, g);
         add(s, F_GPU_MEM_TOTAL, &l, (double)g->memory_total);
+        struct gpu_health_dev hd;
+        if (s->o->health && gpu_health_get(s->o->health, g->name, &hd)) {
+            add(s, F_GPU_HEALTHY, &l, hd.healthy ? 1 : 0);
+            if (hd.has_xid)
+                add(s, F_GPU_LAST_XID, &l, (double)hd.last_xid);
+        }
         zone(&l);
         if (g->has_memory_used)
             add(s, F_HOST_MEM, &l, (double)g->memory_used);

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gpu/health.h"
+
 #include "monitor/catalog.h"
 #include "monitor/expo.h"
 
@@ -28,7 +30,8 @@ struct mon_scrape_stats {
 struct mon_collect_opts {
     const char *node;
     const char *version;
-    bool legacy; /* also HAMi's older names */
+    bool legacy;                     /* also HAMi's older names */
+    struct gpu_health_table *health; /* gpu/health.h; NULL = no health families */
 };
 
 /* Build and render one exposition; *text is malloc'd. */

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config/config.h"
@@ -17,6 +19,7 @@
 #include "base/log.h"
 #include "base/macros.h"
 #include "base/version.h"
+#include "gpu/health.h"
 #include "gpu/nvml.h"
 #include "monitor/catalog.h"
 #include "monitor/collect.h"
@@ -72,6 +75,23 @@ static int make_client(const struct mon_options *o, struct gs_k8s_client **out,
     return *out ? 0 : (err->code ? err->code : -EINVAL);
 }
 
+/* The health table as <standalone-state-dir>/health.json for `gpuslice ls/run`, which run no
+ * watcher (gpu/health.h gpu_health_save_file); written only where that folder exists. Runs on
+ * the watcher thread at every change. */
+struct health_export {
+    struct gpu_health_table *table;
+    char path[PATH_MAX];
+};
+
+static void export_health(void *user)
+{
+    struct health_export *x = user;
+    struct gs_error err = {0};
+    if (x->path[0] && gpu_health_save_file(x->table, x->path, &err) < 0)
+        gs_warn("GPU health file not written", "path=%s error=%s", GS_LOGQ(x->path),
+                GS_LOGQ(err.msg));
+}
+
 static int serve(const struct mon_options *o)
 {
     struct gs_error err = {0};
@@ -111,6 +131,38 @@ static int serve(const struct mon_options *o)
         }
     }
 
+    /* GPU health: the one watcher (gpu/health.h), read by the scrape. */
+    struct gpu_health_policy policy;
+    if (gpu_health_policy_init(&policy, o->health, o->health_nonfatal_xids, o->health_ignore_xids,
+                               &err) < 0) {
+        gs_tls_free(tls);
+        gs_k8s_client_free(k8s);
+        return fail("bad health option", &err);
+    }
+    struct gpu_inventory *inv = calloc(1, sizeof(*inv));
+    struct gpu_health_table *htable = calloc(1, sizeof(*htable));
+    struct gpu_health_watcher *watcher = NULL;
+    bool htable_ok = false;
+    if (inv && htable && gpu_discover("/sys", inv, &err) == 0) {
+        gpu_health_table_init(htable, inv, &policy, (int64_t)time(NULL));
+        htable_ok = true;
+        static struct health_export hx;
+        hx.table = htable;
+        struct stat st;
+        if (stat(standalone_state, &st) == 0 && S_ISDIR(st.st_mode) &&
+            strlen(standalone_state) + sizeof("/" GPU_HEALTH_FILE) <= sizeof(hx.path))
+            snprintf(hx.path, sizeof(hx.path), "%s/" GPU_HEALTH_FILE, standalone_state);
+        export_health(&hx);
+        struct gpu_health_watcher_config wc = {
+            .clear_dir = o->health_clear_dir, .on_change = export_health, .user = &hx};
+        watcher = gpu_health_watcher_start(htable, inv, &wc, &err);
+        if (!watcher)
+            gs_warn("GPU health not watched", "error=%s", GS_LOGQ(err.msg));
+    } else {
+        gs_warn("GPU health not watched: no GPU inventory", "error=%s", GS_LOGQ(err.msg));
+    }
+    gs_error_clear(&err);
+
     struct mon_catalog cat;
     struct mon_catalog_config cc = {
         .node = node,
@@ -127,9 +179,8 @@ static int serve(const struct mon_options *o)
     };
     int rc = 0;
     if (mon_catalog_init(&cat, &cc, &err) < 0) {
-        gs_tls_free(tls);
-        gs_k8s_client_free(k8s);
-        return fail("cannot start", &err);
+        rc = fail("cannot start", &err);
+        goto out_health;
     }
     struct mon_server_config sc = {
         .listen = o->listen,
@@ -141,7 +192,10 @@ static int serve(const struct mon_options *o)
         .probe_connection_limit = (unsigned)o->probe_max_connections,
         .tls = tls,
         .catalog = &cat,
-        .collect = {.node = node, .version = gs_version(), .legacy = o->legacy_metrics},
+        .collect = {.node = node,
+                    .version = gs_version(),
+                    .legacy = o->legacy_metrics,
+                    .health = htable_ok ? htable : NULL},
     };
     struct mon_server *server = mon_server_start(&sc, &err);
     if (!server) {
@@ -170,6 +224,14 @@ out:
     mon_catalog_stop(&cat);
     mon_server_stop(server);
     mon_catalog_fini(&cat);
+out_health:
+    gpu_health_watcher_stop(watcher);
+    if (htable_ok) {
+        gpu_health_table_stop(htable);
+        gpu_health_table_fini(htable);
+    }
+    free(htable);
+    free(inv);
     gs_tls_free(tls);
     gs_k8s_client_free(k8s);
     return rc;

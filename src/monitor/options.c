@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "gpu/health-options.h"
 #include "base/macros.h"
 
 #define OFF(f) offsetof(struct mon_options, f)
@@ -202,6 +203,8 @@ static const struct gs_option options[] = {
      .type = GS_OPT_BOOL,
      .offset = OFF(list_metrics),
      .help = "print the name of every metric the monitor can export (as queried) and exit"},
+    GPU_HEALTH_OPTIONS(OFF(health), OFF(health_nonfatal_xids), OFF(health_ignore_xids),
+                       OFF(health_clear_dir)),
     {.name = "log-level",
      .env = "GPUSLICE_LOG_LEVEL",
      .type = GS_OPT_ENUM,

@@ -31,6 +31,8 @@ struct mon_options {
     char *proc_root;   /* the auditor's /proc */
     char *cgroup_root; /* the auditor's cgroup v2 mount point (standalone slices) */
     bool legacy_metrics;
+    bool health; /* gpu/health-options.h */
+    char *health_nonfatal_xids, *health_ignore_xids, *health_clear_dir;
     bool kubernetes;
     bool list_metrics;
     bool audit_kill;

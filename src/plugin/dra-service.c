@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "plugin/dra-health.h"
 #include "dra_v1.pb-c.h"
 #include "dra_v1beta1.pb-c.h"
 #include "pluginregistration_v1.pb-c.h"
@@ -413,5 +414,6 @@ const struct rpc_method dra_methods[] = {
      k8s__io__kubelet__pkg__apis__dra__v1beta1__prepare},
     {"/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodeUnprepareResources",
      k8s__io__kubelet__pkg__apis__dra__v1beta1__unprepare},
+    {DRA_HEALTH_METHOD, NULL, dra_health_watch},
 };
 const size_t dra_n_methods = GS_ARRAY_SIZE(dra_methods);

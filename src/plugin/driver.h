@@ -20,6 +20,7 @@
 #include "plugin/checkpoint.h"
 #include "gpu/claim.h"
 #include "gpu/discovery.h"
+#include "gpu/health.h"
 #include "plugin/metrics.h"
 
 struct driver_config {
@@ -50,6 +51,7 @@ struct driver {
     pthread_mutex_t lock;
     struct gpu_inventory *inv;
     struct checkpoint ckpt;
+    struct gpu_health_table *health; /* borrowed; the DRA health stream reads it (NULL = none) */
 };
 
 /* Load the checkpoint (a corrupt one is moved aside to checkpoint.json.corrupt and the driver

@@ -93,6 +93,16 @@ struct rpc_server {
     bool sock_known;
 };
 
+/* Tag of a stream's SEND_MESSAGE batch (kind 3): the handler thread waits for its completion. */
+struct rpc_stream {
+    int kind; /* always 3 */
+    struct rpc_call *call;
+    struct gs_http_cancel *cancel;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool done, ok;
+};
+
 struct handler_job {
     struct rpc_call *call;
     const struct rpc_method *method;
@@ -179,12 +189,12 @@ static int post_request(struct rpc_server *s)
 }
 
 /* Send (optional message +) status; the completion moves the call to FINISHING. */
-static void finish_call(struct rpc_call *c, const struct rpc_reply *r)
+static void finish_call(struct rpc_call *c, const struct rpc_reply *r, bool message)
 {
     grpc_op ops[3];
     size_t n = 0;
     memset(ops, 0, sizeof(ops));
-    if (r->status == RPC_OK) {
+    if (r->status == RPC_OK && message) {
         grpc_slice sl = grpc_slice_from_copied_buffer((const char *)r->data, r->len);
         c->send = grpc_raw_byte_buffer_create(&sl, 1);
         grpc_slice_unref(sl);
@@ -240,8 +250,19 @@ static void *handler_thread(void *arg)
     struct rpc_call *c = j->call;
     struct rpc_server *s = c->srv;
     struct rpc_reply reply = {.status = RPC_OK};
-    j->method->handler(s->user, &j->ctx, GRPC_SLICE_START_PTR(j->request),
-                       GRPC_SLICE_LENGTH(j->request), &reply);
+    bool stream = j->method->stream != NULL;
+    if (stream) {
+        struct rpc_stream st = {.kind = 3, .call = c, .cancel = j->ctx.cancel};
+        pthread_mutex_init(&st.lock, NULL);
+        pthread_cond_init(&st.cond, NULL);
+        j->method->stream(s->user, &j->ctx, GRPC_SLICE_START_PTR(j->request),
+                          GRPC_SLICE_LENGTH(j->request), &st, &reply);
+        pthread_cond_destroy(&st.cond);
+        pthread_mutex_destroy(&st.lock);
+    } else {
+        j->method->handler(s->user, &j->ctx, GRPC_SLICE_START_PTR(j->request),
+                           GRPC_SLICE_LENGTH(j->request), &reply);
+    }
     grpc_slice_unref(j->request);
     free(j);
     pthread_mutex_lock(&s->lock);
@@ -251,7 +272,7 @@ static void *handler_thread(void *arg)
             break;
         }
     pthread_mutex_unlock(&s->lock);
-    finish_call(c, &reply);
+    finish_call(c, &reply, !stream);
     free(reply.data);
     pthread_mutex_lock(&s->lock);
     if (--s->handlers == 0)
@@ -348,13 +369,62 @@ static void on_received(struct rpc_call *c, bool success)
                      RPC_MAX_HANDLERS);
         }
     }
-    finish_call(c, &reply);
+    finish_call(c, &reply, true);
     free(reply.data);
+}
+
+int rpc_stream_send(struct rpc_stream *st, const uint8_t *data, size_t len)
+{
+    grpc_slice sl = grpc_slice_from_copied_buffer((const char *)data, len);
+    grpc_byte_buffer *buf = grpc_raw_byte_buffer_create(&sl, 1);
+    grpc_slice_unref(sl);
+    grpc_op op;
+    memset(&op, 0, sizeof(op));
+    op.op = GRPC_OP_SEND_MESSAGE;
+    op.data.send_message.send_message = buf;
+    pthread_mutex_lock(&st->lock);
+    st->done = false;
+    st->ok = false;
+    pthread_mutex_unlock(&st->lock);
+    if (gs_http_cancel_is_triggered(st->cancel) ||
+        grpc_call_start_batch(st->call->call, &op, 1, st, NULL) != GRPC_CALL_OK) {
+        grpc_byte_buffer_destroy(buf);
+        return -EPIPE;
+    }
+    bool cancelled = false;
+    pthread_mutex_lock(&st->lock);
+    while (!st->done) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 1;
+        pthread_cond_timedwait(&st->cond, &st->lock, &until);
+        if (!st->done && !cancelled && gs_http_cancel_is_triggered(st->cancel)) {
+            cancelled = true; /* a client that stopped reading: end the send */
+            grpc_call_cancel(st->call->call, NULL);
+        }
+    }
+    bool ok = st->ok;
+    pthread_mutex_unlock(&st->lock);
+    grpc_byte_buffer_destroy(buf);
+    return ok ? 0 : -EPIPE;
+}
+
+static void on_stream_sent(struct rpc_stream *st, bool success)
+{
+    pthread_mutex_lock(&st->lock);
+    st->done = true;
+    st->ok = success;
+    pthread_cond_broadcast(&st->cond);
+    pthread_mutex_unlock(&st->lock);
 }
 
 static void on_event(struct rpc_server *s, void *tag, bool success)
 {
     int kind = *(const int *)tag; /* every tag starts with its kind */
+    if (kind == 3) {
+        on_stream_sent(tag, success);
+        return;
+    }
     if (kind == 1) {
         /* The server finished shutting down: no more events will be queued but ours. */
         grpc_completion_queue_shutdown(s->cq);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A small unary-RPC server on the gRPC C core (grpc/grpc.h), listening on one unix socket.
+ * A small gRPC server on the gRPC C core (grpc/grpc.h), listening on one unix socket: unary
+ * methods, and server-streaming ones (rpc_method.stream + rpc_stream_send) for the DRA health
+ * stream.
  *
  *   static const struct rpc_method methods[] = {
  *       { "/pluginregistration.Registration/GetInfo", get_info },
@@ -42,7 +44,7 @@ enum rpc_status {
 #define RPC_DETAILS_MAX 256
 
 struct rpc_reply {
-    uint8_t *data; /* malloc'd encoded response message (status OK only) */
+    uint8_t *data; /* malloc'd encoded response message (status OK only; streams: none) */
     size_t len;
     int status; /* enum rpc_status */
     char details[RPC_DETAILS_MAX];
@@ -61,9 +63,20 @@ struct rpc_call_ctx {
 typedef void (*rpc_handler_fn)(void *user, const struct rpc_call_ctx *ctx, const uint8_t *req,
                                size_t req_len, struct rpc_reply *reply);
 
+/* A server-streaming method: the handler sends messages with rpc_stream_send() for as long as
+ * it likes and returns when ctx->cancel fires (client gone, server stopping) or it is done; the
+ * call then ends with reply->status (no final message). It holds a handler slot meanwhile. */
+struct rpc_stream;
+typedef void (*rpc_stream_fn)(void *user, const struct rpc_call_ctx *ctx, const uint8_t *req,
+                              size_t req_len, struct rpc_stream *st, struct rpc_reply *reply);
+/* Send one message and wait until the transport took it: 0, or -EPIPE (client gone, call
+ * cancelled). */
+int rpc_stream_send(struct rpc_stream *st, const uint8_t *data, size_t len);
+
 struct rpc_method {
     const char *path; /* "/package.Service/Method" */
     rpc_handler_fn handler;
+    rpc_stream_fn stream; /* instead of handler, for a server-streaming method */
 };
 
 struct rpc_server_options {

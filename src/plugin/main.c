@@ -25,6 +25,7 @@
 #include "plugin/driver.h"
 #include "base/fs.h"
 #include "plugin/grpc-server.h"
+#include "plugin/health.h"
 #include "plugin/metrics.h"
 #include "plugin/options.h"
 #include "plugin/slices.h"
@@ -135,6 +136,7 @@ int main(int argc, char **argv)
     struct metrics_http *mhttp = NULL, *hhttp = NULL;
     struct rpc_server *dra = NULL, *reg = NULL;
     struct publisher *pub = NULL;
+    struct plugin_health *health = NULL;
     bool drv_ok = false;
     char dra_sock[PATH_MAX], reg_sock[PATH_MAX];
     struct registration_info ri = {0};
@@ -240,6 +242,22 @@ int main(int argc, char **argv)
         }
     }
 
+    struct plugin_health_config hc = {
+        .node = o->node_name,
+        .driver = o->driver_name,
+        .enabled = o->health,
+        .nonfatal_xids = o->health_nonfatal_xids,
+        .ignore_xids = o->health_ignore_xids,
+        .clear_dir = o->health_clear_dir,
+    };
+    health = plugin_health_start(&hc, inv, k8s, &err);
+    if (!health) {
+        gs_error_log("cannot watch GPU health", "error=%s", GS_LOGQ(err.msg));
+        fprintf(stderr, "gpuslice-kubelet-plugin: %s\n", err.msg);
+        goto out;
+    }
+    drv->health = plugin_health_table(health);
+
     rpc_global_init();
     if (gs_mkdir_p(o->plugin_dir, 0750, &err) < 0 || gs_mkdir_p(o->registrar_dir, 0750, &err) < 0) {
         gs_error_log("cannot create the socket directories", "error=%s", GS_LOGQ(err.msg));
@@ -273,12 +291,15 @@ int main(int argc, char **argv)
         .discovery_interval_s = interval_s(o->discovery_interval_ns),
         .resync_interval_s = interval_s(o->resync_interval_ns),
         .reconcile_interval_s = interval_s(o->reconcile_interval_ns),
+        .health = plugin_health_table(health),
+        .watcher = plugin_health_watcher(health),
     };
     pub = publisher_start(&pc, k8s, drv, m, inv, &err);
     if (!pub) {
         gs_error_log("cannot start the ResourceSlice publisher", "error=%s", GS_LOGQ(err.msg));
         goto out_grpc;
     }
+    plugin_health_set_publisher(health, pub);
 
     int sig = 0;
     sigwait(&sigs, &sig);
@@ -288,10 +309,12 @@ int main(int argc, char **argv)
 out_grpc:
     atomic_store(&m->serving, 0);
     rpc_server_free(reg); /* kubelet sees the socket vanish and unregisters the plugin */
+    plugin_health_set_publisher(health, NULL);
     publisher_stop(pub);
-    rpc_server_free(dra);
+    rpc_server_free(dra); /* waits for the health stream's handlers */
     rpc_global_fini();
 out:
+    plugin_health_stop(health);
     metrics_http_stop(hhttp);
     metrics_http_stop(mhttp);
     if (drv_ok)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "config/config.h"
+#include "gpu/health-options.h"
 
 #define DEFAULT_DRIVER "hami-core-gpu.project-hami.io"
 #define OFF(f)         offsetof(struct plugin_options, f)
@@ -209,6 +210,8 @@ static const struct gs_option table[] = {
      .max = "10000",
      .offset = OFF(kube_burst),
      .help = "Kubernetes API burst."},
+    GPU_HEALTH_OPTIONS(OFF(health), OFF(health_nonfatal_xids), OFF(health_ignore_xids),
+                       OFF(health_clear_dir)),
     {.name = "log-level",
      .env = "GPUSLICE_LOG_LEVEL",
      .type = GS_OPT_ENUM,

@@ -33,6 +33,10 @@ struct plugin_options {
     char *sysfs_root;
     char *driver_root;
     char *metrics_addr;
+    char *health_nonfatal_xids;
+    char *health_ignore_xids;
+    char *health_clear_dir;
+    bool health;
     int gpu_selection; /* enum gpu_selection_choice */
     int log_level;     /* index: error, warn, info, debug */
     int fault_point;   /* index into options_fault_points; 0 = none */

@@ -32,6 +32,7 @@ struct publisher {
     struct driver *drv;
     struct metrics *m;
     struct gpu_inventory *inv;
+    struct gpu_health_dev *health; /* the table's snapshot at each sync */
     int64_t generation;
     bool gate_off;
     pthread_mutex_t lock;
@@ -94,9 +95,21 @@ static void count_write(struct publisher *p, int r)
     atomic_fetch_add(r < 0 ? &p->m->slice_errors : &p->m->slice_writes, 1);
 }
 
+/* Slice k as wanted: the device model plus the health table's taints. */
+static json_t *build_slice(struct publisher *p, size_t k, const struct gpu_health_dev *h, size_t nh)
+{
+    json_t *want = gpu_slice_build(p->inv, p->driver, p->node, p->generation, k);
+    if (want && nh)
+        gpu_slice_apply_health(want, h, nh, p->driver);
+    return want;
+}
+
 /* One full comparison of the API's slices with the wanted ones; writes what differs. */
 static int sync_slices(struct publisher *p)
 {
+    size_t nh = 0;
+    if (p->cfg.health)
+        gpu_health_snapshot(p->cfg.health, p->health, GPU_MAX_DEVICES, &nh);
     struct gs_error err = {0};
     char sel[700];
     snprintf(sel, sizeof(sel), "spec.nodeName=%s,spec.driver=%s", p->node, p->driver);
@@ -125,7 +138,7 @@ static int sync_slices(struct publisher *p)
     /* Is everything already as wanted, at one generation? */
     bool same = json_array_size(items) == count;
     for (size_t k = 0; same && k < count; k++) {
-        json_t *want = gpu_slice_build(p->inv, p->driver, p->node, p->generation, k);
+        json_t *want = build_slice(p, k, p->health, nh);
         const char *wname =
             json_string_value(json_object_get(json_object_get(want, "metadata"), "name"));
         bool found = false;
@@ -154,7 +167,7 @@ static int sync_slices(struct publisher *p)
     p->generation++;
     int failures = 0;
     for (size_t k = 0; k < count; k++) {
-        json_t *want = gpu_slice_build(p->inv, p->driver, p->node, p->generation, k);
+        json_t *want = build_slice(p, k, p->health, nh);
         const char *wname =
             json_string_value(json_object_get(json_object_get(want, "metadata"), "name"));
         json_t *have = NULL;
@@ -244,7 +257,10 @@ static void *publisher_main(void *arg)
             now - last_discovery >= p->cfg.discovery_interval_s) {
             struct gs_error err = {0};
             last_discovery = now;
-            if (gpu_discover(p->sysfs_root, fresh, &err) == 0) {
+            gpu_health_watcher_suspend(p->cfg.watcher); /* NVML must re-enumerate */
+            int dr = gpu_discover(p->sysfs_root, fresh, &err);
+            gpu_health_watcher_resume(p->cfg.watcher);
+            if (dr == 0) {
                 if (!inventory_equal(fresh, p->inv)) {
                     gs_info("GPU inventory changed", "devices=%zu", fresh->n);
                     memcpy(p->inv, fresh, sizeof(*fresh));
@@ -355,7 +371,10 @@ struct publisher *publisher_start(const struct publisher_config *cfg, struct gs_
                                   const struct gpu_inventory *initial, struct gs_error *err)
 {
     struct publisher *p = calloc(1, sizeof(*p));
-    if (!p || !(p->inv = calloc(1, sizeof(*p->inv)))) {
+    if (!p || !(p->inv = calloc(1, sizeof(*p->inv))) ||
+        !(p->health = calloc(GPU_MAX_DEVICES, sizeof(*p->health)))) {
+        if (p)
+            free(p->inv);
         free(p);
         gs_error_set(err, -ENOMEM, "out of memory");
         return NULL;
@@ -394,6 +413,7 @@ fail:
     gs_k8s_watch_free(p->watch);
     pthread_cond_destroy(&p->cond);
     pthread_mutex_destroy(&p->lock);
+    free(p->health);
     free(p->inv);
     free(p);
     return NULL;
@@ -414,6 +434,7 @@ void publisher_stop(struct publisher *p)
     gs_k8s_watch_free(p->watch);
     pthread_cond_destroy(&p->cond);
     pthread_mutex_destroy(&p->lock);
+    free(p->health);
     free(p->inv);
     free(p);
 }

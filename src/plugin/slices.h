@@ -21,6 +21,7 @@
 
 #include "kube/k8s.h"
 #include "gpu/discovery.h"
+#include "gpu/health.h"
 #include "gpu/slice.h"
 #include "plugin/driver.h"
 #include "plugin/metrics.h"
@@ -29,9 +30,11 @@ struct publisher_config {
     const char *driver;
     const char *node;
     const char *sysfs_root;
-    unsigned discovery_interval_s; /* re-discover GPUs; 0 = only at start */
-    unsigned resync_interval_s;    /* full compare with the API even without events */
-    unsigned reconcile_interval_s; /* driver_reconcile_api; 0 = never */
+    unsigned discovery_interval_s;      /* re-discover GPUs; 0 = only at start */
+    unsigned resync_interval_s;         /* full compare with the API even without events */
+    unsigned reconcile_interval_s;      /* driver_reconcile_api; 0 = never */
+    struct gpu_health_table *health;    /* taints from here (NULL = none); kick on change */
+    struct gpu_health_watcher *watcher; /* suspended around each re-discovery (may be NULL) */
 };
 
 struct publisher;

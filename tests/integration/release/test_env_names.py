@@ -22,7 +22,8 @@ DAEMONS = ('GS_PLUGIN', 'GS_WEBHOOK', 'GS_MONITOR', 'GS_EXTENDER', 'GS_DEVICE_PL
 FOREIGN = {'NODE_NAME', 'KUBECONFIG', 'NVIDIA_DRIVER_ROOT'}
 # Shared flags whose variable must be the same everywhere.
 SAME = {'node-name', 'kubeconfig', 'driver-name', 'host-dir', 'vgpu-lib', 'sysfs-root',
-        'driver-root', 'healthcheck-port', 'metrics-addr', 'kube-qps', 'kube-burst', 'log-level'}
+        'driver-root', 'healthcheck-port', 'metrics-addr', 'kube-qps', 'kube-burst', 'log-level',
+        'health-nonfatal-xids', 'health-ignore-xids', 'health-clear-dir'}
 # Shared flag names that mean a different thing per daemon (its own listener, file, folder).
 PER_DAEMON = {'listen', 'config', 'tls-cert-file', 'tls-key-file', 'cert-check-interval',
               'state-dir', 'resync-interval', 'api-timeout', 'max-connections', 'resource-name',
