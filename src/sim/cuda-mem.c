@@ -937,6 +937,25 @@ CU_API CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPT
     return array_new(pHandle, bytes, false, d);
 }
 
+/* The pre-3.2 entry points: 32-bit dimensions (cuda.h CUDA_ARRAY_DESCRIPTOR_v1), the same
+ * arrays otherwise. */
+CU_API CUresult cuArrayCreate(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR_v1 *d)
+{
+    if (!d)
+        return cuArrayCreate_v2(pHandle, NULL);
+    CUDA_ARRAY_DESCRIPTOR d2 = {d->Width, d->Height, d->Format, d->NumChannels};
+    return cuArrayCreate_v2(pHandle, &d2);
+}
+
+CU_API CUresult cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v1 *d)
+{
+    if (!d)
+        return cuArray3DCreate_v2(pHandle, NULL);
+    CUDA_ARRAY3D_DESCRIPTOR d3 = {d->Width,  d->Height,      d->Depth,
+                                  d->Format, d->NumChannels, d->Flags};
+    return cuArray3DCreate_v2(pHandle, &d3);
+}
+
 CU_API CUresult cuArrayDestroy(CUarray hArray)
 {
     CU_CHECK_INIT();

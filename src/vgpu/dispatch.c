@@ -148,6 +148,18 @@ static const struct versioned_name {
     {"cuMemGetInfo", 3020, "cuMemGetInfo_v2"},
     {"cuGraphInstantiate", 12000, "cuGraphInstantiateWithFlags"},
     {"cuGraphInstantiate", 11000, "cuGraphInstantiate_v2"},
+    /* contexts and arrays: never the pre-3.2/4.0 hook for a newer request (cuda.h's
+     * `#define cuCtxCreate cuCtxCreate_v4` etc.; versions as the driver's own table) */
+    {"cuCtxCreate", 12050, "cuCtxCreate_v4"},
+    {"cuCtxCreate", 11040, "cuCtxCreate_v3"},
+    {"cuCtxCreate", 3020, "cuCtxCreate_v2"},
+    {"cuCtxDestroy", 4000, "cuCtxDestroy_v2"},
+    {"cuCtxPushCurrent", 4000, "cuCtxPushCurrent_v2"},
+    {"cuCtxPopCurrent", 4000, "cuCtxPopCurrent_v2"},
+    {"cuArrayCreate", 3020, "cuArrayCreate_v2"},
+    {"cuArray3DCreate", 3020, "cuArray3DCreate_v2"},
+    {"cuDevicePrimaryCtxRelease", 11000, "cuDevicePrimaryCtxRelease_v2"},
+    {"cuDevicePrimaryCtxReset", 11000, "cuDevicePrimaryCtxReset_v2"},
 };
 
 void *vgpu_hook_for_proc(const char *symbol, int cuda_version)

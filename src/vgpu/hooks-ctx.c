@@ -590,6 +590,8 @@ static CUresult do_create(void *arg, CUcontext *out)
 {
     struct create_args *a = arg;
     switch (a->version) {
+    case 1:
+        return gs_real_cu.cuCtxCreate(out, a->flags, a->dev);
     case 2:
         return gs_real_cu.cuCtxCreate_v2(out, a->flags, a->dev);
     case 3:
@@ -618,6 +620,15 @@ static CUresult ctx_create(struct create_args *a, CUcontext *pctx)
     return charged_create(d, do_create, a, pctx, undo_create);
 }
 
+/* The pre-3.2 name: the same arguments as _v2 (HAMi-core hooks only _v2; a program built
+ * against old headers, or asking dlsym()/cuGetProcAddress() for the old name, reaches it). */
+GS_EXPORT CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    NEED(cuCtxCreate);
+    struct create_args a = {.version = 1, .flags = flags, .dev = dev};
+    return ctx_create(&a, pctx);
+}
+
 GS_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
     NEED(cuCtxCreate_v2);
@@ -643,25 +654,41 @@ GS_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateP
     return ctx_create(&a, pctx);
 }
 
-GS_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
+/* A context destruction (_v2 or the pre-4.0 name). */
+static CUresult ctx_destroy(CUresult (*real)(CUcontext), CUcontext ctx)
 {
-    NEED(cuCtxDestroy_v2);
     CUresult r;
     vgpu_limiter_ctx_going(ctx); /* its measurements outlive it */
     if (!ctx || !ctx_tracking()) {
-        CALL_REAL(r, cuCtxDestroy_v2, ctx);
+        vgpu_depth++;
+        r = real(ctx);
+        vgpu_depth--;
         return r;
     }
     /* Its state leaves the books BEFORE the driver ends it: a context another thread creates
      * with the same handle right after is a new one, whose allocations stay charged. */
     struct ctx_state st;
     bool had = detach(ctx, &st);
-    CALL_REAL(r, cuCtxDestroy_v2, ctx);
+    vgpu_depth++;
+    r = real(ctx);
+    vgpu_depth--;
     if (r == CUDA_SUCCESS)
         gone(ctx, had ? &st : NULL);
     else if (had)
         reattach(&st);
     return r;
+}
+
+GS_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    NEED(cuCtxDestroy_v2);
+    return ctx_destroy(gs_real_cu.cuCtxDestroy_v2, ctx);
+}
+
+GS_EXPORT CUresult cuCtxDestroy(CUcontext ctx)
+{
+    NEED(cuCtxDestroy);
+    return ctx_destroy(gs_real_cu.cuCtxDestroy, ctx);
 }
 
 /* ------------------------------------------------------------------ primary contexts */
@@ -804,6 +831,44 @@ GS_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
     if (r == CUDA_SUCCESS && ctx && ctx_tracking())
         seen(ctx, NULL, NULL);
     return r;
+}
+
+GS_EXPORT CUresult cuCtxPushCurrent(CUcontext ctx)
+{
+    NEED(cuCtxPushCurrent);
+    CUresult r;
+    CALL_REAL(r, cuCtxPushCurrent, ctx);
+    if (r == CUDA_SUCCESS && ctx && ctx_tracking())
+        seen(ctx, NULL, NULL);
+    return r;
+}
+
+/* Pops: the context that becomes current (the one below, if any) is sighted like a pushed one. */
+static CUresult ctx_pop(CUresult (*real)(CUcontext *), CUcontext *pctx)
+{
+    vgpu_depth++;
+    CUresult r = real(pctx);
+    vgpu_depth--;
+    if (r == CUDA_SUCCESS && ctx_tracking()) {
+        CUcontext now = NULL;
+        CUresult g;
+        CALL_REAL(g, cuCtxGetCurrent, &now);
+        if (g == CUDA_SUCCESS && now)
+            seen(now, NULL, NULL);
+    }
+    return r;
+}
+
+GS_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
+{
+    NEED(cuCtxPopCurrent_v2);
+    return ctx_pop(gs_real_cu.cuCtxPopCurrent_v2, pctx);
+}
+
+GS_EXPORT CUresult cuCtxPopCurrent(CUcontext *pctx)
+{
+    NEED(cuCtxPopCurrent);
+    return ctx_pop(gs_real_cu.cuCtxPopCurrent, pctx);
 }
 
 GS_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
