@@ -367,14 +367,17 @@ CU_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
     return cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream);
 }
 
-/* Free any kind of pointer allocation (not VMM ranges). */
+/* Free any kind of pointer allocation (not VMM ranges, module globals, nor another process's
+ * memory opened by cuIpcOpenMemHandle: the driver frees only what cuMemAlloc* returned, and an
+ * opened pointer's bytes are charged to their owner, never to the opener; only
+ * cuIpcCloseMemHandle unmaps it). */
 CUresult cu_free_ptr(CUdeviceptr dptr)
 {
     struct sim_map_entry e;
     pthread_mutex_lock(&cu_g.mem_lock);
     struct sim_map_entry *hit = sim_map_get(&cu_g.allocs, dptr);
     if (!hit || hit->kind == CU_ALLOC_RESERVE || hit->kind == CU_ALLOC_MAPPING ||
-        hit->kind == CU_ALLOC_GLOBAL) {
+        hit->kind == CU_ALLOC_GLOBAL || hit->kind == CU_ALLOC_IPC) {
         pthread_mutex_unlock(&cu_g.mem_lock);
         return CUDA_ERROR_INVALID_VALUE;
     }
