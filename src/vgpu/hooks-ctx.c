@@ -27,7 +27,8 @@ struct ctx_state {
     void *ctx;
     int dev;          /* vgpu device index */
     uint32_t id;      /* this context's identity (the handle may be handed out again) */
-    uint64_t charged; /* overhead charged for it */
+    uint64_t charged; /* overhead charged for it (with what its limits take, below) */
+    uint64_t limit_charged[CU_LIMIT_MALLOC_HEAP_SIZE + 1]; /* of that, per cuCtxSetLimit limit */
 };
 
 static struct ctx_state *ctxs;
@@ -878,5 +879,100 @@ GS_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
     CALL_REAL(r, cuCtxGetCurrent, pctx);
     if (r == CUDA_SUCCESS && pctx && *pctx && ctx_tracking())
         seen(*pctx, NULL, NULL);
+    return r;
+}
+
+/* ------------------------------------------------------------------ limits (issue 34) */
+
+/* Bytes one unit of `limit` takes on the device of the current context: the stack is reserved
+ * for every thread the device can hold at once (SMs x threads per SM), the printf FIFO and the
+ * malloc heap once. 0 when it cannot be told. */
+static uint64_t limit_unit(CUlimit limit)
+{
+    if (limit != CU_LIMIT_STACK_SIZE)
+        return 1;
+    CUdevice dev = 0;
+    int sms = 0, per_sm = 0;
+    CUresult r;
+    CALL_REAL(r, cuCtxGetDevice, &dev);
+    if (r != CUDA_SUCCESS)
+        return 0;
+    CALL_REAL(r, cuDeviceGetAttribute, &sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    if (r != CUDA_SUCCESS || sms <= 0)
+        return 0;
+    CALL_REAL(r, cuDeviceGetAttribute, &per_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+              dev);
+    if (r != CUDA_SUCCESS || per_sm <= 0)
+        return 0;
+    return (uint64_t)sms * (uint64_t)per_sm;
+}
+
+/* Books `grow` bytes more (or gives back up to `shrink`) for `limit` of context (ctx, id); returns
+ * what was given back, or for a grow whether the context's state took it (false: the caller
+ * gives it back at once: no state would ever return it). */
+static uint64_t book_limit(void *ctx, uint32_t id, CUlimit limit, uint64_t grow, uint64_t shrink,
+                           bool *booked)
+{
+    uint64_t given = 0;
+    *booked = false;
+    pthread_mutex_lock(&ctx_lock);
+    struct ctx_state *s = find_locked(ctx);
+    if (s && s->id == id) {
+        if (grow) {
+            s->charged = gs_sat_add_u64(s->charged, grow);
+            s->limit_charged[limit] = gs_sat_add_u64(s->limit_charged[limit], grow);
+            *booked = true;
+        } else {
+            given = GS_MIN(shrink, s->limit_charged[limit]);
+            s->limit_charged[limit] -= given;
+            s->charged -= GS_MIN(given, s->charged);
+        }
+    }
+    pthread_mutex_unlock(&ctx_lock);
+    return given;
+}
+
+/* cuCtxSetLimit: raising the stack size, the printf FIFO or the malloc heap makes the driver
+ * reserve device memory for the context (HAMi-core does not hook it: a 10 GiB heap passed its
+ * limit). The growth is charged BEFORE the driver is asked (refused with
+ * CUDA_ERROR_OUT_OF_MEMORY past the slice, as the driver refuses past the device), lowering
+ * gives back what was charged for that limit, and the rest comes back with the context. */
+GS_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
+{
+    NEED(cuCtxSetLimit);
+    CUresult r;
+    struct vgpu_device *d = NULL;
+    uint32_t id = 0;
+    void *ctx = NULL;
+    size_t old = 0;
+    uint64_t unit = 0;
+    if ((unsigned int)limit <= CU_LIMIT_MALLOC_HEAP_SIZE && ctx_tracking())
+        ctx = vgpu_ctx_current(&d, &id);
+    if (ctx && d && d->region && id) {
+        CALL_REAL(r, cuCtxGetLimit, &old, limit);
+        unit = r == CUDA_SUCCESS ? limit_unit(limit) : 0;
+    }
+    if (!unit || value == old) {
+        CALL_REAL(r, cuCtxSetLimit, limit, value);
+        return r;
+    }
+    if (value > old) {
+        uint64_t grow = gs_sat_mul_u64((uint64_t)(value - old), unit);
+        if (vgpu_charge(d, grow) < 0)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        CALL_REAL(r, cuCtxSetLimit, limit, value);
+        bool booked = false;
+        if (r == CUDA_SUCCESS)
+            book_limit(ctx, id, limit, grow, 0, &booked);
+        if (!booked)
+            vgpu_uncharge(d, grow);
+        return r;
+    }
+    CALL_REAL(r, cuCtxSetLimit, limit, value);
+    if (r == CUDA_SUCCESS) {
+        bool booked = false;
+        uint64_t shrink = gs_sat_mul_u64((uint64_t)(old - value), unit);
+        vgpu_uncharge(d, book_limit(ctx, id, limit, 0, shrink, &booked));
+    }
     return r;
 }

@@ -93,7 +93,6 @@ HARMLESS = {
     'cuModuleLoadFatBinary': 'gap, issue 34 (c)',
     'cuLibraryLoadData': 'gap, issue 34 (c)',
     'cuLibraryLoadFromFile': 'gap, issue 34 (c)',
-    'cuCtxSetLimit': 'gap, issue 34 (c): stack, printf FIFO and malloc heap are not charged',
 }
 
 

@@ -26,6 +26,11 @@
  *                                          and popped by the pre-4.0 names; then all destroyed by
  *                                          the pre-4.0 cuCtxDestroy and n created again
  *   vgpu_escape arrayold <MiB>             pre-3.2 cuArrayCreate / cuArray3DCreate until refused
+ *   vgpu_escape limits <MiB>               cuCtxSetLimit: malloc heap, printf FIFO and stack (per
+ *                                          thread: MiB / resident threads) each raised by <MiB>,
+ *                                          then the heap by <MiB>/2 with 600 MiB allocated after,
+ *                                          lowered, allocated again; a context created, raised,
+ *                                          destroyed
  *   vgpu_escape phys [dev]                 only the physical figures
  * Output: key=value lines. Exit 2 on a setup failure, 3 when the driver lacks an entry point.
  */
@@ -626,6 +631,61 @@ static int cmd_arrayold(unsigned long long mib)
     return 0;
 }
 
+static int cmd_limits(unsigned long long mib)
+{
+    setup(0);
+    GS_CU_PFN(cuCtxSetLimit) set = FN(cuCtxSetLimit);
+    GS_CU_PFN(cuCtxGetLimit) get = FN(cuCtxGetLimit);
+    GS_CU_PFN(cuMemAlloc_v2) alloc = FN(cuMemAlloc_v2);
+    GS_CU_PFN(cuMemFree_v2) fr = FN(cuMemFree_v2);
+    int sms = 0, per_sm = 0;
+    FN(cuDeviceGetAttribute)(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0);
+    FN(cuDeviceGetAttribute)(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 0);
+    size_t heap0 = 0, fifo0 = 0, stack0 = 0;
+    get(&heap0, CU_LIMIT_MALLOC_HEAP_SIZE);
+    get(&fifo0, CU_LIMIT_PRINTF_FIFO_SIZE);
+    get(&stack0, CU_LIMIT_STACK_SIZE);
+    size_t big = (size_t)(mib * MiB);
+    CUresult r = set(CU_LIMIT_MALLOC_HEAP_SIZE, heap0 + big);
+    printf("heap=%d\n", (int)r);
+    print_phys(0);
+    set(CU_LIMIT_MALLOC_HEAP_SIZE, heap0);
+    r = set(CU_LIMIT_PRINTF_FIFO_SIZE, fifo0 + big);
+    printf("fifo=%d\n", (int)r);
+    print_phys(0);
+    set(CU_LIMIT_PRINTF_FIFO_SIZE, fifo0);
+    size_t per_thread = big / ((size_t)(sms > 0 ? sms : 1) * (size_t)(per_sm > 0 ? per_sm : 1));
+    r = set(CU_LIMIT_STACK_SIZE, stack0 + per_thread);
+    printf("stack=%d\n", (int)r);
+    print_phys(0);
+    set(CU_LIMIT_STACK_SIZE, stack0);
+    /* a heap of half, then memory beside it */
+    r = set(CU_LIMIT_MALLOC_HEAP_SIZE, heap0 + big / 2);
+    CUdeviceptr p = 0;
+    CUresult a1 = alloc(&p, 600 * MiB);
+    if (a1 == CUDA_SUCCESS)
+        fr(p);
+    CUresult lower = set(CU_LIMIT_MALLOC_HEAP_SIZE, heap0);
+    CUresult a2 = alloc(&p, 600 * MiB);
+    if (a2 == CUDA_SUCCESS)
+        fr(p);
+    printf("half=%d alloc_beside=%d lower=%d alloc_after=%d\n", (int)r, (int)a1, (int)lower,
+           (int)a2);
+    /* a context's limits go with it */
+    CUcontext c;
+    CUresult cr = FN(cuCtxCreate_v2)(&c, 0, 0);
+    CUresult cs = set(CU_LIMIT_MALLOC_HEAP_SIZE, heap0 + big / 2);
+    CUresult cd = FN(cuCtxDestroy_v2)(c);
+    FN(cuCtxSetCurrent)(ctx0);
+    CUresult a3 = alloc(&p, 600 * MiB);
+    if (a3 == CUDA_SUCCESS)
+        fr(p);
+    printf("ctx=%d ctx_heap=%d ctx_destroy=%d alloc_after_ctx=%d\n", (int)cr, (int)cs, (int)cd,
+           (int)a3);
+    print_phys(0);
+    return 0;
+}
+
 /* Fork during concurrent launches, pool growth, VMM, graph memory and context churn (issue
  * 21, item 6): every child re-initialises the driver and goes through each of those paths once;
  * a lock a parent's thread held at the fork must not be held in the child. Prints the number of
@@ -846,6 +906,8 @@ int main(int argc, char **argv)
         return cmd_ctxchurn(atol(argv[2]), strtoull(argv[3], NULL, 10));
     if (strcmp(argv[1], "ctxold") == 0 && argc == 4)
         return cmd_ctxold(argv[2], atol(argv[3]));
+    if (strcmp(argv[1], "limits") == 0 && argc == 3)
+        return cmd_limits(strtoull(argv[2], NULL, 10));
     if (strcmp(argv[1], "arrayold") == 0 && argc == 3)
         return cmd_arrayold(strtoull(argv[2], NULL, 10));
     if (strcmp(argv[1], "asyncdev") == 0 && argc == 5)
