@@ -837,6 +837,17 @@ CUresult cuCtxPopCurrent(CUcontext *pctx);
 CUresult cuArrayCreate(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR_v1 *pAllocateArray);
 CUresult cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v1 *pAllocateArray);
 
+/* Graphics-interop context creation (cudaGL.h, cudaVDPAU.h; deprecated, still exported): a
+ * context like cuCtxCreate's. VDPAU's types as vdpau.h defines them (VdpStatus is an enum). */
+typedef uint32_t VdpDevice;
+typedef int VdpGetProcAddress(VdpDevice device, uint32_t function_id, void **function_pointer);
+CUresult cuGLCtxCreate(CUcontext *pCtx, unsigned int Flags, CUdevice device);
+CUresult cuGLCtxCreate_v2(CUcontext *pCtx, unsigned int Flags, CUdevice device);
+CUresult cuVDPAUCtxCreate(CUcontext *pCtx, unsigned int flags, CUdevice device, VdpDevice vdpDevice,
+                          VdpGetProcAddress *vdpGetProcAddress);
+CUresult cuVDPAUCtxCreate_v2(CUcontext *pCtx, unsigned int flags, CUdevice device,
+                             VdpDevice vdpDevice, VdpGetProcAddress *vdpGetProcAddress);
+
 #ifdef __cplusplus
 }
 #endif

@@ -578,6 +578,9 @@ static CUresult charged_create(struct vgpu_device *d, create_fn create, void *ar
     return CUDA_SUCCESS;
 }
 
+/* version: 1-4 cuCtxCreate(_vN); the graphics-interop creators below */
+enum { CREATE_GL = 10, CREATE_GL_V2, CREATE_VDPAU, CREATE_VDPAU_V2 };
+
 struct create_args {
     int version;
     unsigned int flags;
@@ -585,6 +588,8 @@ struct create_args {
     CUexecAffinityParam *params;
     int n_params;
     CUctxCreateParams *create_params;
+    VdpDevice vdp;
+    VdpGetProcAddress *vdp_proc;
 };
 
 static CUresult do_create(void *arg, CUcontext *out)
@@ -597,6 +602,14 @@ static CUresult do_create(void *arg, CUcontext *out)
         return gs_real_cu.cuCtxCreate_v2(out, a->flags, a->dev);
     case 3:
         return gs_real_cu.cuCtxCreate_v3(out, a->params, a->n_params, a->flags, a->dev);
+    case CREATE_GL:
+        return gs_real_cu.cuGLCtxCreate(out, a->flags, a->dev);
+    case CREATE_GL_V2:
+        return gs_real_cu.cuGLCtxCreate_v2(out, a->flags, a->dev);
+    case CREATE_VDPAU:
+        return gs_real_cu.cuVDPAUCtxCreate(out, a->flags, a->dev, a->vdp, a->vdp_proc);
+    case CREATE_VDPAU_V2:
+        return gs_real_cu.cuVDPAUCtxCreate_v2(out, a->flags, a->dev, a->vdp, a->vdp_proc);
     default:
         return gs_real_cu.cuCtxCreate_v4(out, a->create_params, a->flags, a->dev);
     }
@@ -653,6 +666,45 @@ GS_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateP
     struct create_args a = {
         .version = 4, .flags = flags, .dev = dev, .create_params = ctxCreateParams};
     return ctx_create(&a, pctx);
+}
+
+/* The graphics-interop creators (deprecated): contexts charged like cuCtxCreate's. */
+GS_EXPORT CUresult cuGLCtxCreate(CUcontext *pCtx, unsigned int Flags, CUdevice device)
+{
+    NEED(cuGLCtxCreate);
+    struct create_args a = {.version = CREATE_GL, .flags = Flags, .dev = device};
+    return ctx_create(&a, pCtx);
+}
+
+GS_EXPORT CUresult cuGLCtxCreate_v2(CUcontext *pCtx, unsigned int Flags, CUdevice device)
+{
+    NEED(cuGLCtxCreate_v2);
+    struct create_args a = {.version = CREATE_GL_V2, .flags = Flags, .dev = device};
+    return ctx_create(&a, pCtx);
+}
+
+GS_EXPORT CUresult cuVDPAUCtxCreate(CUcontext *pCtx, unsigned int flags, CUdevice device,
+                                    VdpDevice vdpDevice, VdpGetProcAddress *vdpGetProcAddress)
+{
+    NEED(cuVDPAUCtxCreate);
+    struct create_args a = {.version = CREATE_VDPAU,
+                            .flags = flags,
+                            .dev = device,
+                            .vdp = vdpDevice,
+                            .vdp_proc = vdpGetProcAddress};
+    return ctx_create(&a, pCtx);
+}
+
+GS_EXPORT CUresult cuVDPAUCtxCreate_v2(CUcontext *pCtx, unsigned int flags, CUdevice device,
+                                       VdpDevice vdpDevice, VdpGetProcAddress *vdpGetProcAddress)
+{
+    NEED(cuVDPAUCtxCreate_v2);
+    struct create_args a = {.version = CREATE_VDPAU_V2,
+                            .flags = flags,
+                            .dev = device,
+                            .vdp = vdpDevice,
+                            .vdp_proc = vdpGetProcAddress};
+    return ctx_create(&a, pCtx);
 }
 
 /* A context destruction (_v2 or the pre-4.0 name). */

@@ -71,9 +71,7 @@ GS_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVers
     CUresult r;
     CALL_REAL(r, cuGetProcAddress, symbol, pfn, cudaVersion, flags);
     if (r == CUDA_SUCCESS && pfn && *pfn) {
-        void *h = vgpu_hook_for_real(*pfn);
-        if (!h)
-            h = vgpu_hook_for_proc(symbol, cudaVersion);
+        void *h = vgpu_hook_for_answer(symbol, cudaVersion, *pfn);
         if (h)
             *pfn = h;
     }
@@ -88,9 +86,7 @@ GS_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaV
     CUresult r;
     CALL_REAL(r, cuGetProcAddress_v2, symbol, pfn, cudaVersion, flags, symbolStatus);
     if (r == CUDA_SUCCESS && pfn && *pfn) {
-        void *h = vgpu_hook_for_real(*pfn);
-        if (!h)
-            h = vgpu_hook_for_proc(symbol, cudaVersion);
+        void *h = vgpu_hook_for_answer(symbol, cudaVersion, *pfn);
         if (h)
             *pfn = h;
     }

@@ -55,6 +55,9 @@ def contexts(t):
             t.is_eq((kv.get('first_stack_errors'), kv.get('again_stack_errors'),
                      kv.get('first_destroy_errors'), kv.get('again_destroy_errors')),
                     ('0', '0', '0', '0'), f'{how}: old push/pop/destroy answer as the driver does')
+            t.is_eq(kv.get('gl'), '219', f'{how}: cuGLCtxCreate_v2 (hooked) answers the headless '
+                    'driver\'s CUDA_ERROR_INVALID_GRAPHICS_CONTEXT')
+            t.is_eq(kv.get('phys_used'), '0', f'{how}: nothing left charged on gpusim at the end')
         finally:
             w.close()
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Every entry point of the CUDA driver header that creates, destroys or switches a context or
 allocates device memory is hooked by libvgpu, or listed below as harmless with its reason
-(issue 31 item 5). The header is the CUDA 13.0 toolkit's include/cuda.h (CUDA_HOME or
-/usr/local/cuda; CI has it; a clone without it skips with a message). Symbol names come from the
+(issue 31 item 5). The headers are the CUDA 13.0 toolkit's cuda.h and the interop headers beside
+it, cudaGL.h, cudaVDPAU.h, cudaEGL.h (CUDA_HOME or /usr/local/cuda; CI has them; a clone without
+them skips with a message). Symbol names come from the
 header itself: every `CUresult CUDAAPI cuX(` declaration (its __CUDA_API_VERSION_INTERNAL section
 declares the old unversioned names the driver still exports) plus the target of every
 `#define cuX cuX_vN` (and its _ptds/_ptsz variants). Judged from outside: libvgpu.so's dynamic
@@ -23,6 +24,7 @@ SELECT = [
     r'^cu(Ctx|DevicePrimaryCtx|GreenCtx)\w*(Create|Destroy|Retain|Release|Reset|PushCurrent'
     r'|PopCurrent|SetCurrent|Attach|Detach)(_v\d+)?$',
     r'^cuCtxFromGreenCtx$',
+    r'^cu(GL|VDPAU|EGL)\w*Ctx\w*Create(_v\d+)?$',
     r'^cu(Mipmapped)?Array(3D)?Create(_v\d+)?$',
     r'Alloc',
     r'^cuMem(Create|Map|Release|RetainAllocationHandle|PoolCreate|PoolDestroy|PoolTrimTo'
@@ -96,6 +98,9 @@ HARMLESS = {
 }
 
 
+HEADERS = ('cuda.h', 'cudaGL.h', 'cudaVDPAU.h', 'cudaEGL.h')
+
+
 def header_path():
     for base in (os.environ.get('CUDA_HOME'), '/usr/local/cuda'):
         if base and os.path.exists(os.path.join(base, 'include', 'cuda.h')):
@@ -158,14 +163,18 @@ def main():
         t.skip('header coverage', 'no CUDA toolkit header (CUDA_HOME/include/cuda.h or '
                '/usr/local/cuda/include/cuda.h); CI has one')
         return t.done()
-    with open(path, errors='replace') as f:
-        text = f.read()
-    syms = header_symbols(text)
+    syms = {}
+    for name in HEADERS:  # cuda.h and the interop headers beside it (contexts of their own)
+        other = os.path.join(os.path.dirname(path), name)
+        if os.path.exists(other):
+            with open(other, errors='replace') as f:
+                syms.update(header_symbols(f.read()))
     t.ok(len(syms) > 600, f'{len(syms)} exported names read from {path}')
     want = sorted(s for s in syms if selected(s))
     hooks = exported(paths['GS_VGPU_LIB'])
     for old in ('cuCtxCreate', 'cuCtxDestroy', 'cuCtxPushCurrent', 'cuCtxPopCurrent',
-                'cuArrayCreate', 'cuArray3DCreate', 'cuCtxCreate_v4', 'cuMemAlloc_v2'):
+                'cuArrayCreate', 'cuArray3DCreate', 'cuCtxCreate_v4', 'cuMemAlloc_v2',
+                'cuGLCtxCreate_v2', 'cuVDPAUCtxCreate'):
         t.ok(old in want, f'{old} is one of the header\'s context/array/memory entry points')
     missing = [s for s in want if s not in hooks and not HARMLESS.get(s)]
     t.is_eq(missing, [], f'each of the {len(want)} context/array/memory entry points is hooked '

@@ -591,6 +591,10 @@ static int cmd_ctxold(const char *how, long n)
     }
     ctxold_round("first", create, n);
     ctxold_round("again", create, n);
+    /* the graphics-interop creator (gpusim is headless: the driver's refusal, nothing kept) */
+    ctx_create_v1_fn gl = (ctx_create_v1_fn)sym("cuGLCtxCreate_v2");
+    CUcontext g = NULL;
+    printf("gl=%d\n", (int)gl(&g, 0, 0));
     print_phys(0);
     return 0;
 }
