@@ -936,9 +936,12 @@ GS_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
 
 /* ------------------------------------------------------------------ limits (issue 34) */
 
+/* Resident threads assumed when the device cannot say (fail closed: more than any GPU holds). */
+#define LIMIT_THREADS_WORST (256u * 2048u)
+
 /* Bytes one unit of `limit` takes on the device of the current context: the stack is reserved
  * for every thread the device can hold at once (SMs x threads per SM), the printf FIFO and the
- * malloc heap once. 0 when it cannot be told. */
+ * malloc heap once. */
 static uint64_t limit_unit(CUlimit limit)
 {
     if (limit != CU_LIMIT_STACK_SIZE)
@@ -947,15 +950,13 @@ static uint64_t limit_unit(CUlimit limit)
     int sms = 0, per_sm = 0;
     CUresult r;
     CALL_REAL(r, cuCtxGetDevice, &dev);
-    if (r != CUDA_SUCCESS)
-        return 0;
-    CALL_REAL(r, cuDeviceGetAttribute, &sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
-    if (r != CUDA_SUCCESS || sms <= 0)
-        return 0;
-    CALL_REAL(r, cuDeviceGetAttribute, &per_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
-              dev);
-    if (r != CUDA_SUCCESS || per_sm <= 0)
-        return 0;
+    if (r == CUDA_SUCCESS)
+        CALL_REAL(r, cuDeviceGetAttribute, &sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    if (r == CUDA_SUCCESS)
+        CALL_REAL(r, cuDeviceGetAttribute, &per_sm,
+                  CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, dev);
+    if (r != CUDA_SUCCESS || sms <= 0 || per_sm <= 0)
+        return LIMIT_THREADS_WORST;
     return (uint64_t)sms * (uint64_t)per_sm;
 }
 
@@ -1002,7 +1003,7 @@ GS_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
         ctx = vgpu_ctx_current(&d, &id);
     if (ctx && d && d->region && id) {
         CALL_REAL(r, cuCtxGetLimit, &old, limit);
-        unit = r == CUDA_SUCCESS ? limit_unit(limit) : 0;
+        unit = r == CUDA_SUCCESS ? limit_unit(limit) : 0; /* no old value: the driver refuses */
     }
     if (!unit || value == old) {
         CALL_REAL(r, cuCtxSetLimit, limit, value);
