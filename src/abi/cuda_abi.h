@@ -807,6 +807,47 @@ CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount);
 CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream);
 CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream);
 
+/* The pre-3.2 / pre-4.0 entry points still exported under their old names (cuda.h declares them
+ * in its __CUDA_API_VERSION_INTERNAL section): reached by programs built against old headers and
+ * by dlsym() / cuGetProcAddress() with an old version. Array descriptors of v1 have 32-bit
+ * dimensions (cuda.h CUDA_ARRAY_DESCRIPTOR_v1, CUDA_ARRAY3D_DESCRIPTOR_v1). */
+typedef struct CUDA_ARRAY_DESCRIPTOR_v1_st {
+    unsigned int Width;
+    unsigned int Height;
+    CUarray_format Format;
+    unsigned int NumChannels;
+} CUDA_ARRAY_DESCRIPTOR_v1;
+
+typedef struct CUDA_ARRAY3D_DESCRIPTOR_v1_st {
+    unsigned int Width;
+    unsigned int Height;
+    unsigned int Depth;
+    CUarray_format Format;
+    unsigned int NumChannels;
+    unsigned int Flags;
+} CUDA_ARRAY3D_DESCRIPTOR_v1;
+
+static_assert(sizeof(CUDA_ARRAY_DESCRIPTOR_v1) == 16, "CUDA_ARRAY_DESCRIPTOR_v1 layout");
+static_assert(sizeof(CUDA_ARRAY3D_DESCRIPTOR_v1) == 24, "CUDA_ARRAY3D_DESCRIPTOR_v1 layout");
+
+CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev);
+CUresult cuCtxDestroy(CUcontext ctx);
+CUresult cuCtxPushCurrent(CUcontext ctx);
+CUresult cuCtxPopCurrent(CUcontext *pctx);
+CUresult cuArrayCreate(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR_v1 *pAllocateArray);
+CUresult cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v1 *pAllocateArray);
+
+/* Graphics-interop context creation (cudaGL.h, cudaVDPAU.h; deprecated, still exported): a
+ * context like cuCtxCreate's. VDPAU's types as vdpau.h defines them (VdpStatus is an enum). */
+typedef uint32_t VdpDevice;
+typedef int VdpGetProcAddress(VdpDevice device, uint32_t function_id, void **function_pointer);
+CUresult cuGLCtxCreate(CUcontext *pCtx, unsigned int Flags, CUdevice device);
+CUresult cuGLCtxCreate_v2(CUcontext *pCtx, unsigned int Flags, CUdevice device);
+CUresult cuVDPAUCtxCreate(CUcontext *pCtx, unsigned int flags, CUdevice device, VdpDevice vdpDevice,
+                          VdpGetProcAddress *vdpGetProcAddress);
+CUresult cuVDPAUCtxCreate_v2(CUcontext *pCtx, unsigned int flags, CUdevice device,
+                             VdpDevice vdpDevice, VdpGetProcAddress *vdpGetProcAddress);
+
 #ifdef __cplusplus
 }
 #endif

@@ -41,6 +41,9 @@
 #define EXIT_NOFIT       3
 #define EXIT_FAILURE_RUN 4
 
+/* What the child reports through the sync pipe before exec ({stage, errno}). */
+enum { SPAWN_EXEC = 1, SPAWN_JOIN = 2 };
+
 struct run_config {
     char *memory;
     char *cores;
@@ -414,29 +417,42 @@ static int spawn(const struct sa_env *env, const struct claim_plan *plan, const 
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
             _exit(EXIT_FAILURE_RUN);
-        /* Everything the command starts, setsid or not, stays in the slice's cgroup. */
-        members_cgroup_join(cgroup);
+        /* Everything the command starts, setsid or not, stays in the slice's cgroup: a cgroup
+         * created for it that cannot be joined is an error, never a slice nobody can see. */
+        int jr = members_cgroup_join(cgroup);
+        if (jr < 0) {
+            int msg[2] = {SPAWN_JOIN, -jr};
+            if (write(sync_pipe[1], msg, sizeof(msg)) != (ssize_t)sizeof(msg))
+                _exit(EXIT_FAILURE_RUN);
+            _exit(EXIT_FAILURE_RUN);
+        }
         setenv("GPUSLICE_LIMITS_DIR", limits_dir, 1);
         setenv("LD_PRELOAD", preload, 1);
         setenv("CUDA_VISIBLE_DEVICES", visible, 1);
         setenv("GPUSLICE_SLICE", uid, 1);
         signal(SIGPIPE, SIG_DFL);
         execvp(cmd[0], cmd);
-        int e = errno;
-        if (write(sync_pipe[1], &e, sizeof(e)) != (ssize_t)sizeof(e))
+        int msg[2] = {SPAWN_EXEC, errno};
+        if (write(sync_pipe[1], msg, sizeof(msg)) != (ssize_t)sizeof(msg))
             _exit(127);
-        _exit(e == ENOENT ? 127 : 126);
+        _exit(msg[1] == ENOENT ? 127 : 126);
     }
     close(sync_pipe[1]);
-    int e = 0;
+    int msg[2] = {0, 0};
     ssize_t n;
     do {
-        n = read(sync_pipe[0], &e, sizeof(e));
+        n = read(sync_pipe[0], msg, sizeof(msg));
     } while (n < 0 && errno == EINTR);
     close(sync_pipe[0]);
     *out = pid;
-    if (n == (ssize_t)sizeof(e)) {
+    if (n == (ssize_t)sizeof(msg)) {
         waitpid(pid, NULL, 0);
+        int e = msg[1];
+        if (msg[0] == SPAWN_JOIN)
+            return gs_error_set(err, -EXIT_FAILURE_RUN,
+                                "cannot join the slice's cgroup %s: %s (errno %d); the command "
+                                "was not run (GPUSLICE_CGROUP=off runs without a cgroup)",
+                                cgroup, strerror(e), e);
         return gs_error_set(err, -e, "%s: %s", cmd[0], strerror(e));
     }
     return 0;
@@ -621,14 +637,29 @@ int cmd_run(int argc, char **argv)
     pid_t pid = 0;
     /* Who holds the slice besides this runner: its cgroup (when cgroup v2 is writable) and the
      * region's process slots (cli/members.h). Recorded so a lost ledger row is still known held. */
-    if (members_cgroup_create(uid, cgroup, sizeof(cgroup)) < 0 ||
-        members_record(dir, &entry.owner, cgroup, &err) < 0) {
-        fprintf(stderr, "gpuslice run: %s\n", err.msg[0] ? err.msg : "slice cgroup path too long");
+    int cr = members_cgroup_create(uid, cgroup, sizeof(cgroup));
+    if (cr < 0) {
+        const char *mode = getenv("GPUSLICE_CGROUP");
+        if (cr == -EINVAL)
+            fprintf(stderr,
+                    "gpuslice run: GPUSLICE_CGROUP=%s: expected off, auto or an absolute "
+                    "directory\n",
+                    mode);
+        else if (cr == -ENAMETOOLONG)
+            fprintf(stderr, "gpuslice run: slice cgroup path too long\n");
+        else
+            fprintf(stderr, "gpuslice run: cannot create the slice's cgroup %s: %s (errno %d)\n",
+                    cgroup, strerror(-cr), -cr);
+        cgroup[0] = '\0';
+        goto out;
+    }
+    if (members_record(dir, &entry.owner, cgroup, &err) < 0) {
+        fprintf(stderr, "gpuslice run: %s\n", err.msg);
         goto out;
     }
     if (spawn(&env, plan, uid, cgroup, argv + first, &pid, &err) < 0) {
         fprintf(stderr, "gpuslice run: %s\n", err.msg);
-        status = err.code == -ENOENT ? 127 : 126;
+        status = err.code == -EXIT_FAILURE_RUN ? EXIT_FAILURE_RUN : err.code == -ENOENT ? 127 : 126;
         goto out;
     }
     child_pid = pid;

@@ -70,6 +70,18 @@ int members_cgroup_create(const char *uid, char *path, size_t len)
     const char *mode = getenv("GPUSLICE_CGROUP");
     if (mode && strcmp(mode, "off") == 0)
         return 0; /* documented switch: track members through the region alone */
+    if (mode && mode[0] == '/') {
+        /* An explicit parent (a delegated subtree): it must work, never a silent fallback. */
+        int n = snprintf(path, len, "%s%sgpuslice-%s", mode,
+                         mode[strlen(mode) - 1] == '/' ? "" : "/", uid);
+        if (n < 0 || (size_t)n >= len) {
+            path[0] = '\0';
+            return -ENAMETOOLONG;
+        }
+        return mkdir(path, 0755) < 0 && errno != EEXIST ? -errno : 0;
+    }
+    if (mode && *mode && strcmp(mode, "auto") != 0)
+        return -EINVAL;
     cgroup2_mount(mnt, sizeof(mnt));
     own_cgroup(own, sizeof(own));
     if (!mnt[0] || !own[0])

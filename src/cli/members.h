@@ -27,8 +27,10 @@
 #define MEMBERS_FILE "holders.json"
 
 /* Create the slice's cgroup; path = "" when cgroup v2 is unavailable or not writable, or when
- * GPUSLICE_CGROUP=off (the region then tracks members alone). Returns 0 (also when unavailable)
- * or -ENAMETOOLONG. */
+ * GPUSLICE_CGROUP=off (the region then tracks members alone). GPUSLICE_CGROUP=<absolute dir>
+ * names the parent instead of <cgroup2 mount><own cgroup> (a delegated subtree): there a failed
+ * mkdir is an error (path holds the path tried). Returns 0 (also when unavailable), -errno of
+ * that mkdir, -EINVAL for another GPUSLICE_CGROUP value, or -ENAMETOOLONG. */
 int members_cgroup_create(const char *uid, char *path, size_t len);
 /* Move the calling process into the cgroup at `path` (in the child, before exec). 0 or -errno. */
 int members_cgroup_join(const char *path);

@@ -33,6 +33,26 @@ static struct {
     pid_t pid; /* process the thread runs in (fork: the child starts its own) */
 } cbq = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, NULL, 0, 0, false, 0};
 
+void cu_callbacks_fork(enum cu_fork_phase phase)
+{
+    switch (phase) {
+    case CU_FORK_PREPARE:
+        pthread_mutex_lock(&cbq.lock);
+        break;
+    case CU_FORK_PARENT:
+        pthread_mutex_unlock(&cbq.lock);
+        break;
+    case CU_FORK_CHILD:
+        /* The worker thread is not in the child: its queue (the parent's streams) goes. */
+        pthread_mutex_init(&cbq.lock, NULL);
+        pthread_cond_init(&cbq.cond, NULL);
+        cbq.head = cbq.tail = NULL;
+        cbq.done_seq = cbq.next_seq;
+        cbq.started = false;
+        break;
+    }
+}
+
 static void *worker(void *arg)
 {
     (void)arg;
@@ -105,7 +125,7 @@ static CUresult enqueue(CUstream hStream, CUstreamCallback cb, CUhostFn fn, void
         cbq.started = true;
         cbq.pid = me;
     }
-    it->seq = ++cbq.next_seq;
+    uint64_t seq = it->seq = ++cbq.next_seq;
     if (cbq.tail)
         cbq.tail->next = it;
     else
@@ -113,8 +133,11 @@ static CUresult enqueue(CUstream hStream, CUstreamCallback cb, CUhostFn fn, void
     cbq.tail = it;
     pthread_cond_broadcast(&cbq.cond);
     pthread_mutex_unlock(&cbq.lock);
-    atomic_max(&s->cb_seq, it->seq);
-    atomic_max(&s->ctx->cb_seq, it->seq);
+    /* `it` is the worker's from here (it may have run and been freed already): its sequence
+     * number was read under the lock (test_fork_threads found the freed read: under
+     * MALLOC_PERTURB_ a stream waited for a sequence number that never comes). */
+    atomic_max(&s->cb_seq, seq);
+    atomic_max(&s->ctx->cb_seq, seq);
     return CUDA_SUCCESS;
 }
 

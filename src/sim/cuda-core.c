@@ -107,9 +107,34 @@ static void parse_visible(void)
     }
 }
 
+/* fork() with threads inside the driver: every process-private lock is held across it, in the
+ * order the code nests them (cuda-internal.h), so the child never inherits a lock some thread it
+ * does not have was holding (glibc's own locks, malloc's included, are glibc's business; the
+ * shared state's robust mutex belongs to the parent's thread, which releases it). */
+static void before_fork(void)
+{
+    pthread_mutex_lock(&cu_g.lock);
+    pthread_mutex_lock(&cu_g.mem_lock);
+    cu_callbacks_fork(CU_FORK_PREPARE);
+    cu_ipc_fork(CU_FORK_PREPARE);
+    cu_tex_fork(CU_FORK_PREPARE);
+}
+
+static void after_fork_parent(void)
+{
+    cu_tex_fork(CU_FORK_PARENT);
+    cu_ipc_fork(CU_FORK_PARENT);
+    cu_callbacks_fork(CU_FORK_PARENT);
+    pthread_mutex_unlock(&cu_g.mem_lock);
+    pthread_mutex_unlock(&cu_g.lock);
+}
+
 static void after_fork_child(void)
 {
     /* CUDA state does not survive fork(): the child starts over (its own slot) at cuInit. */
+    cu_tex_fork(CU_FORK_CHILD);
+    cu_ipc_fork(CU_FORK_CHILD);
+    cu_callbacks_fork(CU_FORK_CHILD);
     if (cu_g.st)
         sim_state_forget(cu_g.st);
     cu_g.init_state = 0;
@@ -122,7 +147,7 @@ static void do_init(void)
     struct gs_error err = {0};
     static bool atfork_done;
     if (!atfork_done) {
-        pthread_atfork(NULL, NULL, after_fork_child);
+        pthread_atfork(before_fork, after_fork_parent, after_fork_child);
         atfork_done = true;
     }
     if (cu_g.st) { /* a forked child re-initialising: drop the parent's view */

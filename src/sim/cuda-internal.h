@@ -346,6 +346,15 @@ uint64_t cu_host_span_locked(uint64_t p);
 
 /* Wait until the host callbacks queued up to sequence number `seq` have run (0: none). */
 void cu_callbacks_wait(uint64_t seq);
+/* fork(): every process-private gpusim lock is taken before (so what it guards is whole in the
+ * child), released after in the parent, and made new in the child, whose CUDA state starts over
+ * at cuInit (issue 34: a child forked while threads were inside the driver could hang on a copy
+ * of a lock held by a thread the child does not have). Lock order: cu_g.lock, cu_g.mem_lock,
+ * then the leaves below (each taken alone everywhere else). */
+enum cu_fork_phase { CU_FORK_PREPARE, CU_FORK_PARENT, CU_FORK_CHILD };
+void cu_callbacks_fork(enum cu_fork_phase phase);
+void cu_ipc_fork(enum cu_fork_phase phase);
+void cu_tex_fork(enum cu_fork_phase phase);
 /* Whether the host callbacks up to `seq` have run. */
 bool cu_callbacks_done(uint64_t seq);
 

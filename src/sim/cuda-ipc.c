@@ -194,6 +194,25 @@ static struct {
     int slot; /* process slot the file is named after */
 } evf = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, -1};
 
+void cu_ipc_fork(enum cu_fork_phase phase)
+{
+    switch (phase) {
+    case CU_FORK_PREPARE:
+        pthread_mutex_lock(&evf.lock);
+        break;
+    case CU_FORK_PARENT:
+        pthread_mutex_unlock(&evf.lock);
+        break;
+    case CU_FORK_CHILD:
+        /* The child gets a slot (and an event file) of its own at cuInit. */
+        pthread_mutex_init(&evf.lock, NULL);
+        evf.slots = NULL;
+        evf.used = 0;
+        evf.slot = -1;
+        break;
+    }
+}
+
 static uint64_t *map_event_file(int slot, bool create)
 {
     char path[PATH_MAX + 64];

@@ -297,6 +297,22 @@ struct tex_obj {
 static pthread_mutex_t tex_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tex_obj *tex_all;
 
+void cu_tex_fork(enum cu_fork_phase phase)
+{
+    switch (phase) {
+    case CU_FORK_PREPARE:
+        pthread_mutex_lock(&tex_lock);
+        break;
+    case CU_FORK_PARENT:
+        pthread_mutex_unlock(&tex_lock);
+        break;
+    case CU_FORK_CHILD:
+        pthread_mutex_init(&tex_lock, NULL);
+        tex_all = NULL; /* the parent's objects (their contexts do not survive fork) */
+        break;
+    }
+}
+
 /* The live object a handle names (never dereferences an unknown value), or NULL. */
 static struct tex_obj *tex_of(unsigned long long h, bool surface)
 {

@@ -367,14 +367,17 @@ CU_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
     return cuMemAllocFromPoolAsync(dptr, bytesize, pool, hStream);
 }
 
-/* Free any kind of pointer allocation (not VMM ranges). */
+/* Free any kind of pointer allocation (not VMM ranges, module globals, nor another process's
+ * memory opened by cuIpcOpenMemHandle: the driver frees only what cuMemAlloc* returned, and an
+ * opened pointer's bytes are charged to their owner, never to the opener; only
+ * cuIpcCloseMemHandle unmaps it). */
 CUresult cu_free_ptr(CUdeviceptr dptr)
 {
     struct sim_map_entry e;
     pthread_mutex_lock(&cu_g.mem_lock);
     struct sim_map_entry *hit = sim_map_get(&cu_g.allocs, dptr);
     if (!hit || hit->kind == CU_ALLOC_RESERVE || hit->kind == CU_ALLOC_MAPPING ||
-        hit->kind == CU_ALLOC_GLOBAL) {
+        hit->kind == CU_ALLOC_GLOBAL || hit->kind == CU_ALLOC_IPC) {
         pthread_mutex_unlock(&cu_g.mem_lock);
         return CUDA_ERROR_INVALID_VALUE;
     }
@@ -935,6 +938,25 @@ CU_API CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPT
     if (!bytes)
         return CUDA_ERROR_INVALID_VALUE; /* unknown format or channel count */
     return array_new(pHandle, bytes, false, d);
+}
+
+/* The pre-3.2 entry points: 32-bit dimensions (cuda.h CUDA_ARRAY_DESCRIPTOR_v1), the same
+ * arrays otherwise. */
+CU_API CUresult cuArrayCreate(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR_v1 *d)
+{
+    if (!d)
+        return cuArrayCreate_v2(pHandle, NULL);
+    CUDA_ARRAY_DESCRIPTOR d2 = {d->Width, d->Height, d->Format, d->NumChannels};
+    return cuArrayCreate_v2(pHandle, &d2);
+}
+
+CU_API CUresult cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v1 *d)
+{
+    if (!d)
+        return cuArray3DCreate_v2(pHandle, NULL);
+    CUDA_ARRAY3D_DESCRIPTOR d3 = {d->Width,  d->Height,      d->Depth,
+                                  d->Format, d->NumChannels, d->Flags};
+    return cuArray3DCreate_v2(pHandle, &d3);
 }
 
 CU_API CUresult cuArrayDestroy(CUarray hArray)

@@ -706,12 +706,16 @@ CU_API CUresult cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func,
 }
 
 /* ------------------------------------------------------------------ context limits */
+#define CU_DEFAULT_STACK 1024u
+#define CU_DEFAULT_FIFO  1048576u
+#define CU_DEFAULT_HEAP  8388608u
+
 void cu_ctx_default_limits(struct sim_ctx *c)
 {
     static const size_t defaults[] = {
-        [CU_LIMIT_STACK_SIZE] = 1024,
-        [CU_LIMIT_PRINTF_FIFO_SIZE] = 1048576,
-        [CU_LIMIT_MALLOC_HEAP_SIZE] = 8388608,
+        [CU_LIMIT_STACK_SIZE] = CU_DEFAULT_STACK,
+        [CU_LIMIT_PRINTF_FIFO_SIZE] = CU_DEFAULT_FIFO,
+        [CU_LIMIT_MALLOC_HEAP_SIZE] = CU_DEFAULT_HEAP,
         [CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH] = 2,
         [CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT] = 2048,
         [CU_LIMIT_MAX_L2_FETCH_GRANULARITY] = 64,
@@ -722,6 +726,26 @@ void cu_ctx_default_limits(struct sim_ctx *c)
     };
     static_assert(sizeof(defaults) == sizeof(c->limits), "one default per limit");
     memcpy(c->limits, defaults, sizeof(defaults));
+}
+
+/* Bytes the context's stack, printf FIFO and malloc heap limits take beyond their defaults
+ * (saturating). */
+static uint64_t limits_extra(const struct sim_ctx *c)
+{
+    const struct sim_device_cfg *d = &cu_g.cfg.dev[c->dev];
+    uint64_t threads = (uint64_t)(d->sm_count > 0 ? d->sm_count : 1) *
+                       (uint64_t)(d->max_threads_per_sm > 0 ? d->max_threads_per_sm : 1);
+    uint64_t stack =
+        c->limits[CU_LIMIT_STACK_SIZE] > CU_DEFAULT_STACK
+            ? gs_sat_mul_u64(c->limits[CU_LIMIT_STACK_SIZE] - CU_DEFAULT_STACK, threads)
+            : 0;
+    uint64_t fifo = c->limits[CU_LIMIT_PRINTF_FIFO_SIZE] > CU_DEFAULT_FIFO
+                        ? c->limits[CU_LIMIT_PRINTF_FIFO_SIZE] - CU_DEFAULT_FIFO
+                        : 0;
+    uint64_t heap = c->limits[CU_LIMIT_MALLOC_HEAP_SIZE] > CU_DEFAULT_HEAP
+                        ? c->limits[CU_LIMIT_MALLOC_HEAP_SIZE] - CU_DEFAULT_HEAP
+                        : 0;
+    return gs_sat_add_u64(gs_sat_add_u64(stack, fifo), heap);
 }
 
 CU_API CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit)
@@ -750,8 +774,34 @@ CU_API CUresult cuCtxSetLimit(CUlimit limit, size_t value)
     if (limit == CU_LIMIT_MAX_L2_FETCH_GRANULARITY && value != 0 && value != 32 && value != 64 &&
         value != 128)
         return CUDA_ERROR_INVALID_VALUE;
+    if (limit != CU_LIMIT_STACK_SIZE && limit != CU_LIMIT_PRINTF_FIFO_SIZE &&
+        limit != CU_LIMIT_MALLOC_HEAP_SIZE) {
+        c->limits[limit] = value;
+        return CUDA_SUCCESS;
+    }
+    /* Device memory the driver reserves for the context (issue 34): the malloc heap, the printf
+     * FIFO, and the stack of every thread the device can hold at once. What the defaults take is
+     * in the context overhead (GPUSIM_CONTEXT_OVERHEAD); what is asked beyond them is charged
+     * here, given back when lowered and with the context (c->charged). */
+    pthread_mutex_lock(&cu_g.lock);
+    uint64_t before = limits_extra(c), old = c->limits[limit];
     c->limits[limit] = value;
-    return CUDA_SUCCESS;
+    uint64_t after = limits_extra(c);
+    CUresult res = CUDA_SUCCESS;
+    if (after > before) {
+        if (sim_mem_charge(cu_g.st, c->dev, after - before) < 0) {
+            c->limits[limit] = old;
+            res = CUDA_ERROR_OUT_OF_MEMORY;
+        } else {
+            c->charged = gs_sat_add_u64(c->charged, after - before);
+        }
+    } else if (after < before) {
+        uint64_t give = GS_MIN(before - after, c->charged);
+        sim_mem_uncharge(cu_g.st, c->dev, give);
+        c->charged -= give;
+    }
+    pthread_mutex_unlock(&cu_g.lock);
+    return res;
 }
 
 /* ------------------------------------------------------------------ issue 20 */

@@ -26,10 +26,35 @@ uint64_t nv_realtime_us(void)
 }
 
 /* ------------------------------------------------------------------ init */
+/* fork() while another thread is inside nvmlInit/nvmlShutdown: the lock is held across it and
+ * made new in the child (issue 34), which keeps the parent's view of the shared state (NVML,
+ * unlike CUDA, survives fork). Per-set event locks are the set owner's (one thread each). */
+static void nv_before_fork(void)
+{
+    pthread_mutex_lock(&nv.lock);
+}
+
+static void nv_after_fork_parent(void)
+{
+    pthread_mutex_unlock(&nv.lock);
+}
+
+static void nv_after_fork_child(void)
+{
+    pthread_mutex_init(&nv.lock, NULL);
+}
+
+static void nv_register_fork(void)
+{
+    pthread_atfork(nv_before_fork, nv_after_fork_parent, nv_after_fork_child);
+}
+
 NVML_API nvmlReturn_t nvmlInitWithFlags(unsigned int flags)
 {
+    static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
     if (flags & ~(unsigned int)(NVML_INIT_FLAG_NO_GPUS | NVML_INIT_FLAG_NO_ATTACH))
         return NVML_ERROR_INVALID_ARGUMENT;
+    pthread_once(&fork_once, nv_register_fork);
     pthread_mutex_lock(&nv.lock);
     if (nv.refs == 0) {
         struct gs_error err = {0};

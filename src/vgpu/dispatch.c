@@ -148,6 +148,20 @@ static const struct versioned_name {
     {"cuMemGetInfo", 3020, "cuMemGetInfo_v2"},
     {"cuGraphInstantiate", 12000, "cuGraphInstantiateWithFlags"},
     {"cuGraphInstantiate", 11000, "cuGraphInstantiate_v2"},
+    /* contexts and arrays: never the pre-3.2/4.0 hook for a newer request (cuda.h's
+     * `#define cuCtxCreate cuCtxCreate_v4` etc.; versions as the driver's own table) */
+    {"cuCtxCreate", 12050, "cuCtxCreate_v4"},
+    {"cuCtxCreate", 11040, "cuCtxCreate_v3"},
+    {"cuCtxCreate", 3020, "cuCtxCreate_v2"},
+    {"cuCtxDestroy", 4000, "cuCtxDestroy_v2"},
+    {"cuCtxPushCurrent", 4000, "cuCtxPushCurrent_v2"},
+    {"cuCtxPopCurrent", 4000, "cuCtxPopCurrent_v2"},
+    {"cuArrayCreate", 3020, "cuArrayCreate_v2"},
+    {"cuArray3DCreate", 3020, "cuArray3DCreate_v2"},
+    {"cuGLCtxCreate", 3020, "cuGLCtxCreate_v2"},
+    {"cuVDPAUCtxCreate", 3020, "cuVDPAUCtxCreate_v2"},
+    {"cuDevicePrimaryCtxRelease", 11000, "cuDevicePrimaryCtxRelease_v2"},
+    {"cuDevicePrimaryCtxReset", 11000, "cuDevicePrimaryCtxReset_v2"},
 };
 
 void *vgpu_hook_for_proc(const char *symbol, int cuda_version)
@@ -158,6 +172,19 @@ void *vgpu_hook_for_proc(const char *symbol, int cuda_version)
         if (cuda_version >= versioned[i].since && strcmp(symbol, versioned[i].base) == 0)
             return vgpu_hook_for_name(versioned[i].name);
     return vgpu_hook_for_name(symbol);
+}
+
+void *vgpu_hook_for_answer(const char *symbol, int cuda_version, const void *real)
+{
+    if (!real)
+        return NULL;
+    void *by_name = vgpu_hook_for_proc(symbol, cuda_version);
+    if (by_name)
+        for (size_t i = 0; i < GS_ARRAY_SIZE(hooks); i++)
+            if (hooks[i].hook == by_name && *hooks[i].real == real)
+                return by_name;
+    void *by_real = vgpu_hook_for_real(real);
+    return by_real ? by_real : by_name;
 }
 
 /* Byte compare without libc: dlsym() may run before a sanitizer runtime finished initialising. */

@@ -27,7 +27,8 @@ struct ctx_state {
     void *ctx;
     int dev;          /* vgpu device index */
     uint32_t id;      /* this context's identity (the handle may be handed out again) */
-    uint64_t charged; /* overhead charged for it */
+    uint64_t charged; /* overhead charged for it (with what its limits take, below) */
+    uint64_t limit_charged[CU_LIMIT_MALLOC_HEAP_SIZE + 1]; /* of that, per cuCtxSetLimit limit */
 };
 
 static struct ctx_state *ctxs;
@@ -577,6 +578,9 @@ static CUresult charged_create(struct vgpu_device *d, create_fn create, void *ar
     return CUDA_SUCCESS;
 }
 
+/* version: 1-4 cuCtxCreate(_vN); the graphics-interop creators below */
+enum { CREATE_GL = 10, CREATE_GL_V2, CREATE_VDPAU, CREATE_VDPAU_V2 };
+
 struct create_args {
     int version;
     unsigned int flags;
@@ -584,16 +588,28 @@ struct create_args {
     CUexecAffinityParam *params;
     int n_params;
     CUctxCreateParams *create_params;
+    VdpDevice vdp;
+    VdpGetProcAddress *vdp_proc;
 };
 
 static CUresult do_create(void *arg, CUcontext *out)
 {
     struct create_args *a = arg;
     switch (a->version) {
+    case 1:
+        return gs_real_cu.cuCtxCreate(out, a->flags, a->dev);
     case 2:
         return gs_real_cu.cuCtxCreate_v2(out, a->flags, a->dev);
     case 3:
         return gs_real_cu.cuCtxCreate_v3(out, a->params, a->n_params, a->flags, a->dev);
+    case CREATE_GL:
+        return gs_real_cu.cuGLCtxCreate(out, a->flags, a->dev);
+    case CREATE_GL_V2:
+        return gs_real_cu.cuGLCtxCreate_v2(out, a->flags, a->dev);
+    case CREATE_VDPAU:
+        return gs_real_cu.cuVDPAUCtxCreate(out, a->flags, a->dev, a->vdp, a->vdp_proc);
+    case CREATE_VDPAU_V2:
+        return gs_real_cu.cuVDPAUCtxCreate_v2(out, a->flags, a->dev, a->vdp, a->vdp_proc);
     default:
         return gs_real_cu.cuCtxCreate_v4(out, a->create_params, a->flags, a->dev);
     }
@@ -616,6 +632,15 @@ static CUresult ctx_create(struct create_args *a, CUcontext *pctx)
         return r;
     }
     return charged_create(d, do_create, a, pctx, undo_create);
+}
+
+/* The pre-3.2 name: the same arguments as _v2 (HAMi-core hooks only _v2; a program built
+ * against old headers, or asking dlsym()/cuGetProcAddress() for the old name, reaches it). */
+GS_EXPORT CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    NEED(cuCtxCreate);
+    struct create_args a = {.version = 1, .flags = flags, .dev = dev};
+    return ctx_create(&a, pctx);
 }
 
 GS_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
@@ -643,25 +668,80 @@ GS_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateP
     return ctx_create(&a, pctx);
 }
 
-GS_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
+/* The graphics-interop creators (deprecated): contexts charged like cuCtxCreate's. */
+GS_EXPORT CUresult cuGLCtxCreate(CUcontext *pCtx, unsigned int Flags, CUdevice device)
 {
-    NEED(cuCtxDestroy_v2);
+    NEED(cuGLCtxCreate);
+    struct create_args a = {.version = CREATE_GL, .flags = Flags, .dev = device};
+    return ctx_create(&a, pCtx);
+}
+
+GS_EXPORT CUresult cuGLCtxCreate_v2(CUcontext *pCtx, unsigned int Flags, CUdevice device)
+{
+    NEED(cuGLCtxCreate_v2);
+    struct create_args a = {.version = CREATE_GL_V2, .flags = Flags, .dev = device};
+    return ctx_create(&a, pCtx);
+}
+
+GS_EXPORT CUresult cuVDPAUCtxCreate(CUcontext *pCtx, unsigned int flags, CUdevice device,
+                                    VdpDevice vdpDevice, VdpGetProcAddress *vdpGetProcAddress)
+{
+    NEED(cuVDPAUCtxCreate);
+    struct create_args a = {.version = CREATE_VDPAU,
+                            .flags = flags,
+                            .dev = device,
+                            .vdp = vdpDevice,
+                            .vdp_proc = vdpGetProcAddress};
+    return ctx_create(&a, pCtx);
+}
+
+GS_EXPORT CUresult cuVDPAUCtxCreate_v2(CUcontext *pCtx, unsigned int flags, CUdevice device,
+                                       VdpDevice vdpDevice, VdpGetProcAddress *vdpGetProcAddress)
+{
+    NEED(cuVDPAUCtxCreate_v2);
+    struct create_args a = {.version = CREATE_VDPAU_V2,
+                            .flags = flags,
+                            .dev = device,
+                            .vdp = vdpDevice,
+                            .vdp_proc = vdpGetProcAddress};
+    return ctx_create(&a, pCtx);
+}
+
+/* A context destruction (_v2 or the pre-4.0 name). */
+static CUresult ctx_destroy(CUresult (*real)(CUcontext), CUcontext ctx)
+{
     CUresult r;
     vgpu_limiter_ctx_going(ctx); /* its measurements outlive it */
     if (!ctx || !ctx_tracking()) {
-        CALL_REAL(r, cuCtxDestroy_v2, ctx);
+        vgpu_depth++;
+        r = real(ctx);
+        vgpu_depth--;
         return r;
     }
     /* Its state leaves the books BEFORE the driver ends it: a context another thread creates
      * with the same handle right after is a new one, whose allocations stay charged. */
     struct ctx_state st;
     bool had = detach(ctx, &st);
-    CALL_REAL(r, cuCtxDestroy_v2, ctx);
+    vgpu_depth++;
+    r = real(ctx);
+    vgpu_depth--;
     if (r == CUDA_SUCCESS)
         gone(ctx, had ? &st : NULL);
     else if (had)
         reattach(&st);
     return r;
+}
+
+GS_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    NEED(cuCtxDestroy_v2);
+    return ctx_destroy(gs_real_cu.cuCtxDestroy_v2, ctx);
+}
+
+GS_EXPORT CUresult cuCtxDestroy(CUcontext ctx)
+{
+    NEED(cuCtxDestroy);
+    return ctx_destroy(gs_real_cu.cuCtxDestroy, ctx);
 }
 
 /* ------------------------------------------------------------------ primary contexts */
@@ -806,6 +886,44 @@ GS_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx)
     return r;
 }
 
+GS_EXPORT CUresult cuCtxPushCurrent(CUcontext ctx)
+{
+    NEED(cuCtxPushCurrent);
+    CUresult r;
+    CALL_REAL(r, cuCtxPushCurrent, ctx);
+    if (r == CUDA_SUCCESS && ctx && ctx_tracking())
+        seen(ctx, NULL, NULL);
+    return r;
+}
+
+/* Pops: the context that becomes current (the one below, if any) is sighted like a pushed one. */
+static CUresult ctx_pop(CUresult (*real)(CUcontext *), CUcontext *pctx)
+{
+    vgpu_depth++;
+    CUresult r = real(pctx);
+    vgpu_depth--;
+    if (r == CUDA_SUCCESS && ctx_tracking()) {
+        CUcontext now = NULL;
+        CUresult g;
+        CALL_REAL(g, cuCtxGetCurrent, &now);
+        if (g == CUDA_SUCCESS && now)
+            seen(now, NULL, NULL);
+    }
+    return r;
+}
+
+GS_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
+{
+    NEED(cuCtxPopCurrent_v2);
+    return ctx_pop(gs_real_cu.cuCtxPopCurrent_v2, pctx);
+}
+
+GS_EXPORT CUresult cuCtxPopCurrent(CUcontext *pctx)
+{
+    NEED(cuCtxPopCurrent);
+    return ctx_pop(gs_real_cu.cuCtxPopCurrent, pctx);
+}
+
 GS_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
 {
     NEED(cuCtxGetCurrent);
@@ -813,5 +931,101 @@ GS_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx)
     CALL_REAL(r, cuCtxGetCurrent, pctx);
     if (r == CUDA_SUCCESS && pctx && *pctx && ctx_tracking())
         seen(*pctx, NULL, NULL);
+    return r;
+}
+
+/* ------------------------------------------------------------------ limits (issue 34) */
+
+/* Resident threads assumed when the device cannot say (fail closed: more than any GPU holds). */
+#define LIMIT_THREADS_WORST (256u * 2048u)
+
+/* Bytes one unit of `limit` takes on the device of the current context: the stack is reserved
+ * for every thread the device can hold at once (SMs x threads per SM), the printf FIFO and the
+ * malloc heap once. */
+static uint64_t limit_unit(CUlimit limit)
+{
+    if (limit != CU_LIMIT_STACK_SIZE)
+        return 1;
+    CUdevice dev = 0;
+    int sms = 0, per_sm = 0;
+    CUresult r;
+    CALL_REAL(r, cuCtxGetDevice, &dev);
+    if (r == CUDA_SUCCESS)
+        CALL_REAL(r, cuDeviceGetAttribute, &sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
+    if (r == CUDA_SUCCESS)
+        CALL_REAL(r, cuDeviceGetAttribute, &per_sm,
+                  CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, dev);
+    if (r != CUDA_SUCCESS || sms <= 0 || per_sm <= 0)
+        return LIMIT_THREADS_WORST;
+    return (uint64_t)sms * (uint64_t)per_sm;
+}
+
+/* Books `grow` bytes more (or gives back up to `shrink`) for `limit` of context (ctx, id); returns
+ * what was given back, or for a grow whether the context's state took it (false: the caller
+ * gives it back at once: no state would ever return it). */
+static uint64_t book_limit(void *ctx, uint32_t id, CUlimit limit, uint64_t grow, uint64_t shrink,
+                           bool *booked)
+{
+    uint64_t given = 0;
+    *booked = false;
+    pthread_mutex_lock(&ctx_lock);
+    struct ctx_state *s = find_locked(ctx);
+    if (s && s->id == id) {
+        if (grow) {
+            s->charged = gs_sat_add_u64(s->charged, grow);
+            s->limit_charged[limit] = gs_sat_add_u64(s->limit_charged[limit], grow);
+            *booked = true;
+        } else {
+            given = GS_MIN(shrink, s->limit_charged[limit]);
+            s->limit_charged[limit] -= given;
+            s->charged -= GS_MIN(given, s->charged);
+        }
+    }
+    pthread_mutex_unlock(&ctx_lock);
+    return given;
+}
+
+/* cuCtxSetLimit: raising the stack size, the printf FIFO or the malloc heap makes the driver
+ * reserve device memory for the context (HAMi-core does not hook it: a 10 GiB heap passed its
+ * limit). The growth is charged BEFORE the driver is asked (refused with
+ * CUDA_ERROR_OUT_OF_MEMORY past the slice, as the driver refuses past the device), lowering
+ * gives back what was charged for that limit, and the rest comes back with the context. */
+GS_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
+{
+    NEED(cuCtxSetLimit);
+    CUresult r;
+    struct vgpu_device *d = NULL;
+    uint32_t id = 0;
+    void *ctx = NULL;
+    size_t old = 0;
+    uint64_t unit = 0;
+    if ((unsigned int)limit <= CU_LIMIT_MALLOC_HEAP_SIZE && ctx_tracking())
+        ctx = vgpu_ctx_current(&d, &id);
+    if (ctx && d && d->region && id) {
+        CALL_REAL(r, cuCtxGetLimit, &old, limit);
+        unit = r == CUDA_SUCCESS ? limit_unit(limit) : 0; /* no old value: the driver refuses */
+    }
+    if (!unit || value == old) {
+        CALL_REAL(r, cuCtxSetLimit, limit, value);
+        return r;
+    }
+    if (value > old) {
+        uint64_t grow = gs_sat_mul_u64((uint64_t)(value - old), unit);
+        if (vgpu_charge(d, grow) < 0)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        CALL_REAL(r, cuCtxSetLimit, limit, value);
+        bool booked = false;
+        if (r == CUDA_SUCCESS)
+            book_limit(ctx, id, limit, grow, 0, &booked);
+        if (!booked)
+            vgpu_uncharge(d, grow);
+        return r;
+    }
+    CALL_REAL(r, cuCtxSetLimit, limit, value);
+    if (r == CUDA_SUCCESS) {
+        bool booked = false;
+        uint64_t shrink = gs_sat_mul_u64((uint64_t)(old - value), unit);
+        vgpu_uncharge(d, book_limit(ctx, id, limit, 0, shrink, &booked));
+    }
     return r;
 }

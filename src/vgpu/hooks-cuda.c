@@ -71,9 +71,7 @@ GS_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVers
     CUresult r;
     CALL_REAL(r, cuGetProcAddress, symbol, pfn, cudaVersion, flags);
     if (r == CUDA_SUCCESS && pfn && *pfn) {
-        void *h = vgpu_hook_for_real(*pfn);
-        if (!h)
-            h = vgpu_hook_for_proc(symbol, cudaVersion);
+        void *h = vgpu_hook_for_answer(symbol, cudaVersion, *pfn);
         if (h)
             *pfn = h;
     }
@@ -88,9 +86,7 @@ GS_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaV
     CUresult r;
     CALL_REAL(r, cuGetProcAddress_v2, symbol, pfn, cudaVersion, flags, symbolStatus);
     if (r == CUDA_SUCCESS && pfn && *pfn) {
-        void *h = vgpu_hook_for_real(*pfn);
-        if (!h)
-            h = vgpu_hook_for_proc(symbol, cudaVersion);
+        void *h = vgpu_hook_for_answer(symbol, cudaVersion, *pfn);
         if (h)
             *pfn = h;
     }
@@ -612,6 +608,7 @@ struct array_call {
     unsigned levels;
     uint32_t kind; /* VGPU_KIND_ARRAY (2D or 3D by dims) or VGPU_KIND_MIPMAP */
     bool three_d;
+    bool v1; /* the pre-3.2 entry point (32-bit descriptor) */
 };
 
 static CUresult array_alloc(void *arg, uint64_t *key, uint64_t *taken)
@@ -620,8 +617,12 @@ static CUresult array_alloc(void *arg, uint64_t *key, uint64_t *taken)
     CUresult r;
     if (c->kind == VGPU_KIND_MIPMAP)
         r = REAL(cuMipmappedArrayCreate)((CUmipmappedArray *)c->handle, c->desc, c->levels);
+    else if (c->three_d && c->v1)
+        r = REAL(cuArray3DCreate)((CUarray *)c->handle, c->desc);
     else if (c->three_d)
         r = REAL(cuArray3DCreate_v2)((CUarray *)c->handle, c->desc);
+    else if (c->v1)
+        r = REAL(cuArrayCreate)((CUarray *)c->handle, c->desc);
     else
         r = REAL(cuArrayCreate_v2)((CUarray *)c->handle, c->desc);
     if (r == CUDA_SUCCESS) {
@@ -683,6 +684,37 @@ GS_EXPORT CUresult cuArray3DCreate_v2(CUarray *pHandle,
     const CUDA_ARRAY3D_DESCRIPTOR *a = pAllocateArray;
     struct array_call c = {
         .handle = (void **)pHandle, .desc = a, .kind = VGPU_KIND_ARRAY, .three_d = true};
+    uint64_t bytes = gs_cuda_array_bytes(a->Width, a->Height, a->Depth, a->Format, a->NumChannels);
+    return array_create(array_charge(bytes, a->Width, a->Height, a->Depth, 0), &c);
+}
+
+/* The pre-3.2 names (32-bit dimensions): the same arrays, charged the same way. */
+GS_EXPORT CUresult cuArrayCreate(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR_v1 *pAllocateArray)
+{
+    NEED(cuArrayCreate);
+    PASSTHROUGH(cuArrayCreate, pHandle, pAllocateArray);
+    if (!pAllocateArray)
+        return REAL(cuArrayCreate)(pHandle, pAllocateArray);
+    const CUDA_ARRAY_DESCRIPTOR_v1 *a = pAllocateArray;
+    struct array_call c = {
+        .handle = (void **)pHandle, .desc = a, .kind = VGPU_KIND_ARRAY, .v1 = true};
+    uint64_t bytes = gs_cuda_array_bytes(a->Width, a->Height, 1, a->Format, a->NumChannels);
+    return array_create(array_charge(bytes, a->Width, a->Height, 1, 0), &c);
+}
+
+GS_EXPORT CUresult cuArray3DCreate(CUarray *pHandle,
+                                   const CUDA_ARRAY3D_DESCRIPTOR_v1 *pAllocateArray)
+{
+    NEED(cuArray3DCreate);
+    PASSTHROUGH(cuArray3DCreate, pHandle, pAllocateArray);
+    if (!pAllocateArray)
+        return REAL(cuArray3DCreate)(pHandle, pAllocateArray);
+    const CUDA_ARRAY3D_DESCRIPTOR_v1 *a = pAllocateArray;
+    struct array_call c = {.handle = (void **)pHandle,
+                           .desc = a,
+                           .kind = VGPU_KIND_ARRAY,
+                           .three_d = true,
+                           .v1 = true};
     uint64_t bytes = gs_cuda_array_bytes(a->Width, a->Height, a->Depth, a->Format, a->NumChannels);
     return array_create(array_charge(bytes, a->Width, a->Height, a->Depth, 0), &c);
 }

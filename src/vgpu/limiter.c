@@ -236,10 +236,24 @@ static void limiter_atfork_child(void)
     thread_counters.registered = registered;
 }
 
+/* Held across fork() (issue 34): a thread that was updating the estimates under it must not
+ * leave the child half an update. Taken before gpusim's/the driver's own locks (this handler is
+ * registered after cuInit, and prepare handlers run in reverse order), the order in which a
+ * measuring launch nests them. */
+static void limiter_atfork_prepare(void)
+{
+    pthread_mutex_lock(&lim_lock);
+}
+
+static void limiter_atfork_parent(void)
+{
+    pthread_mutex_unlock(&lim_lock);
+}
+
 static void counters_key_init(void)
 {
     pthread_key_create(&counters_key, counters_thread_exit);
-    pthread_atfork(NULL, NULL, limiter_atfork_child);
+    pthread_atfork(limiter_atfork_prepare, limiter_atfork_parent, limiter_atfork_child);
 }
 
 /* The calling thread's counters for rd (published first if they were another device's). */

@@ -44,6 +44,10 @@ void *vgpu_hook_for_name(const char *name);
 /* Hook for a cuGetProcAddress request by base name and CUDA version (the ABI behind cuMemAlloc,
  * cuMemFree, cuMemAllocPitch, cuMemGetInfo, cuGraphInstantiate depends on it). */
 void *vgpu_hook_for_proc(const char *symbol, int cuda_version);
+/* The hook for what cuGetProcAddress(symbol, cuda_version) answered (real): the hook of that
+ * name and version when its real function is the answer (a driver may alias several entry
+ * points to one address), else the hook of that real function, else by name and version. */
+void *vgpu_hook_for_answer(const char *symbol, int cuda_version, const void *real);
 
 /* Re-entrancy guard: a hook called from inside another hook (e.g. libcuda calling its own
  * exported symbols) forwards straight to the driver. */

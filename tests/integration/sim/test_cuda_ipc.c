@@ -2,11 +2,14 @@
 /* IPC between processes sharing one gpusim state: the opener sees (and writes) the owner's
  * bytes, the memory is counted once, interprocess events order the two, a handle outlives
  * nothing (own handle, exited owner); pointer attributes of every kind of memory. */
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 
 #include "abi/cuda_abi_data.h"
+#include "sim/sim-state.h"
 #include "simtest.h"
 #include "tap.h"
 
@@ -62,6 +65,92 @@ static int child(CUipcMemHandle mh, CUipcEventHandle eh)
     bad += close_mem(d) != CUDA_ERROR_INVALID_VALUE;
     p_cuCtxDestroy_v2(ctx);
     return bad > 99 ? 99 : bad;
+}
+
+/* gpusim's own books, read from its state file: process `pid`'s usage on device 0 (UINT64_MAX
+ * when it has no live slot) and the device's usage. */
+static void books(pid_t pid, uint64_t *proc_used, uint64_t *dev_used)
+{
+    *proc_used = UINT64_MAX;
+    *dev_used = UINT64_MAX;
+    int fd = open(getenv("GPUSIM_STATE"), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    void *m = mmap(NULL, sizeof(struct sim_shared), PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED)
+        return;
+    const struct sim_shared *sh = m;
+    for (int i = 0; i < SIM_MAX_PROCS; i++)
+        if (__atomic_load_n(&sh->procs[i].state, __ATOMIC_ACQUIRE) == SIM_PROC_LIVE &&
+            sh->procs[i].pid == (uint32_t)pid)
+            *proc_used = __atomic_load_n(&sh->procs[i].mem[0], __ATOMIC_ACQUIRE);
+    *dev_used = __atomic_load_n(&sh->dev[0].used_mem, __ATOMIC_ACQUIRE);
+    munmap(m, sizeof(struct sim_shared));
+}
+
+#define OWN (4u << 20) /* the opener's own allocation */
+
+/* The opener frees what it opened (issue 31): cuMemFree on an opened pointer is refused (the
+ * driver frees only what cuMemAlloc* returned), cuIpcCloseMemHandle unmaps it, and neither
+ * changes anybody's usage. Exit status: bit 0 cuMemFree not refused, bit 1 usage changed by it,
+ * bit 2 close failed, bit 3 usage changed by the close, 100+ setup. Reports its figures on fd. */
+static int free_child(CUipcMemHandle mh, int fd)
+{
+    CUcontext ctx;
+    CUdeviceptr own = 0, d = 0;
+    if (p_cuInit(0) || p_cuCtxCreate_v2(&ctx, 0, 0) || p_cuMemAlloc_v2(&own, OWN))
+        return 100;
+    if (open_mem(&d, mh, 0) != CUDA_SUCCESS)
+        return 101;
+    int bad = 0;
+    uint64_t mine0, dev0, mine1, dev1, mine2, dev2;
+    books(getpid(), &mine0, &dev0);
+    CUresult fr = p_cuMemFree_v2(d);
+    books(getpid(), &mine1, &dev1);
+    bad |= fr == CUDA_SUCCESS ? 1 : 0;
+    bad |= (mine1 != mine0 || dev1 != dev0) ? 2 : 0;
+    bad |= close_mem(d) != CUDA_SUCCESS ? 4 : 0;
+    books(getpid(), &mine2, &dev2);
+    bad |= (mine2 != mine0 || dev2 != dev0) ? 8 : 0;
+    dprintf(fd, "free=%d mine=%llu,%llu,%llu dev=%llu,%llu,%llu\n", (int)fr,
+            (unsigned long long)mine0, (unsigned long long)mine1, (unsigned long long)mine2,
+            (unsigned long long)dev0, (unsigned long long)dev1, (unsigned long long)dev2);
+    p_cuMemFree_v2(own);
+    p_cuCtxDestroy_v2(ctx);
+    return bad;
+}
+
+static void opener_frees(CUipcMemHandle mh)
+{
+    uint64_t owner0, dev0, owner1, dev1;
+    books(getpid(), &owner0, &dev0);
+    int fds[2];
+    if (pipe(fds) != 0)
+        return;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        _exit(free_child(mh, fds[1]));
+    }
+    close(fds[1]);
+    char line[512] = "";
+    ssize_t n = read(fds[0], line, sizeof(line) - 1);
+    line[n > 0 ? n : 0] = '\0';
+    close(fds[0]);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    int code = WIFEXITED(st) ? WEXITSTATUS(st) : 200;
+    diag("opener: %s", line);
+    ok(code < 100, "the opener ran (status %d)", code);
+    ok(code < 100 && !(code & 1), "cuMemFree on an opened IPC pointer is refused");
+    ok(code < 100 && !(code & 2), "... and changes neither the opener's usage nor the device's");
+    ok(code < 100 && !(code & 4), "cuIpcCloseMemHandle after it unmaps the pointer");
+    ok(code < 100 && !(code & 8), "... and changes neither the opener's usage nor the device's");
+    books(getpid(), &owner1, &dev1);
+    ok(owner1 == owner0 && owner1 >= SZ, "the owner's usage is unchanged (%llu -> %llu bytes)",
+       (unsigned long long)owner0, (unsigned long long)owner1);
+    is_uint(dev1, dev0, "the device's usage is the owner's again after the opener exits");
 }
 
 int main(void)
@@ -125,6 +214,8 @@ int main(void)
     size_t f_after = 0;
     p_cuMemGetInfo_v2(&f_after, &t);
     is_uint(f_after, f_before, "device memory unchanged by the opener's open and exit");
+
+    opener_frees(mh);
 
     /* A handle whose owner has exited opens nothing. */
     int fds[2];

@@ -21,6 +21,16 @@
  *                                          a third keeps an allocation in each context it makes
  *   vgpu_escape forkstorm <forks>          fork while threads launch, grow pools, map VMM,
  *                                          launch graph memory and churn contexts
+ *   vgpu_escape ctxold dlsym|proc <n>      n contexts through the pre-3.2 cuCtxCreate (found by
+ *                                          dlsym or cuGetProcAddress(version 3000)), each pushed
+ *                                          and popped by the pre-4.0 names; then all destroyed by
+ *                                          the pre-4.0 cuCtxDestroy and n created again
+ *   vgpu_escape arrayold <MiB>             pre-3.2 cuArrayCreate / cuArray3DCreate until refused
+ *   vgpu_escape limits <MiB>               cuCtxSetLimit: malloc heap, printf FIFO and stack (per
+ *                                          thread: MiB / resident threads) each raised by <MiB>,
+ *                                          then the heap by <MiB>/2 with 600 MiB allocated after,
+ *                                          lowered, allocated again; a context created, raised,
+ *                                          destroyed
  *   vgpu_escape phys [dev]                 only the physical figures
  * Output: key=value lines. Exit 2 on a setup failure, 3 when the driver lacks an entry point.
  */
@@ -527,6 +537,159 @@ static int cmd_ctxchurn(long iters, unsigned long long mib)
     return 0;
 }
 
+typedef CUresult (*ctx_create_v1_fn)(CUcontext *pctx, unsigned int flags, CUdevice dev);
+typedef CUresult (*ctx_one_fn)(CUcontext ctx);
+typedef CUresult (*ctx_pop_fn)(CUcontext *pctx);
+
+/* The pre-3.2/4.0 context names: one round of up to n creations, every context pushed and popped
+ * by the old names; prints the round's figures (then destroys them with the old name). */
+static void ctxold_round(const char *tag, ctx_create_v1_fn create, long n)
+{
+    ctx_one_fn destroy = (ctx_one_fn)sym("cuCtxDestroy");
+    ctx_one_fn push = (ctx_one_fn)sym("cuCtxPushCurrent");
+    ctx_pop_fn pop = (ctx_pop_fn)sym("cuCtxPopCurrent");
+    CUcontext ctxs[256];
+    long ok = 0, stack_errors = 0;
+    CUresult first_fail = CUDA_SUCCESS;
+    for (long i = 0; i < n && i < 256; i++) {
+        CUresult r = create(&ctxs[ok], 0, 0);
+        if (r != CUDA_SUCCESS) {
+            first_fail = r;
+            break;
+        }
+        CUcontext top = NULL;
+        if (pop(&top) != CUDA_SUCCESS || top != ctxs[ok]) /* cuCtxCreate made it current */
+            stack_errors++;
+        if (push(ctxs[ok]) != CUDA_SUCCESS || pop(&top) != CUDA_SUCCESS || top != ctxs[ok])
+            stack_errors++;
+        ok++;
+    }
+    printf("%s_ok=%ld %s_first_fail=%d %s_stack_errors=%ld\n", tag, ok, tag, (int)first_fail, tag,
+           stack_errors);
+    print_phys(0);
+    long destroy_errors = 0;
+    for (long i = 0; i < ok; i++)
+        if (destroy(ctxs[i]) != CUDA_SUCCESS)
+            destroy_errors++;
+    printf("%s_destroy_errors=%ld\n", tag, destroy_errors);
+}
+
+static int cmd_ctxold(const char *how, long n)
+{
+    CUresult r = FN(cuInit)(0);
+    if (r)
+        die("cuInit", r);
+    ctx_create_v1_fn create = NULL;
+    if (strcmp(how, "proc") == 0) {
+        void *p = NULL;
+        r = FN(cuGetProcAddress)("cuCtxCreate", &p, 3000, 0);
+        if (r != CUDA_SUCCESS || !p)
+            die("cuGetProcAddress(cuCtxCreate, 3000)", r);
+        create = (ctx_create_v1_fn)p;
+    } else {
+        create = (ctx_create_v1_fn)sym("cuCtxCreate");
+    }
+    ctxold_round("first", create, n);
+    ctxold_round("again", create, n);
+    /* the graphics-interop creator (gpusim is headless: the driver's refusal, nothing kept) */
+    ctx_create_v1_fn gl = (ctx_create_v1_fn)sym("cuGLCtxCreate_v2");
+    CUcontext g = NULL;
+    printf("gl=%d\n", (int)gl(&g, 0, 0));
+    print_phys(0);
+    return 0;
+}
+
+typedef CUresult (*array_v1_fn)(CUarray *h, const CUDA_ARRAY_DESCRIPTOR_v1 *d);
+typedef CUresult (*array3d_v1_fn)(CUarray *h, const CUDA_ARRAY3D_DESCRIPTOR_v1 *d);
+
+/* The pre-3.2 array names, alternately, arrays of <MiB> each (float, 1 channel) until refused. */
+static int cmd_arrayold(unsigned long long mib)
+{
+    setup(0);
+    array_v1_fn create2d = (array_v1_fn)sym("cuArrayCreate");
+    array3d_v1_fn create3d = (array3d_v1_fn)sym("cuArray3DCreate");
+    GS_CU_PFN(cuArrayDestroy) destroy = FN(cuArrayDestroy);
+    CUarray arrays[4096];
+    long ok = 0;
+    CUresult first_fail = CUDA_SUCCESS;
+    unsigned int texels = (unsigned int)(mib * MiB / 4);
+    for (int i = 0; i < 4096; i++) {
+        CUresult r;
+        if (i & 1) {
+            CUDA_ARRAY3D_DESCRIPTOR_v1 d = {1024, texels / 1024 / 4, 4, CU_AD_FORMAT_FLOAT, 1, 0};
+            r = create3d(&arrays[ok], &d);
+        } else {
+            CUDA_ARRAY_DESCRIPTOR_v1 d = {1024, texels / 1024, CU_AD_FORMAT_FLOAT, 1};
+            r = create2d(&arrays[ok], &d);
+        }
+        if (r != CUDA_SUCCESS) {
+            first_fail = r;
+            break;
+        }
+        ok++;
+    }
+    printf("ok=%ld first_fail=%d\n", ok, (int)first_fail);
+    print_phys(0);
+    for (long i = 0; i < ok; i++)
+        destroy(arrays[i]);
+    return 0;
+}
+
+static int cmd_limits(unsigned long long mib)
+{
+    setup(0);
+    GS_CU_PFN(cuCtxSetLimit) set = FN(cuCtxSetLimit);
+    GS_CU_PFN(cuCtxGetLimit) get = FN(cuCtxGetLimit);
+    GS_CU_PFN(cuMemAlloc_v2) alloc = FN(cuMemAlloc_v2);
+    GS_CU_PFN(cuMemFree_v2) fr = FN(cuMemFree_v2);
+    int sms = 0, per_sm = 0;
+    FN(cuDeviceGetAttribute)(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0);
+    FN(cuDeviceGetAttribute)(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 0);
+    size_t heap0 = 0, fifo0 = 0, stack0 = 0;
+    get(&heap0, CU_LIMIT_MALLOC_HEAP_SIZE);
+    get(&fifo0, CU_LIMIT_PRINTF_FIFO_SIZE);
+    get(&stack0, CU_LIMIT_STACK_SIZE);
+    size_t big = (size_t)(mib * MiB);
+    CUresult r = set(CU_LIMIT_MALLOC_HEAP_SIZE, heap0 + big);
+    printf("heap=%d\n", (int)r);
+    print_phys(0);
+    set(CU_LIMIT_MALLOC_HEAP_SIZE, heap0);
+    r = set(CU_LIMIT_PRINTF_FIFO_SIZE, fifo0 + big);
+    printf("fifo=%d\n", (int)r);
+    print_phys(0);
+    set(CU_LIMIT_PRINTF_FIFO_SIZE, fifo0);
+    size_t per_thread = big / ((size_t)(sms > 0 ? sms : 1) * (size_t)(per_sm > 0 ? per_sm : 1));
+    r = set(CU_LIMIT_STACK_SIZE, stack0 + per_thread);
+    printf("stack=%d\n", (int)r);
+    print_phys(0);
+    set(CU_LIMIT_STACK_SIZE, stack0);
+    /* a heap of half, then memory beside it */
+    r = set(CU_LIMIT_MALLOC_HEAP_SIZE, heap0 + big / 2);
+    CUdeviceptr p = 0;
+    CUresult a1 = alloc(&p, 600 * MiB);
+    if (a1 == CUDA_SUCCESS)
+        fr(p);
+    CUresult lower = set(CU_LIMIT_MALLOC_HEAP_SIZE, heap0);
+    CUresult a2 = alloc(&p, 600 * MiB);
+    if (a2 == CUDA_SUCCESS)
+        fr(p);
+    printf("half=%d alloc_beside=%d lower=%d alloc_after=%d\n", (int)r, (int)a1, (int)lower,
+           (int)a2);
+    /* a context's limits go with it */
+    CUcontext c;
+    CUresult cr = FN(cuCtxCreate_v2)(&c, 0, 0);
+    CUresult cs = set(CU_LIMIT_MALLOC_HEAP_SIZE, heap0 + big / 2);
+    CUresult cd = FN(cuCtxDestroy_v2)(c);
+    FN(cuCtxSetCurrent)(ctx0);
+    CUresult a3 = alloc(&p, 600 * MiB);
+    if (a3 == CUDA_SUCCESS)
+        fr(p);
+    printf("ctx=%d ctx_heap=%d ctx_destroy=%d alloc_after_ctx=%d\n", (int)cr, (int)cs, (int)cd,
+           (int)a3);
+    print_phys(0);
+    return 0;
+}
+
 /* Fork during concurrent launches, pool growth, VMM, graph memory and context churn (issue
  * 21, item 6): every child re-initialises the driver and goes through each of those paths once;
  * a lock a parent's thread held at the fork must not be held in the child. Prints the number of
@@ -745,6 +908,12 @@ int main(int argc, char **argv)
         return cmd_forkstorm(atoi(argv[2]));
     if (strcmp(argv[1], "ctxchurn") == 0 && argc == 4)
         return cmd_ctxchurn(atol(argv[2]), strtoull(argv[3], NULL, 10));
+    if (strcmp(argv[1], "ctxold") == 0 && argc == 4)
+        return cmd_ctxold(argv[2], atol(argv[3]));
+    if (strcmp(argv[1], "limits") == 0 && argc == 3)
+        return cmd_limits(strtoull(argv[2], NULL, 10));
+    if (strcmp(argv[1], "arrayold") == 0 && argc == 3)
+        return cmd_arrayold(strtoull(argv[2], NULL, 10));
     if (strcmp(argv[1], "asyncdev") == 0 && argc == 5)
         return cmd_asyncdev(argv[2], atol(argv[3]), strtoull(argv[4], NULL, 10));
     if (strcmp(argv[1], "dev") == 0 && (argc == 5 || argc == 6))

@@ -54,5 +54,35 @@ int main(void)
        "an unversioned name: its hook");
     ok(vgpu_hook_for_proc("cuMemcpy", 12080) == NULL, "a function not hooked: none");
     ok(vgpu_hook_for_proc(NULL, 12080) == NULL, "NULL: none");
+
+    /* the old context and array names (issue 31) are never handed out for a newer request */
+    ok(vgpu_hook_for_proc("cuCtxCreate", 13000) == (void *)&cuCtxCreate_v4 &&
+           vgpu_hook_for_proc("cuCtxCreate", 11040) == (void *)&cuCtxCreate_v3 &&
+           vgpu_hook_for_proc("cuCtxCreate", 3020) == (void *)&cuCtxCreate_v2 &&
+           vgpu_hook_for_proc("cuCtxCreate", 3000) == (void *)&cuCtxCreate,
+       "cuCtxCreate: _v4 from 12.5, _v3 from 11.4, _v2 from 3.2, the original before");
+    ok(vgpu_hook_for_proc("cuCtxDestroy", 4000) == (void *)&cuCtxDestroy_v2 &&
+           vgpu_hook_for_proc("cuCtxDestroy", 3020) == (void *)&cuCtxDestroy &&
+           vgpu_hook_for_proc("cuCtxPopCurrent", 12000) == (void *)&cuCtxPopCurrent_v2 &&
+           vgpu_hook_for_proc("cuCtxPushCurrent", 3000) == (void *)&cuCtxPushCurrent,
+       "cuCtxDestroy/push/pop: _v2 from 4.0, the originals before");
+    ok(vgpu_hook_for_proc("cuArrayCreate", 12000) == (void *)&cuArrayCreate_v2 &&
+           vgpu_hook_for_proc("cuArray3DCreate", 3000) == (void *)&cuArray3DCreate,
+       "arrays: _v2 from 3.2, the 32-bit originals before");
+
+    /* a driver that aliases several entry points to one address (gpusim's graphics stubs): the
+     * answer's hook is the one of the name and version asked, when its real is the answer */
+    gs_real_cu.cuGLCtxCreate = (GS_CU_PFN(cuGLCtxCreate))(fake + 16);
+    gs_real_cu.cuGLCtxCreate_v2 = (GS_CU_PFN(cuGLCtxCreate_v2))(fake + 16);
+    ok(vgpu_hook_for_answer("cuGLCtxCreate", 3020, (void *)(fake + 16)) ==
+               (void *)&cuGLCtxCreate_v2 &&
+           vgpu_hook_for_answer("cuGLCtxCreate", 2000, (void *)(fake + 16)) ==
+               (void *)&cuGLCtxCreate,
+       "one address for two entry points: the hook of the version asked");
+    ok(vgpu_hook_for_answer("cuMemAllocAsync", 12000,
+                            (const void *)gs_real_cu.cuMemAllocAsync_ptsz) ==
+           (void *)&cuMemAllocAsync_ptsz,
+       "the per-thread variant answered for a base name: its hook, by address");
+    ok(vgpu_hook_for_answer("cuMemAlloc", 12000, NULL) == NULL, "no answer: no hook");
     return tap_done();
 }
