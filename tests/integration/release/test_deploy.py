@@ -550,6 +550,21 @@ def check_certgen(t, name, objs):
          'key stays in the Secret)', diag=vol)
 
 
+def check_event_rbac(t, rendered):
+    """Every daemon that writes Events (issue 36) may create and patch them."""
+    want = {'dra': ['gpuslice-kubelet-plugin', 'gpuslice-monitor'],
+            'legacy': ['gpuslice-device-plugin', 'gpuslice-extender', 'gpuslice-monitor']}
+    for mode, roles in want.items():
+        by = {o['metadata']['name']: o for o in rendered.get(mode, [])
+              if o['kind'] == 'ClusterRole'}
+        for role in roles:
+            verbs = {v for r in by.get(role, {}).get('rules', [])
+                     if '' in r.get('apiGroups', []) and 'events' in r.get('resources', [])
+                     for v in r.get('verbs', [])}
+            t.ok({'create', 'patch'} <= verbs, f'deploy/{mode}: ClusterRole {role} may create and '
+                 'patch Events', diag=sorted(verbs))
+
+
 def check_webhook_certificates(t, rendered):
     """cert-manager path (issue 26 #5): the serving certificate is issued by a CA issuer whose CA
     is a long-lived certificate of its own, so a leaf renewal keeps the injected CA bundle."""
@@ -737,6 +752,7 @@ def main():
         check_lab_names(t, kubectl, deploy, work)
         check_installs(t, kubectl, deploy, work, rendered, p)
         check_webhook_certificates(t, rendered)
+        check_event_rbac(t, rendered)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     check_schemas(t, rendered)
