@@ -223,22 +223,18 @@ int gs_k8s_record(struct gs_k8s_recorder *r, const struct gs_k8s_object_ref *obj
     uint64_t now = gs_k8s_now_ms(r->k);
     bool found = false;
     struct entry *e = slot(r, key, &found);
+    if (e && !found) {
+        snprintf(e->key, sizeof(e->key), "%s", key);
+        snprintf(e->ns, sizeof(e->ns), "%s", obj->ns && obj->ns[0] ? obj->ns : "default");
+        e->used_ms = now;
+    }
     if (!e || (found && (e->writing || now - e->last_write_ms < r->o.repeat_interval_ms)) ||
         !take_token(r, now)) {
-        if (e) {
-            if (!found) {
-                snprintf(e->key, sizeof(e->key), "%s", key);
-                e->used_ms = now;
-            }
+        if (e)
             e->pending++;
-        }
         r->st.suppressed++;
         pthread_mutex_unlock(&r->lock);
         return 0;
-    }
-    if (!found) {
-        snprintf(e->key, sizeof(e->key), "%s", key);
-        snprintf(e->ns, sizeof(e->ns), "%s", obj->ns && obj->ns[0] ? obj->ns : "default");
     }
     struct write w = {.patch = e->event_name[0] != '\0', .count = e->count + e->pending + 1};
     snprintf(w.ns, sizeof(w.ns), "%s", e->ns);

@@ -174,6 +174,15 @@ int main(void)
     }
     is_int(written, 25, "100 distinct objects at once: 25 written (the burst)");
     is_int(event_writes(), 25, "25 API writes");
+    /* An object first seen while the budget was empty is written later, in its namespace. */
+    advance(&clk, 300000);
+    struct gs_k8s_object_ref late = {"v1", "Pod", "team-a", "flood-99", NULL};
+    is_int(gs_k8s_record(rec, &late, true, "FilteringFailed", "no"), 1,
+           "an object held back by the budget is written once tokens are back");
+    ev = only_event(k, "team-a", "flood-99");
+    is_int(json_integer_value(json_object_get(ev, "count")), 2,
+           "in its namespace, counting the call held back");
+    json_decref(ev);
 
     /* A refused write is counted and returned, and the next one after the interval goes on. */
     advance(&clk, 300000);
