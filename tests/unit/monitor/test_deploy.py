@@ -105,9 +105,10 @@ def check_rbac(docs):
     role = one(docs, 'ClusterRole', 'gpuslice-monitor')
     rules = sorted((tuple(r['apiGroups']), tuple(r['resources']), tuple(r['verbs']))
                    for r in role.get('rules', []))
-    t.is_eq(rules, [(('',), ('pods',), ('get',)),
+    t.is_eq(rules, [(('',), ('events',), ('create', 'patch')),
+                    (('',), ('pods',), ('get',)),
                     (('resource.k8s.io',), ('resourceclaims',), ('get',))],
-            'ClusterRole: get resourceclaims and pods, nothing else')
+            'ClusterRole: get resourceclaims and pods, write the auditor\'s Events, nothing else')
     b = one(docs, 'ClusterRoleBinding', 'gpuslice-monitor')
     t.ok(b.get('roleRef', {}).get('name') == 'gpuslice-monitor' and
          b.get('subjects') == [{'kind': 'ServiceAccount', 'name': 'gpuslice-monitor',
