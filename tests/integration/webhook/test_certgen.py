@@ -6,13 +6,16 @@ same CA (the bundle stays), a Secret without the CA key gets a new CA, and error
 object and the API's status. Certificates are checked from outside with openssl."""
 import base64
 import os
+import socket
+import ssl
 import subprocess
 import sys
 import tempfile
+import time
 
 from fakeapi import FakeAPI
 from gstest import Tap, env_paths
-from whlib import write_kubeconfig
+from whlib import Webhook, write_kubeconfig
 
 TOKEN = 'certgen-token'
 NS = 'gpuslice-system'
@@ -96,6 +99,35 @@ def put_secret(api, values, stype='kubernetes.io/tls'):
     api.put(obj)
 
 
+def project(api, d, gen):
+    """The Secret's tls.crt and tls.key as the kubelet mounts a Secret volume: a timestamped
+    folder, the ..data link swapped atomically, file links through it."""
+    os.makedirs(os.path.join(d, f'..ts{gen}'))
+    for k in ('tls.crt', 'tls.key'):
+        with open(os.path.join(d, f'..ts{gen}', k), 'w') as f:
+            f.write(data(api, k))
+        if not os.path.islink(os.path.join(d, k)):
+            os.symlink(os.path.join('..data', k), os.path.join(d, k))
+    os.symlink(f'..ts{gen}', os.path.join(d, '..data_tmp'))
+    os.replace(os.path.join(d, '..data_tmp'), os.path.join(d, '..data'))
+
+
+class BundleWebhook(Webhook):
+    """The webhook, reached as the API server reaches it: trusting only the caBundle."""
+    bundle = None
+
+    def context(self, cafile=None):
+        ctx = ssl.create_default_context(cafile=self.bundle)
+        ctx.check_hostname = False  # 127.0.0.1; the names are checked by openssl above
+        return ctx
+
+
+def served_der(wh):
+    with socket.create_connection(('127.0.0.1', wh.port), timeout=10) as s:
+        with wh.context().wrap_socket(s) as tls:
+            return tls.getpeercert(binary_form=True)
+
+
 def main():
     t = Tap()
     binary = env_paths()['GS_WEBHOOK']
@@ -131,6 +163,20 @@ def main():
         t.ok('CA:FALSE' in text, 'the leaf is not a CA')
         first_ca, first_leaf = data(api, 'ca.crt'), data(api, 'tls.crt')
 
+        # The webhook serves the pair from the mounted Secret, trusted through the bundle.
+        mount = os.path.join(tmp, 'mount')
+        os.makedirs(mount)
+        project(api, mount, 1)
+        BundleWebhook.bundle = os.path.join(tmp, 'api-bundle.pem')
+        with open(BundleWebhook.bundle, 'wb') as f:
+            f.write(base64.b64decode(api.get('mutatingwebhookconfigurations', None,
+                                             'gpuslice-webhook')['webhooks'][0]['clientConfig']
+                                     ['caBundle']))
+        wh = BundleWebhook(binary, os.path.join(mount, 'tls.crt'), os.path.join(mount, 'tls.key'),
+                           kc, workdir=tmp)
+        t.is_eq(served_der(wh), ssl.PEM_cert_to_DER_cert(data(api, 'tls.crt')),
+                'the webhook serves the generated pair, verified against the caBundle')
+
         # Second run: nothing written.
         api.clear_log()
         rc, out = run(binary, kc)
@@ -149,6 +195,17 @@ def main():
         t.is_eq([m for m, _ in writes(api)], ['PUT'], 'near expiry: one write (the Secret), no '
                 'patch: the bundle stays valid')
         t.is_eq(verify(tmp, api), [True] * 6, 'near expiry: the new leaf verifies')
+        # The kubelet updates the mount; the webhook reloads it (no restart) and the API
+        # server's unchanged bundle still trusts it.
+        project(api, mount, 2)
+        want = ssl.PEM_cert_to_DER_cert(data(api, 'tls.crt'))
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 15 and served_der(wh) != want:
+            time.sleep(0.1)
+        t.diag(f'renewed leaf served after {time.monotonic() - t0:.1f}s')
+        t.is_eq(served_der(wh), want, 'after renewal the webhook serves the new leaf without a '
+                'restart, trusted by the same bundle')
+        t.is_eq(wh.stop(), 0, 'the webhook exits 0')
         rc, out = run(binary, kc, '--certgen-renew-before', '9000h',
                       '--certgen-cert-validity', '17520h')
         t.like(out, ': kept;', 'near expiry: a run after the renewal keeps it')
