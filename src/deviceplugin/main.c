@@ -335,6 +335,7 @@ int main(int argc, char **argv)
     int rc = 1;
     struct gs_kube_config kc = {0};
     struct gs_k8s_client *k8s = NULL;
+    struct gs_k8s_recorder *events = NULL;
     struct dp_plugin *p = NULL;
     struct gs_net_server *metrics = NULL, *health = NULL;
     struct gpu_inventory *inv = calloc(1, sizeof(*inv));
@@ -373,6 +374,9 @@ int main(int argc, char **argv)
     if (parse_scaling("--device-memory-scaling", o.mem_scaling, &mem_scaling) < 0 ||
         parse_scaling("--device-core-scaling", o.core_scaling, &core_scaling) < 0)
         goto out;
+    events = gs_k8s_recorder_new(
+        k8s, &(struct gs_k8s_recorder_options){.component = "gpuslice-device-plugin",
+                                               .instance = o.node_name});
     struct dp_config cfg = {.node_name = o.node_name,
                             .mem_scaling = mem_scaling,
                             .core_scaling = core_scaling,
@@ -384,6 +388,7 @@ int main(int argc, char **argv)
                             .host_dir = o.host_dir,
                             .state_dir = o.state_dir,
                             .k8s = k8s,
+                            .events = events,
                             .inv = inv,
                             .health = htable};
     if (!(p = dp_plugin_new(&cfg, &err)))
@@ -458,6 +463,7 @@ out:
         gpu_health_table_fini(htable);
     }
     free(htable);
+    gs_k8s_recorder_free(events);
     gs_k8s_client_free(k8s);
     gs_kube_config_fini(&kc);
     free(inv);

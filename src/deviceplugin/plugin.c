@@ -499,9 +499,16 @@ static void release_lock(struct dp_plugin *p, const char *ns, const char *name)
         gs_log(GS_LOG_INFO, "node lock released", "node=%s pod=%s/%s", p->cfg.node_name, ns, name);
 }
 
-/* PodAllocationFailed (HAMi's device plugin): bind-phase failed, node lock released. */
-static void allocation_failed(struct dp_plugin *p, const char *ns, const char *name)
+/* PodAllocationFailed (HAMi's device plugin): bind-phase failed, node lock released; and a
+ * Warning Event on the Pod (HAMi writes none: the reason is named after that function) so
+ * `kubectl describe pod` says why beside the kubelet's UnexpectedAdmissionError. */
+static void allocation_failed(struct dp_plugin *p, const struct ext_assignment *rec,
+                              const char *why)
 {
+    const char *ns = rec->ns, *name = rec->name;
+    gs_k8s_record(
+        p->cfg.events, &(struct gs_k8s_object_ref){"v1", "Pod", rec->ns, rec->name, rec->uid}, true,
+        "AllocationFailed", "device plugin Allocate on node %s failed: %s", p->cfg.node_name, why);
     struct gs_error e = {0};
     _cleanup_(gs_json_decrefp) json_t *patch = json_pack("{s:{s:{s:s}}}", "metadata", "annotations",
                                                          HAMI_ANN_BIND_PHASE, HAMI_BIND_FAILED);
@@ -666,7 +673,7 @@ static int allocate_one(struct dp_plugin *p, struct plan *pl, size_t n_ids,
         return r;
     r = allocate_ctr(p, c, ci, n_ids, out, err);
     if (r < 0)
-        allocation_failed(p, c->rec.ns, c->rec.name);
+        allocation_failed(p, &c->rec, err->msg);
     return r;
 }
 

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "kube/event.h"
 #include "kube/k8s.h"
 #include "gpu/discovery.h"
 #include "gpu/health.h"
@@ -38,6 +39,7 @@ struct dp_config {
     const char *cuda_log_level; /* LIBCUDA_LOG_LEVEL for containers ("" / NULL = unset) */
     bool disable_core_limit;    /* GPU_CORE_UTILIZATION_POLICY=disable */
     struct gs_k8s_client *k8s;
+    struct gs_k8s_recorder *events; /* NULL = no Events (AllocationFailed on the Pod) */
     const struct gpu_inventory *inv;
     /* GPU health (gpu/health.h; NULL = every GPU healthy): ListAndWatch sends a GPU's devices
      * "Unhealthy" while it is, again at every change; the node annotation's `health` follows. */

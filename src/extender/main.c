@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config/config.h"
 #include "base/daemon.h"
@@ -256,6 +257,7 @@ int main(int argc, char **argv)
     struct gs_kube_config kc = {0};
     struct gs_k8s_client *k8s = NULL;
     struct ext_service *svc = NULL;
+    struct gs_k8s_recorder *events = NULL;
     struct ext_server *srv = NULL;
     if (tls && !(sv.tls = gs_tls_new(o.tls_cert_file, o.tls_key_file, 1000, NULL, NULL, &err))) {
         fprintf(stderr, "gpuslice-extender: %s\n", err.msg);
@@ -271,7 +273,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "gpuslice-extender: %s\n", err.msg);
         goto out;
     }
+    char host[128] = "";
+    (void)gethostname(host, sizeof(host) - 1);
+    events = gs_k8s_recorder_new(
+        k8s, &(struct gs_k8s_recorder_options){.component = "gpuslice-extender", .instance = host});
     struct ext_service_config sc = {.k8s = k8s,
+                                    .events = events,
                                     .gpu_policy = (enum alloc_policy)o.policy,
                                     .node_policy = (enum ext_node_policy)o.node_policy};
     sv.svc = svc = ext_service_new(&sc);
@@ -294,6 +301,7 @@ int main(int argc, char **argv)
 out:
     ext_server_stop(srv);
     ext_service_free(svc);
+    gs_k8s_recorder_free(events);
     gs_tls_free(sv.tls);
     gs_k8s_client_free(k8s);
     gs_kube_config_fini(&kc);

@@ -314,6 +314,43 @@ static int run_pass(struct ext_service *s, const json_t *pod, json_t *nodes, boo
     return 0;
 }
 
+/* HAMi's scheduler reasons (pkg/scheduler/event.go: EventReasonFilteringFailed,
+ * EventReasonBindingFailed), Warning Events on the Pod as recordScheduleFilterResultEvent and
+ * recordScheduleBindingResultEvent write them. */
+#define EXT_EVENT_FILTERING_FAILED "FilteringFailed"
+#define EXT_EVENT_BINDING_FAILED   "BindingFailed"
+
+static void pod_event(struct ext_service *s, const json_t *pod, const char *const *ids,
+                      const char *reason, const char *msg)
+{
+    if (!s->cfg.events)
+        return;
+    const json_t *md = pod ? json_object_get(pod, "metadata") : NULL;
+    struct gs_k8s_object_ref ref = {
+        .api_version = "v1",
+        .kind = "Pod",
+        .ns = ids ? ids[0] : json_string_value(json_object_get(md, "namespace")),
+        .name = ids ? ids[1] : json_string_value(json_object_get(md, "name")),
+        .uid = ids ? ids[2] : json_string_value(json_object_get(md, "uid")),
+    };
+    gs_k8s_record(s->cfg.events, &ref, true, reason, "%s", msg);
+}
+
+/* "no node fits: N nodes: node-a: why; node-b: why" (as many as fit in buf). */
+static void failed_summary(json_t *failed, size_t n, char *buf, size_t len)
+{
+    size_t o = (size_t)snprintf(buf, len, "no node fits the GPU request: %zu node(s)", n);
+    const char *node;
+    json_t *why;
+    json_object_foreach(failed, node, why)
+    {
+        if (o >= len)
+            break;
+        const char *w = json_string_value(why);
+        o += (size_t)snprintf(buf + o, len - o, "; %s: %s", node, w ? w : "");
+    }
+}
+
 static json_t *filter_error(const char *msg)
 {
     return json_pack("{s:s}", "error", msg);
@@ -339,9 +376,11 @@ json_t *ext_filter(struct ext_service *s, const json_t *args, struct gs_error *e
         r = run_pass(s, pod, nodes, cacheable(nodes, by_name), true, &p, &e);
     else
         json_decref(nodes);
+    char refused[600] = ""; /* a FilteringFailed Event, written after the lock */
     if (r < 0) {
         s->stats.filter_errors++;
         out = filter_error(e.msg);
+        snprintf(refused, sizeof(refused), "%s", e.msg);
         goto done;
     }
     json_t *ok = json_array(), *failed = json_object();
@@ -366,6 +405,8 @@ json_t *ext_filter(struct ext_service *s, const json_t *args, struct gs_error *e
     } else {
         out = json_pack("{s:{s:o},s:o}", "nodes", "items", ok, "failedNodes", failed);
     }
+    if (p.req.n_claims > 0 && p.best < 0)
+        failed_summary(failed, p.n, refused, sizeof(refused));
     if (p.req.n_claims > 0) {
         char q[160];
         gs_log(GS_LOG_INFO, "filter", "pod=%s/%s nodes=%zu fit=%s failed=%zu", p.req.ns, p.req.name,
@@ -378,6 +419,8 @@ done:
     pass_fini(&p);
     s->stats.filter_ns_sum += gs_now_ns() - t0;
     pthread_mutex_unlock(&s->lock);
+    if (refused[0])
+        pod_event(s, pod, NULL, EXT_EVENT_FILTERING_FAILED, refused);
     return out;
 }
 
@@ -689,6 +732,10 @@ json_t *ext_bind(struct ext_service *s, const json_t *args, struct gs_error *err
     if (r < 0) {
         gs_log(GS_LOG_WARN, "bind failed", "pod=%s/%s node=%s error=%s", ns, name, node,
                gs_log_quote(q, sizeof(q), e.msg));
+        const char *const ids[] = {ns, name, uid};
+        char msg[400];
+        snprintf(msg, sizeof(msg), "binding to node %s failed: %s", node, e.msg);
+        pod_event(s, NULL, ids, EXT_EVENT_BINDING_FAILED, msg);
         return json_pack("{s:s}", "error", e.msg);
     }
     gs_log(GS_LOG_INFO, "bound", "pod=%s/%s node=%s", ns, name, node);

@@ -21,6 +21,7 @@
 
 #include "alloc/alloc.h"
 #include "base/error.h"
+#include "kube/event.h"
 #include "kube/k8s.h"
 #include "extender/schedule.h"
 
@@ -42,6 +43,8 @@ struct ext_service;
 
 struct ext_service_config {
     struct gs_k8s_client *k8s; /* borrowed */
+    struct gs_k8s_recorder
+        *events; /* borrowed; NULL = no Events (FilteringFailed, BindingFailed) */
     enum alloc_policy gpu_policy;
     enum ext_node_policy node_policy;
 };

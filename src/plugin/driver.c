@@ -480,6 +480,10 @@ void driver_prepare(struct driver *d, size_t n, const struct claim_ref *refs, ui
             gs_warn("claim not prepared", "uid=%s error=%s",
                     GS_LOGQ(refs[i].uid ? refs[i].uid : ""),
                     gs_log_quote(q, sizeof(q), out[i].error));
+            gs_k8s_record(d->cfg.events,
+                          &(struct gs_k8s_object_ref){"resource.k8s.io/v1", "ResourceClaim",
+                                                      refs[i].ns, refs[i].name, refs[i].uid},
+                          true, "PrepareFailed", "node %s: %s", d->cfg.node_name, out[i].error);
         }
     }
     free(cached);

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kube/event.h"
 #include "kube/k8s.h"
 #include "plugin/cdi.h"
 #include "plugin/checkpoint.h"
@@ -29,8 +30,9 @@ struct driver_config {
     const char *state_dir;
     const char *sysfs_root;
     struct cdi_config cdi;
-    int64_t reconcile_grace_s; /* claims gone from the API are cleaned after this long */
-    const char *fault_point;   /* "" or a fault point name: SIGKILL self when reached */
+    int64_t reconcile_grace_s;      /* claims gone from the API are cleaned after this long */
+    const char *fault_point;        /* "" or a fault point name: SIGKILL self when reached */
+    struct gs_k8s_recorder *events; /* NULL = no Events (PrepareFailed on the claim) */
 };
 
 struct claim_ref {

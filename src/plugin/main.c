@@ -130,6 +130,7 @@ int main(int argc, char **argv)
     int rc = 1;
     struct gs_kube_config kc = {0};
     struct gs_k8s_client *k8s = NULL;
+    struct gs_k8s_recorder *events = NULL;
     struct gpu_inventory *inv = calloc(1, sizeof(*inv));
     struct metrics *m = calloc(1, sizeof(*m));
     struct driver *drv = calloc(1, sizeof(*drv));
@@ -195,7 +196,12 @@ int main(int argc, char **argv)
         goto out;
     }
 
+    events = gs_k8s_recorder_new(
+        k8s, &(struct gs_k8s_recorder_options){.component = "gpuslice-kubelet-plugin",
+                                               .instance = o->node_name,
+                                               .timeout_ms = 1000});
     struct driver_config dc = {
+        .events = events,
         .node_name = o->node_name,
         .driver_name = o->driver_name,
         .state_dir = o->state_dir,
@@ -319,6 +325,7 @@ out:
     metrics_http_stop(mhttp);
     if (drv_ok)
         driver_fini(drv);
+    gs_k8s_recorder_free(events);
     gs_k8s_client_free(k8s);
     gs_kube_config_fini(&kc);
     free(drv);

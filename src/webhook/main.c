@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "base/macros.h"
 #include "webhook/admit.h"
+#include "webhook/certgen-cmd.h"
 #include "webhook/cluster.h"
 #include "webhook/options.h"
 #include "webhook/preview.h"
@@ -230,7 +231,8 @@ int main(int argc, char **argv)
      * only grows RSS for a workload that allocates a few KiB per request. */
     mallopt(M_ARENA_MAX, 2);
     int pr = wh_options_parse(&o, argc, argv, stdout, &first, &err);
-    if (pr == 0 && first < argc && strcmp(argv[first], "translate") != 0) {
+    bool certgen = pr == 0 && first < argc && strcmp(argv[first], "certgen") == 0;
+    if (pr == 0 && first < argc && strcmp(argv[first], "translate") != 0 && !certgen) {
         snprintf(err.msg, sizeof(err.msg), "unexpected argument \"%.64s\" (see --help)",
                  argv[first]);
         pr = -EINVAL;
@@ -263,7 +265,10 @@ int main(int argc, char **argv)
             fprintf(stderr, "gpuslice-webhook: %s\n", err.msg);
             return 2;
         }
-        int rc = translate(&o, args + files, (size_t)(n - files));
+        int rc = !certgen    ? translate(&o, args + files, (size_t)(n - files))
+                 : files < n ? (fprintf(stderr, "gpuslice-webhook: certgen takes no argument\n"), 2)
+                             : (gs_log_set_level((enum gs_log_level)(o.log_level + 1)),
+                                wh_certgen_command(&o));
         wh_options_free(&o);
         return rc;
     }

@@ -286,6 +286,58 @@ static const struct gs_option options[] = {
      .def = "1.2",
      .offset = OFF(tls_min_version),
      .help = "oldest TLS version accepted (HAMi-DRA: 1.3; older than 1.2 is never offered)"},
+    {.name = "certgen-secret",
+     .env = "GPUSLICE_WEBHOOK_CERTGEN_SECRET",
+     .type = GS_OPT_STRING,
+     .def = "gpuslice-webhook-tls",
+     .offset = OFF(certgen_secret),
+     .help = "certgen: the Secret (type kubernetes.io/tls) holding tls.crt, tls.key, ca.crt, "
+             "ca.key"},
+    {.name = "certgen-service",
+     .env = "GPUSLICE_WEBHOOK_CERTGEN_SERVICE",
+     .type = GS_OPT_STRING,
+     .def = "gpuslice-webhook",
+     .offset = OFF(certgen_service),
+     .help = "certgen: the webhook's Service; the certificate names <service>.<namespace>.svc "
+             "and <service>.<namespace>.svc.cluster.local"},
+    {.name = "certgen-namespace",
+     .env = "GPUSLICE_WEBHOOK_CERTGEN_NAMESPACE",
+     .type = GS_OPT_STRING,
+     .def = "",
+     .offset = OFF(certgen_namespace),
+     .help = "certgen: namespace of the Secret and the Service (\"\" = the pod's namespace, "
+             "else the kubeconfig's)"},
+    {.name = "certgen-webhook-configuration",
+     .env = "GPUSLICE_WEBHOOK_CERTGEN_WEBHOOK_CONFIGURATION",
+     .type = GS_OPT_STRING,
+     .def = "gpuslice-webhook",
+     .offset = OFF(certgen_webhook_configuration),
+     .help = "certgen: the MutatingWebhookConfiguration whose every webhook gets ca.crt as "
+             "its caBundle"},
+    {.name = "certgen-renew-before",
+     .env = "GPUSLICE_WEBHOOK_CERTGEN_RENEW_BEFORE",
+     .type = GS_OPT_DURATION,
+     .def = "720h",
+     .min = "1h",
+     .max = "87600h",
+     .offset = OFF(certgen_renew_before_ns),
+     .help = "certgen: renew a certificate that expires within this (30 days)"},
+    {.name = "certgen-cert-validity",
+     .env = "GPUSLICE_WEBHOOK_CERTGEN_CERT_VALIDITY",
+     .type = GS_OPT_DURATION,
+     .def = "8760h",
+     .min = "2h",
+     .max = "175200h",
+     .offset = OFF(certgen_cert_validity_ns),
+     .help = "certgen: lifetime of a new serving certificate (1 year)"},
+    {.name = "certgen-ca-validity",
+     .env = "GPUSLICE_WEBHOOK_CERTGEN_CA_VALIDITY",
+     .type = GS_OPT_DURATION,
+     .def = "87600h",
+     .min = "2h",
+     .max = "175200h",
+     .offset = OFF(certgen_ca_validity_ns),
+     .help = "certgen: lifetime of a new CA (10 years)"},
     {.name = "memory-sizes",
      .type = GS_OPT_STRING,
      .metavar = "Q,Q,...",
@@ -301,13 +353,15 @@ static const struct gs_option options[] = {
 
 static const struct gs_config_spec spec = {
     .program = "gpuslice-webhook",
-    .usage = "[OPTIONS] [translate FILE...]",
+    .usage = "[OPTIONS] [translate FILE... | certgen]",
     .summary = "Mutating admission webhook: pods asking for legacy nvidia.com/gpu* resources get "
                "DRA claims from ResourceClaimTemplates (--mode=legacy: they keep them and are "
                "routed to the scheduler extender). Serves HTTPS /mutate, /healthz, /readyz, "
                "/metrics, and plain-HTTP probes on --health-listen. `translate FILE...` (or -) "
                "prints the manifests rewritten the same way, with their ResourceClaimTemplates, "
-               "as one List, without a cluster.",
+               "as one List, without a cluster. `certgen` makes or renews the serving "
+               "certificate and its CA in --certgen-secret and gives every webhook of "
+               "--certgen-webhook-configuration the CA bundle (a Job without cert-manager).",
     .options = options,
     .n_options = GS_ARRAY_SIZE(options),
     .config_env = "GPUSLICE_WEBHOOK_CONFIG",

@@ -52,6 +52,14 @@ struct wh_options {
     char *device_config_file; /* HAMi-DRA's device-config.yaml (NULL = none) */
     char *device_vendors;     /* "nvidia,hygon,ascend" (NULL = the file's vendors) */
     int tls_min_version;      /* index into "1.2", "1.3" */
+    /* certgen (certgen.h) */
+    char *certgen_secret;
+    char *certgen_service;
+    char *certgen_namespace; /* "" = the client's namespace */
+    char *certgen_webhook_configuration;
+    int64_t certgen_renew_before_ns;
+    int64_t certgen_cert_validity_ns;
+    int64_t certgen_ca_validity_ns;
 };
 
 struct wh_names;

@@ -71,7 +71,10 @@ RESOURCES = {
     ('resource.k8s.io', 'v1', 'deviceclasses'): ('DeviceClass', False, False),
     ('', 'v1', 'pods'): ('Pod', True, True),
     ('', 'v1', 'nodes'): ('Node', False, True),
+    ('', 'v1', 'secrets'): ('Secret', True, False),
     ('', 'v1', 'events'): ('Event', True, False),
+    ('admissionregistration.k8s.io', 'v1', 'mutatingwebhookconfigurations'):
+        ('MutatingWebhookConfiguration', False, False),
 }
 KIND_TO_RESOURCE = {v[0]: k for k, v in RESOURCES.items()}
 

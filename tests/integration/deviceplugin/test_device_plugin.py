@@ -251,6 +251,32 @@ def main():
         except grpc.RpcError as e:
             t.like(e.details(), 'assigned 1 GPUs', 'Allocate with 2 devices for 1 GPU fails')
         t.is_eq(ann_of(api, 'two', 'hami.io/bind-phase'), 'failed', 'bind-phase failed')
+        evs = [e for e in api.list('events') if e['involvedObject'].get('name') == 'two']
+        t.is_eq([(e['type'], e['reason'], e['involvedObject'].get('kind'),
+                  e['involvedObject'].get('uid'), e['source'].get('component')) for e in evs],
+                [('Warning', 'AllocationFailed', 'Pod', p['metadata']['uid'],
+                  'gpuslice-device-plugin')],
+                'a failed Allocate: Warning AllocationFailed on the Pod (issue 36)')
+        t.like(evs[0]['message'] if evs else '', 'assigned 1 GPUs', 'the Event says why')
+        # The same failure, again and again: a bounded number of Event writes.
+        api.clear_log()
+        same, t0 = 0, time.monotonic()
+        for _ in range(1000):
+            try:
+                stub.Allocate(pb.AllocateRequest(container_requests=[
+                    pb.ContainerAllocateRequest(devices_ids=[ids[7], ids[8]])]), timeout=10)
+            except grpc.RpcError as e:
+                same += 'assigned 1 GPUs' in e.details()
+        writes = [r for r in api.requests() if '/events' in r['path']
+                  and r['method'] in ('POST', 'PATCH')]
+        took = time.monotonic() - t0
+        # One write per object + reason per repeat interval (60 s): the count is raised then.
+        bound = int(took / 60) + 1
+        t.diag(f'1000 failing Allocates ({same} the same failure) in {took:.0f}s -> '
+               f'{len(writes)} Event writes (bound {bound})')
+        t.ok(same == 1000 and len(writes) <= bound,
+             '1,000 identical Allocate failures: one Event write per repeat interval at most',
+             diag=writes[:3])
         t.is_eq((api.get('nodes', None, NODE)['metadata'].get('annotations') or {}).get(
             'hami.io/mutex.lock'), None, "the pod's node lock is released")
         ch.close()

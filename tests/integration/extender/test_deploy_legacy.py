@@ -105,14 +105,16 @@ def main():
     roles = {o['metadata']['name']: o for o in objs if o['kind'] == 'ClusterRole'}
     rules = {(tuple(r['apiGroups']), tuple(r['resources'])): set(r['verbs'])
              for r in roles['gpuslice-device-plugin']['rules']}
-    t.is_eq(rules, {(('',), ('nodes',)): {'get', 'patch'}, (('',), ('pods',)): {'list', 'patch'}},
-            'device plugin RBAC: its node and the pods being bound, nothing else')
+    t.is_eq(rules, {(('',), ('nodes',)): {'get', 'patch'}, (('',), ('pods',)): {'list', 'patch'},
+                    (('',), ('events',)): {'create', 'patch'}},
+            'device plugin RBAC: its node, the pods being bound, Events, nothing else')
     rules = {(tuple(r['apiGroups']), tuple(r['resources'])): set(r['verbs'])
              for r in roles['gpuslice-extender']['rules']}
     t.is_eq(rules, {(('',), ('nodes',)): {'get', 'list', 'patch'},
                     (('',), ('pods',)): {'get', 'list', 'patch'},
-                    (('',), ('pods/binding',)): {'create'}},
-            'extender RBAC: read nodes and pods, annotate, bind')
+                    (('',), ('pods/binding',)): {'create'},
+                    (('',), ('events',)): {'create', 'patch'}},
+            'extender RBAC: read nodes and pods, annotate, bind, Events')
     return t.done()
 
 

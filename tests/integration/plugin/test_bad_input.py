@@ -5,6 +5,7 @@ oversize gRPC messages."""
 import os
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -49,6 +50,26 @@ def main():
         err, _ = prep_error(env, pl.ref(c), 'v1beta1')
         t.is_eq(err, 'claim test-dra/pending: not allocated (status.allocation is missing)',
                 'no allocation')
+        # A Warning Event on the claim (issue 36), deduplicated under a flood.
+        evs = [e for e in env.api.list('events') if e['involvedObject'].get('name') == 'pending']
+        t.is_eq([(e['type'], e['reason'], e['involvedObject'].get('kind'),
+                  e['involvedObject'].get('namespace'), e['involvedObject'].get('uid'),
+                  e['source'].get('component')) for e in evs],
+                [('Warning', 'PrepareFailed', 'ResourceClaim', 'test-dra', c['metadata']['uid'],
+                  'gpuslice-kubelet-plugin')], 'a failed prepare: Warning PrepareFailed on the '
+                'ResourceClaim')
+        t.like(evs[0]['message'] if evs else '', 'not allocated', 'the Event says why')
+        env.api.clear_log()
+        t0 = time.monotonic()
+        same = sum(prep_error(env, pl.ref(c))[0].endswith('not allocated (status.allocation is '
+                                                          'missing)') for _ in range(1000))
+        took = time.monotonic() - t0
+        writes = [r for r in env.api.requests() if '/events' in r['path']
+                  and r['method'] in ('POST', 'PATCH')]
+        bound = int(took / 60) + 1  # one write per claim + reason per 60 s (kube/event.h)
+        t.diag(f'1000 failed prepares in {took:.0f}s -> {len(writes)} Event writes (bound {bound})')
+        t.ok(same == 1000 and len(writes) <= bound,
+             '1,000 identical prepare failures: a bounded number of Event writes', diag=writes[:3])
 
         # Other drivers only.
         c = pl.claim('nic', results=[])

@@ -49,8 +49,9 @@ def main():
     rules = {(tuple(r['apiGroups']), tuple(r['resources'])): set(r['verbs']) for r in role['rules']}
     t.is_eq(rules, {(('resource.k8s.io',), ('resourceclaims',)): {'get'},
                     (('resource.k8s.io',), ('resourceslices',)):
-                        {'get', 'list', 'watch', 'create', 'update', 'delete'}},
-            'RBAC: claims read, own slices managed, nothing else')
+                        {'get', 'list', 'watch', 'create', 'update', 'delete'},
+                    (('',), ('events',)): {'create', 'patch'}},
+            'RBAC: claims read, own slices managed, Events written, nothing else')
     ds = objs['DaemonSet'][0]
     c = ds['spec']['template']['spec']['containers'][0]
     sc = c['securityContext']

@@ -426,7 +426,8 @@ def check_installs(t, kubectl, deploy, work, rendered, p):
                  f"deploy/{mode}: PodMonitor {pm['metadata']['name']} scrapes ports {want} names",
                  diag=f'{eps} not in {sorted(ports - {None})}')
         combos = [[c] for c in comps] + [[c for c in comps if c not in apart]] + \
-            [['no-cert-manager', 'no-prometheus-operator']]
+            [['no-cert-manager', 'no-prometheus-operator'], ['no-cert-manager', 'certgen'],
+             ['no-cert-manager', 'no-prometheus-operator', 'certgen']]
         for combo in combos:
             name = f'{mode}+' + '+'.join(combo)
             body = ('apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n'
@@ -452,6 +453,8 @@ def check_installs(t, kubectl, deploy, work, rendered, p):
                         or 'cert-manager.io/inject-ca-from' in
                         o['metadata'].get('annotations', {})]
                 t.is_eq(left, [], f'{name}: no cert-manager object or annotation is left')
+            if 'certgen' in combo:
+                check_certgen(t, name, objs)
             if 'no-prometheus-operator' in combo:
                 left = [ident(o) for o in objs
                         if o['apiVersion'].startswith('monitoring.coreos.com/')]
@@ -495,6 +498,71 @@ def check_installs(t, kubectl, deploy, work, rendered, p):
             if len(combo) > 1:
                 check_flags(t, name, objs, p)
                 check_schemas(t, {name: objs})
+
+
+def check_certgen(t, name, objs):
+    """components/certgen (issue 36): the Job and CronJob run `gpuslice-webhook certgen` on the
+    Secret the webhook mounts and the configuration it serves, restricted, with the least RBAC."""
+    by = {(o['kind'], o['metadata']['name']): o for o in objs}
+    cg = 'gpuslice-webhook-certgen'
+    kinds = ['ServiceAccount', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding', 'Job',
+             'CronJob']
+    t.is_eq([k for k in kinds if (k, cg) not in by], [], f'{name}: certgen objects all present')
+    role, crole = by.get(('Role', cg), {}), by.get(('ClusterRole', cg), {})
+    rules = sorted((tuple(r['apiGroups']), tuple(r['resources']),
+                    tuple(r.get('resourceNames', [])), tuple(sorted(r['verbs'])))
+                   for r in role.get('rules', []))
+    t.is_eq(rules, [(('',), ('secrets',), (), ('create',)),
+                    (('',), ('secrets',), ('gpuslice-webhook-tls',), ('get', 'update'))],
+            f'{name}: certgen Role: get/update on its one Secret, create (not limitable by name)')
+    t.is_eq([(r['resources'], r.get('resourceNames'), sorted(r['verbs']))
+             for r in crole.get('rules', [])],
+            [(['mutatingwebhookconfigurations'], ['gpuslice-webhook'], ['get', 'patch'])],
+            f'{name}: certgen ClusterRole: get/patch of gpuslice-webhook only')
+    for kind, binding in (('Role', 'RoleBinding'), ('ClusterRole', 'ClusterRoleBinding')):
+        b = by.get((binding, cg), {})
+        t.ok(b.get('roleRef', {}).get('name') == cg and
+             b.get('subjects', [{}])[0].get('name') == cg, f'{name}: {binding} binds {kind} to '
+             'the certgen ServiceAccount')
+    dep = by.get(('Deployment', 'gpuslice-webhook'))
+    mwcs = [o['metadata']['name'] for o in objs if o['kind'] == 'MutatingWebhookConfiguration']
+    vol = [v for v in pod_spec(dep)['volumes'] if 'secret' in v] if dep else []
+    for kind in ('Job', 'CronJob'):
+        o = by.get((kind, cg))
+        spec = pod_spec(o) if o else None
+        if not t.ok(spec, f'{name}: certgen {kind} has a pod'):
+            continue
+        c = spec['containers'][0]
+        args = dict(a[2:].split('=', 1) for a in c.get('args', []) if '=' in a)
+        t.is_eq(c['command'], ['/usr/bin/gpuslice-webhook', 'certgen'],
+                f'{name}: certgen {kind} runs gpuslice-webhook certgen')
+        t.ok(vol and args.get('certgen-secret') == vol[0]['secret']['secretName'],
+             f'{name}: certgen {kind} writes the Secret the webhook mounts', diag=args)
+        t.ok(args.get('certgen-webhook-configuration') in mwcs,
+             f'{name}: certgen {kind} patches the MutatingWebhookConfiguration', diag=mwcs)
+        t.is_eq(pss_level(spec), ('restricted', []), f'{name}: certgen {kind} is restricted')
+        t.ok(c.get('securityContext', {}).get('readOnlyRootFilesystem') is True and
+             c.get('resources', {}).get('limits', {}).get('memory'),
+             f'{name}: certgen {kind}: read-only root, memory limit')
+        t.is_eq(spec.get('serviceAccountName'), cg, f'{name}: certgen {kind} uses its account')
+    t.ok(vol and sorted(i['key'] for i in vol[0]['secret'].get('items', [])) ==
+         ['tls.crt', 'tls.key'], f'{name}: the webhook mounts tls.crt and tls.key only (the CA '
+         'key stays in the Secret)', diag=vol)
+
+
+def check_event_rbac(t, rendered):
+    """Every daemon that writes Events (issue 36) may create and patch them."""
+    want = {'dra': ['gpuslice-kubelet-plugin', 'gpuslice-monitor'],
+            'legacy': ['gpuslice-device-plugin', 'gpuslice-extender', 'gpuslice-monitor']}
+    for mode, roles in want.items():
+        by = {o['metadata']['name']: o for o in rendered.get(mode, [])
+              if o['kind'] == 'ClusterRole'}
+        for role in roles:
+            verbs = {v for r in by.get(role, {}).get('rules', [])
+                     if '' in r.get('apiGroups', []) and 'events' in r.get('resources', [])
+                     for v in r.get('verbs', [])}
+            t.ok({'create', 'patch'} <= verbs, f'deploy/{mode}: ClusterRole {role} may create and '
+                 'patch Events', diag=sorted(verbs))
 
 
 def check_webhook_certificates(t, rendered):
@@ -684,6 +752,7 @@ def main():
         check_lab_names(t, kubectl, deploy, work)
         check_installs(t, kubectl, deploy, work, rendered, p)
         check_webhook_certificates(t, rendered)
+        check_event_rbac(t, rendered)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     check_schemas(t, rendered)
