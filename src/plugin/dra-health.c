@@ -19,7 +19,7 @@ static int send_list(struct rpc_stream *st, const char *pool, const struct gpu_h
                      size_t n)
 {
     V1alpha1__DeviceHealth *dh = calloc(n + 1, sizeof(*dh));
-    V1alpha1__DeviceHealth **dhp = calloc(n + 1, sizeof(*dhp));
+    V1alpha1__DeviceHealth **dhp = calloc(n + 1, sizeof(V1alpha1__DeviceHealth *));
     V1alpha1__DeviceIdentifier *id = calloc(n + 1, sizeof(*id));
     char(*msg)[MESSAGE_MAX] = calloc(n + 1, sizeof(*msg));
     int r = -ENOMEM;
