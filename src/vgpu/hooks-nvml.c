@@ -24,8 +24,8 @@ void vgpu_nvml_atfork_child(void)
     pthread_mutex_init(&cache_lock, NULL); /* another thread may have held it at fork() */
 }
 
-/* Capped vgpu device behind an NVML handle (by UUID), or NULL. */
-static struct vgpu_device *capped_device(nvmlDevice_t h)
+/* The vgpu device behind an NVML handle (by UUID), or NULL. */
+struct vgpu_device *vgpu_nvml_view_device(nvmlDevice_t h)
 {
     char uuid[GS_LIMITS_UUID_MAX] = "";
     int index = -1;
@@ -53,7 +53,13 @@ static struct vgpu_device *capped_device(nvmlDevice_t h)
         }
         pthread_mutex_unlock(&cache_lock);
     }
-    struct vgpu_device *d = vgpu_device_for_view(uuid, index);
+    return vgpu_device_for_view(uuid, index);
+}
+
+/* Capped vgpu device behind an NVML handle, or NULL. */
+static struct vgpu_device *capped_device(nvmlDevice_t h)
+{
+    struct vgpu_device *d = vgpu_nvml_view_device(h);
     return d && d->cfg.memory_limit ? d : NULL;
 }
 

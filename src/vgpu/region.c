@@ -750,3 +750,29 @@ __attribute__((destructor(60000))) static void region_exit(void)
         region_unlock(r);
     }
 }
+
+/* The claim's processes charged on device slot `slot`, read without the lock (slot_read_id /
+ * slot_has_id: a slot freed or re-claimed while it was read is skipped, never mixed up). */
+int vgpu_region_procs(struct vgpu_region *vr, int slot, struct vgpu_region_proc_view *out, int max)
+{
+    if (!vr || vr->refuse || !vr->shm || slot < 0 || slot >= GS_REGION_MAX_DEVICES)
+        return 0;
+    const struct gs_region *r = vr->shm;
+    uint32_t hint = atomic_load(&r->n_procs_hint);
+    int n = 0;
+    for (uint32_t p = 0; p < hint && p < GS_REGION_MAX_PROCS && n < max; p++) {
+        const struct gs_region_proc *s = &r->procs[p];
+        struct slot_id id;
+        if (!slot_read_id(s, &id))
+            continue;
+        uint64_t used = atomic_load(&s->used[slot]);
+        if (!used || !slot_has_id(s, &id))
+            continue;
+        out[n].pid = id.pid;
+        out[n].start_time = id.start;
+        out[n].pidns = id.pidns;
+        out[n].used = used;
+        n++;
+    }
+    return n;
+}

@@ -142,6 +142,16 @@ typedef int (*vgpu_driver_holds_fn)(const int *pids, bool *holds, int n);
 typedef void (*vgpu_usage_hook_fn)(const char *uuid, uint64_t used);
 void vgpu_region_set_usage_hook(vgpu_usage_hook_fn fn);
 void vgpu_region_set_driver_check(vgpu_driver_holds_fn fn);
+/* One live process slot of the claim as a reader sees it (vgpu_region_procs). */
+struct vgpu_region_proc_view {
+    int pid;             /* as its own pid namespace sees it (getpid() of the process) */
+    uint64_t start_time; /* /proc/<pid>/stat field 22 (1 when read as 0, 0 when unknown) */
+    uint64_t pidns;      /* inode of its /proc/self/ns/pid, 0 when unknown */
+    uint64_t used;       /* bytes charged on the device slot asked about (> 0) */
+};
+/* The processes of region r with a charge on device slot `slot` (at most max). Returns how many
+ * were written; 0 for a refusing region. */
+int vgpu_region_procs(struct vgpu_region *r, int slot, struct vgpu_region_proc_view *out, int max);
 /* Forget the mappings after fork() in the child (the child registers its own slot). */
 void vgpu_region_atfork_child(void);
 
@@ -359,6 +369,8 @@ extern atomic_bool vgpu_any_graph_mem;
 void vgpu_graphs_atfork_child(void);
 /* After fork() in the child (hooks-cuda.c): the VMM lock free. */
 void vgpu_vmm_atfork_child(void);
+/* The vgpu device behind an NVML handle, found by its UUID (hooks-nvml.c); NULL if unknown. */
+struct vgpu_device *vgpu_nvml_view_device(nvmlDevice_t h);
 /* After fork() in the child (hooks-nvml.c): the UUID cache lock free. */
 void vgpu_nvml_atfork_child(void);
 

@@ -2,7 +2,7 @@
 /*
  * vgpu_ctx_probe: context lifetimes, first sight and views under libvgpu (test_contexts.py).
  * Judges from gpusim's own books: `phys` is this process's usage as the driver lists it (NVML
- * process list, which libvgpu does not hook).
+ * process list, taken from gpusim past libvgpu, which answers a slice's list from its books).
  *
  *   lifetime reset|destroy|release|hidden <chunk_mib>
  *       allocate a chunk in a context, end the context that way, allocate again in a new one
@@ -126,7 +126,6 @@ out:
 #define NV_FNS                                                                                     \
     F(nvmlInit_v2)                                                                                 \
     F(nvmlDeviceGetHandleByIndex_v2)                                                               \
-    F(nvmlDeviceGetComputeRunningProcesses_v3)                                                     \
     F(nvmlDeviceGetMemoryInfo)                                                                     \
     F(nvmlDeviceGetMemoryInfo_v2)
 
@@ -144,6 +143,10 @@ static struct {
     NV_FNS
 #undef F
 } nv;
+
+/* gpusim's own process list: libvgpu answers a slice's list from its books (hooks-nvml-procs.c),
+ * so the driver's is taken past libvgpu's dlsym, with the C library's own. */
+static GS_NVML_PFN(nvmlDeviceGetComputeRunningProcesses_v3) driver_list;
 
 static void load(bool cuda)
 {
@@ -163,6 +166,14 @@ static void load(bool cuda)
         die("dlsym " #n, 0);
     NV_FNS
 #undef F
+    void *(*libc_dlsym)(void *, const char *) =
+        (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+    if (!libc_dlsym)
+        libc_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+    if (!libc_dlsym ||
+        !(driver_list = (GS_NVML_PFN(nvmlDeviceGetComputeRunningProcesses_v3))libc_dlsym(
+              hn, "nvmlDeviceGetComputeRunningProcesses_v3")))
+        die("dlsym nvmlDeviceGetComputeRunningProcesses_v3", 0);
 }
 
 /* ------------------------------------------------------------------ gpusim's books */
@@ -179,7 +190,7 @@ static unsigned long long phys(void)
     CHECK(nv.nvmlDeviceGetHandleByIndex_v2(0, &h));
     nvmlProcessInfo_t infos[256];
     unsigned n = 256;
-    CHECK(nv.nvmlDeviceGetComputeRunningProcesses_v3(h, &n, infos));
+    CHECK(driver_list(h, &n, infos));
     for (unsigned i = 0; i < n; i++)
         if (infos[i].pid == (unsigned)getpid())
             return infos[i].usedGpuMemory;
