@@ -2,6 +2,7 @@
 #include "base/clock.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -116,4 +117,12 @@ uint64_t gs_backoff_next(struct gs_backoff *b)
 void gs_backoff_reset(struct gs_backoff *b)
 {
     b->attempt = 0;
+}
+
+void gs_rfc3339_utc(int64_t unix_s, char *buf, size_t len)
+{
+    time_t tt = (time_t)unix_s;
+    struct tm tm;
+    if (!gmtime_r(&tt, &tm) || strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+        snprintf(buf, len, "1970-01-01T00:00:00Z");
 }

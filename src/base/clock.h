@@ -16,6 +16,11 @@
 uint64_t gs_now_ns(void);
 uint64_t gs_now_us(void);
 uint64_t gs_now_ms(void);
+/* Unix seconds as RFC 3339 in UTC, "2026-12-06T20:22:29Z" (Kubernetes' metav1.Time layout), into
+ * buf (at least 21 bytes); "1970-01-01T00:00:00Z" for a time gmtime cannot represent. The one
+ * formatter of the daemons (Events, taints' timeAdded, HAMi's node lock). */
+void gs_rfc3339_utc(int64_t unix_s, char *buf, size_t len);
+
 /* CLOCK_REALTIME in ns since the epoch, for timestamps shown to people. */
 uint64_t gs_realtime_ns(void);
 

@@ -366,14 +366,6 @@ size_t gpu_health_load_file(const char *path, struct gpu_health_dev *out, size_t
     return k;
 }
 
-void gpu_health_rfc3339(int64_t s, char *buf, size_t len)
-{
-    time_t tt = (time_t)s;
-    struct tm tm;
-    if (!gmtime_r(&tt, &tm) || strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-        snprintf(buf, len, "1970-01-01T00:00:00Z");
-}
-
 /* ---- watcher ------------------------------------------------------------------------------- */
 
 #define EVENTS_MAX 64

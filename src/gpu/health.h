@@ -174,7 +174,4 @@ size_t gpu_health_lost_now(unsigned *index, size_t max);
 int gpu_health_save_file(struct gpu_health_table *t, const char *path, struct gs_error *err);
 size_t gpu_health_load_file(const char *path, struct gpu_health_dev *out, size_t max);
 
-/* The RFC 3339 form of unix seconds ("2026-12-06T20:22:29Z") into buf (at least 32 bytes). */
-void gpu_health_rfc3339(int64_t s, char *buf, size_t len);
-
 #endif /* GS_GPU_HEALTH_H */

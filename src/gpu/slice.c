@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/macros.h"
 #include "config/quantity.h"
 
@@ -132,7 +133,7 @@ static json_t *taint(const char *driver, const char *dim, const char *value, con
 {
     char key[320], ts[32];
     snprintf(key, sizeof(key), "%s/%s", driver, dim);
-    gpu_health_rfc3339(since_s, ts, sizeof(ts));
+    gs_rfc3339_utc(since_s, ts, sizeof(ts));
     json_t *t = json_pack("{s:s, s:s, s:s}", "key", key, "effect", effect, "timeAdded", ts);
     if (value && t)
         json_object_set_new(t, "value", json_string(value));

@@ -6,17 +6,15 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "hami/hami.h"
 
 /* GenerateNodeLockKeyByPod: time.Now().Format(time.RFC3339) + ",<ns>,<pod>". HAMi writes its
  * local time with the zone offset; we write UTC ("Z"), the same instant in the same layout. */
 void hami_lock_value(char *buf, size_t len, int64_t unix_s, const char *ns, const char *pod)
 {
-    struct tm tm;
-    time_t t = (time_t)unix_s;
-    gmtime_r(&t, &tm);
     char ts[32];
-    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    gs_rfc3339_utc(unix_s, ts, sizeof(ts));
     snprintf(buf, len, "%s,%s,%s", ts, ns, pod);
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "base/log.h"
 #include "config/json.h"
 
@@ -91,14 +92,6 @@ void gs_k8s_recorder_get_stats(struct gs_k8s_recorder *r, struct gs_k8s_recorder
     pthread_mutex_unlock(&r->lock);
 }
 
-static void now_rfc3339(char *buf, size_t len)
-{
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
 /* The entry of `key`, or a free or least recently used one (reset) — under the lock. */
 static struct entry *slot(struct gs_k8s_recorder *r, const char *key, bool *found)
 {
@@ -143,7 +136,7 @@ static int do_write(struct gs_k8s_recorder *r, const struct gs_k8s_object_ref *o
                     const char *reason, const char *msg, struct write *w)
 {
     char now[32];
-    now_rfc3339(now, sizeof(now));
+    gs_rfc3339_utc((int64_t)time(NULL), now, sizeof(now));
     struct gs_error err = {0};
     struct gs_k8s_call_opts co = {.deadline_ms = gs_k8s_now_ms(r->k) + r->o.timeout_ms};
     int rc = -ENOENT;

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/fs.h"
 #include "config/json.h"
 #include "kube/k8s.h"
@@ -68,10 +69,7 @@ static void emit_event(struct mon_catalog *c, const struct mon_breach *b, const 
     if (!c->cfg.k8s || !b->pod_ns[0] || !b->pod_name[0])
         return;
     char name[300], now[64];
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    gs_rfc3339_utc((int64_t)time(NULL), now, sizeof(now));
     /* <object>.<unix nanoseconds in hex>, as client-go's event recorder names Events
      * (tools/record/event.go, makeEvent): unique per report, also for two in one second. */
     struct timespec ts;

@@ -38,7 +38,7 @@ static void node_event(struct plugin_health *h, const struct gpu_health_dev *d)
         return;
     char name[400], ts[32], msg[512];
     int64_t t = (int64_t)time(NULL);
-    gpu_health_rfc3339(t, ts, sizeof(ts));
+    gs_rfc3339_utc(t, ts, sizeof(ts));
     snprintf(name, sizeof(name), "%.200s.gpuslice-health-%s-%lld", h->node, d->name,
              (long long)gs_realtime_ns());
     if (d->healthy)

@@ -152,7 +152,7 @@ static void test_table(void)
     is_int((int)gpu_health_load_file(path, back, 4), 0, "an absent file says nothing");
 
     char ts[32];
-    gpu_health_rfc3339(0, ts, sizeof(ts));
+    gs_rfc3339_utc(0, ts, sizeof(ts));
     is_str(ts, "1970-01-01T00:00:00Z", "RFC 3339");
 }
 
